@@ -13,13 +13,13 @@ import pytest  # noqa: E402
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHARED_DATA = pathlib.Path(
-    os.environ.get("ALBERT_TF_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+        os.environ.get("ALBERT_TF_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> pathlib.Path:
-  """Path to ../shared/data; skips the test when the folder is missing."""
-  if not SHARED_DATA.is_dir():
-    pytest.skip(f"shared test data not found at {SHARED_DATA} "
-                "(set ALBERT_TF_SHARED_DATA to its location)")
-  return SHARED_DATA
+    """Path to ../shared/data; skips the test when the folder is missing."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared test data not found at {SHARED_DATA} "
+                    "(set ALBERT_TF_SHARED_DATA to its location)")
+    return SHARED_DATA

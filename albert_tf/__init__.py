@@ -1,0 +1,1 @@
+"""albert-tf: ALBERT (A Lite BERT) for TensorFlow 2 / Keras 3."""
