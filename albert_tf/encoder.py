@@ -1,0 +1,170 @@
+"""AlbertEncoder: embeddings -> projection E->H (only if E != H) -> L shared layers -> pooler.
+
+Parameter sharing follows `AlbertConfig.parameter_sharing`:
+  * "all" (the original): `num_hidden_groups` groups of `inner_group_num`
+    attention+FFN blocks; layer l applies every block of group int(l*G/L).
+  * "attention" / "ffn": that sub-block is one object called by every layer,
+    the other sub-block is created per layer.
+  * "none": one block per layer.
+Sharing is plain object reuse: the same Keras layer is called several times.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+import keras
+from keras import ops
+
+from albert_tf import layers
+from albert_tf.config import AlbertConfig
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertEncoder(keras.Model):
+    """The ALBERT encoder.
+
+    Call with a dict:
+      `input_ids`   int32 [B, S] (required)
+      `input_mask`  int32 [B, S], 1 for real tokens, 0 for padding (default: ones)
+      `segment_ids` int32 [B, S], token type 0/1 (default: zeros)
+    Returns a dict:
+      `sequence_output` [B, S, H] (the last sub-layer's output)
+      `pooled_output`   [B, H]    tanh(dense(sequence_output[:, 0]))
+      `encoder_outputs` list of L * inner_group_num tensors [B, S, H], one per applied sub-layer
+      `embedding_output` [B, S, E] (after LayerNorm and dropout, before the projection)
+    """
+
+    def __init__(self, config: AlbertConfig, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(config, dict):
+            config = AlbertConfig.from_dict(config)
+        self.config = config
+        c = config
+        self.embeddings = layers.FactorizedEmbedding(
+            c.vocab_size, c.embedding_size, c.max_position_embeddings, c.type_vocab_size,
+            c.initializer_range, c.hidden_dropout_prob, name="embeddings")
+        self.embedding_projection = None
+        if c.embedding_size != c.hidden_size:
+            self.embedding_projection = layers.dense(c.hidden_size, c.initializer_range,
+                                                     "embedding_hidden_mapping_in")
+        # Unique sub-layers, and for each layer the (attention, ffn) indices it applies.
+        self.attention_blocks: List[layers.AttentionSublayer] = []
+        self.ffn_blocks: List[layers.FeedForwardSublayer] = []
+        self._plan: List[List[Tuple[int, int]]] = []
+        sharing = c.parameter_sharing
+        if sharing == "all":
+            for g in range(c.num_hidden_groups):
+                for k in range(c.inner_group_num):
+                    self.attention_blocks.append(self._attention(f"group_{g}_inner_group_{k}_attention"))
+                    self.ffn_blocks.append(self._ffn(f"group_{g}_inner_group_{k}_ffn"))
+            for l in range(c.num_hidden_layers):
+                g = c.group_index(l)
+                self._plan.append([(g * c.inner_group_num + k, g * c.inner_group_num + k)
+                                   for k in range(c.inner_group_num)])
+        else:
+            num_attention = 1 if sharing == "attention" else c.num_hidden_layers
+            num_ffn = 1 if sharing == "ffn" else c.num_hidden_layers
+            for i in range(num_attention):
+                self.attention_blocks.append(self._attention(
+                    "shared_attention" if num_attention == 1 else f"layer_{i}_attention"))
+            for i in range(num_ffn):
+                self.ffn_blocks.append(self._ffn(
+                    "shared_ffn" if num_ffn == 1 else f"layer_{i}_ffn"))
+            for l in range(c.num_hidden_layers):
+                self._plan.append([(0 if num_attention == 1 else l, 0 if num_ffn == 1 else l)])
+        self.pooler = layers.dense(c.hidden_size, c.initializer_range, "pooler",
+                                   activation="tanh")
+
+    def _attention(self, name):
+        c = self.config
+        return layers.AttentionSublayer(c.hidden_size, c.num_attention_heads, c.initializer_range,
+                                        c.hidden_dropout_prob, c.attention_probs_dropout_prob,
+                                        name=name)
+
+    def _ffn(self, name):
+        c = self.config
+        return layers.FeedForwardSublayer(c.hidden_size, c.intermediate_size, c.hidden_act,
+                                          c.initializer_range, c.hidden_dropout_prob, name=name)
+
+    def build(self, input_shape=None):
+        c = self.config
+        self.embeddings.build()
+        if self.embedding_projection is not None:
+            self.embedding_projection.build((None, None, c.embedding_size))
+        for block in self.attention_blocks + self.ffn_blocks:
+            block.build((None, None, c.hidden_size))
+        self.pooler.build((None, c.hidden_size))
+        self.built = True
+
+    def layer_blocks(self, layer_index: int):
+        """The (attention, ffn) sub-layers applied by layer `layer_index`, in order."""
+        return [(self.attention_blocks[a], self.ffn_blocks[f]) for a, f in self._plan[layer_index]]
+
+    @property
+    def embedding_table(self):
+        """The [V, E] word-embedding variable (shared with the masked-LM decoder)."""
+        return self.embeddings.embedding_table
+
+    def call(self, inputs: Dict, training=False):
+        input_ids, input_mask, segment_ids = unpack_inputs(inputs)
+        embedding_output = self.embeddings(input_ids, segment_ids, training=training)
+        x = embedding_output
+        if self.embedding_projection is not None:
+            x = self.embedding_projection(x)
+        # [B, 1, 1, S]: 0 where a key is a real token, -10000 where it is padding.
+        mask = ops.cast(input_mask, "float32")[:, None, None, :]
+        attention_bias = (1.0 - mask) * layers.ATTENTION_MASK_ADDER
+        encoder_outputs = []
+        for layer_index in range(self.config.num_hidden_layers):
+            for attention, ffn in self.layer_blocks(layer_index):
+                x = ffn(attention(x, attention_bias, training=training), training=training)
+                encoder_outputs.append(x)
+        pooled_output = self.pooler(x[:, 0])
+        return {
+            "sequence_output": x,
+            "pooled_output": pooled_output,
+            "encoder_outputs": encoder_outputs,
+            "embedding_output": embedding_output,
+        }
+
+    def get_config(self):
+        return serialize_model_config(self)
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**deserialize_model_config(config))
+
+
+def serialize_model_config(model) -> Dict:
+    """`get_config` of a model whose constructor is (AlbertConfig, name, dtype)."""
+    return {"config": model.config.to_dict(), "name": model.name,
+            "dtype": keras.dtype_policies.serialize(model.dtype_policy)}
+
+
+def deserialize_model_config(config: Dict) -> Dict:
+    """Constructor kwargs from `serialize_model_config` output."""
+    kwargs = dict(config)
+    kwargs["config"] = AlbertConfig.from_dict(kwargs["config"])
+    if isinstance(kwargs.get("dtype"), dict):
+        kwargs["dtype"] = keras.dtype_policies.deserialize(kwargs["dtype"])
+    return kwargs
+
+
+def unpack_inputs(inputs):
+    """Returns (input_ids, input_mask, segment_ids) from a dict, filling the defaults.
+
+    Missing `input_mask` becomes ones and missing `segment_ids` zeros, as the original.
+    """
+    if not isinstance(inputs, dict):
+        raise TypeError("ALBERT models are called with a dict holding 'input_ids' "
+                        f"(and optionally 'input_mask', 'segment_ids'); got {type(inputs).__name__}")
+    if "input_ids" not in inputs:
+        raise KeyError("the input dict has no 'input_ids' (keys: "
+                       f"{', '.join(sorted(inputs))})")
+    input_ids = ops.cast(inputs["input_ids"], "int32")
+    input_mask = inputs.get("input_mask")
+    input_mask = ops.ones_like(input_ids) if input_mask is None else ops.cast(input_mask, "int32")
+    segment_ids = inputs.get("segment_ids")
+    segment_ids = (ops.zeros_like(input_ids) if segment_ids is None
+                   else ops.cast(segment_ids, "int32"))
+    return input_ids, input_mask, segment_ids

@@ -1,0 +1,213 @@
+"""Building blocks of the ALBERT encoder, with the original's numerics.
+
+Shapes use B = batch, S = sequence length, E = embedding size, H = hidden size,
+N = attention heads, D = H / N, I = intermediate size, V = vocabulary size.
+
+Kernels are kept 2-D exactly as the TF1 checkpoints store them ([H, N*D] for
+the Q/K/V projections, [N*D, H] for the attention output), so checkpoint
+conversion is a pure rename. Under a mixed-precision policy the matmuls run in
+the compute dtype while LayerNorm and the attention softmax run in float32.
+"""
+from __future__ import annotations
+
+import math
+
+import keras
+from keras import ops
+
+LAYER_NORM_EPSILON = 1e-12  # tf.contrib.layers.layer_norm's epsilon, used by the original
+ATTENTION_MASK_ADDER = -10000.0  # added to the scores of padded key positions
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+def gelu_tanh(x):
+    """GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+
+    The original's `gelu` (Hugging Face calls it `gelu_new`), not the exact erf form.
+    """
+    cdf = 0.5 * (1.0 + ops.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * ops.power(x, 3))))
+    return x * cdf
+
+
+def get_activation(name: str):
+    """Maps an `albert_config.json` `hidden_act` to a callable."""
+    table = {
+        "gelu": gelu_tanh,
+        "gelu_new": gelu_tanh,
+        "relu": keras.activations.relu,
+        "tanh": keras.activations.tanh,
+        "linear": keras.activations.linear,
+    }
+    if name not in table:
+        raise ValueError(f"unsupported activation {name!r}; choose one of {', '.join(table)}")
+    return table[name]
+
+
+def kernel_initializer(initializer_range: float):
+    """Truncated normal (cut at 2 sigma) with stddev `initializer_range`, as the original."""
+    return keras.initializers.TruncatedNormal(stddev=initializer_range)
+
+
+def layer_norm(name: str) -> keras.layers.LayerNormalization:
+    """LayerNorm over the last axis with epsilon 1e-12, always computed in float32."""
+    return keras.layers.LayerNormalization(axis=-1, epsilon=LAYER_NORM_EPSILON, name=name,
+                                           dtype="float32")
+
+
+def dense(units: int, initializer_range: float, name: str, activation=None) -> keras.layers.Dense:
+    """A Dense layer with the original's initialisation (truncated normal kernel, zero bias)."""
+    return keras.layers.Dense(units, activation=activation, name=name,
+                              kernel_initializer=kernel_initializer(initializer_range),
+                              bias_initializer="zeros")
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class FactorizedEmbedding(keras.layers.Layer):
+    """Word (V x E) + token-type (T x E) + position (P x E) embeddings, LayerNorm, dropout.
+
+    Call: `input_ids`, `segment_ids` int [B, S] -> [B, S, E].
+    `embedding_table` is the [V, E] word matrix that the masked-LM decoder reuses.
+    """
+
+    def __init__(self, vocab_size, embedding_size, max_position_embeddings, type_vocab_size,
+                 initializer_range, dropout_rate, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.embedding_size = embedding_size
+        self.max_position_embeddings = max_position_embeddings
+        self.type_vocab_size = type_vocab_size
+        self.initializer_range = initializer_range
+        self.dropout_rate = dropout_rate
+        self.layer_norm = layer_norm("LayerNorm")
+        self.dropout = keras.layers.Dropout(dropout_rate)
+
+    def build(self, input_shape=None):
+        init = kernel_initializer(self.initializer_range)
+        self.word_embeddings = self.add_weight(
+            name="word_embeddings", shape=(self.vocab_size, self.embedding_size),
+            initializer=init)
+        self.token_type_embeddings = self.add_weight(
+            name="token_type_embeddings", shape=(self.type_vocab_size, self.embedding_size),
+            initializer=init)
+        self.position_embeddings = self.add_weight(
+            name="position_embeddings",
+            shape=(self.max_position_embeddings, self.embedding_size), initializer=init)
+        self.layer_norm.build((None, None, self.embedding_size))
+        self.built = True
+
+    @property
+    def embedding_table(self):
+        return self.word_embeddings
+
+    def call(self, input_ids, segment_ids, training=False):
+        seq_length = ops.shape(input_ids)[1]
+        word = ops.take(self.word_embeddings, input_ids, axis=0)
+        token_type = ops.take(self.token_type_embeddings, segment_ids, axis=0)
+        position = ops.expand_dims(self.position_embeddings[:seq_length], 0)
+        summed = ops.cast(word + token_type + position, self.compute_dtype)
+        return self.dropout(self.layer_norm(summed), training=training)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(vocab_size=self.vocab_size, embedding_size=self.embedding_size,
+                      max_position_embeddings=self.max_position_embeddings,
+                      type_vocab_size=self.type_vocab_size,
+                      initializer_range=self.initializer_range, dropout_rate=self.dropout_rate)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AttentionSublayer(keras.layers.Layer):
+    """Post-LN multi-head self-attention: LayerNorm(x + dropout(W_o attention(x))).
+
+    Call: `x` [B, S, H], `attention_bias` [B, 1, 1, S] (0 for real tokens,
+    -10000 for padding, float32) -> [B, S, H].
+    """
+
+    def __init__(self, hidden_size, num_attention_heads, initializer_range, dropout_rate,
+                 attention_dropout_rate, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.head_size = hidden_size // num_attention_heads
+        self.initializer_range = initializer_range
+        self.dropout_rate = dropout_rate
+        self.attention_dropout_rate = attention_dropout_rate
+        self.query = dense(hidden_size, initializer_range, "query")
+        self.key = dense(hidden_size, initializer_range, "key")
+        self.value = dense(hidden_size, initializer_range, "value")
+        self.output_dense = dense(hidden_size, initializer_range, "output_dense")
+        self.layer_norm = layer_norm("LayerNorm")
+        self.attention_dropout = keras.layers.Dropout(attention_dropout_rate)
+        self.output_dropout = keras.layers.Dropout(dropout_rate)
+
+    def build(self, input_shape):
+        shape = (None, None, self.hidden_size)
+        for layer in (self.query, self.key, self.value, self.output_dense, self.layer_norm):
+            layer.build(shape)
+        self.built = True
+
+    def _split_heads(self, x):
+        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+        return ops.reshape(x, (batch, seq, self.num_attention_heads, self.head_size))
+
+    def call(self, x, attention_bias, training=False):
+        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+        q = self._split_heads(self.query(x))
+        k = self._split_heads(self.key(x))
+        v = self._split_heads(self.value(x))
+        scores = ops.einsum("bfnd,btnd->bnft", q, k)
+        # Softmax in float32 whatever the compute dtype (bf16 scores lose the mask adder).
+        scores = ops.cast(scores, "float32") * (1.0 / math.sqrt(self.head_size))
+        probs = ops.softmax(scores + attention_bias, axis=-1)
+        probs = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
+        context = ops.einsum("bnft,btnd->bfnd", probs, v)
+        context = ops.reshape(context, (batch, seq, self.hidden_size))
+        attention_output = self.output_dropout(self.output_dense(context), training=training)
+        return self.layer_norm(ops.cast(x, "float32") + ops.cast(attention_output, "float32"))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(hidden_size=self.hidden_size, num_attention_heads=self.num_attention_heads,
+                      initializer_range=self.initializer_range, dropout_rate=self.dropout_rate,
+                      attention_dropout_rate=self.attention_dropout_rate)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class FeedForwardSublayer(keras.layers.Layer):
+    """Post-LN feed-forward: LayerNorm(x + dropout(W_2 act(W_1 x + b_1) + b_2)).
+
+    Call: `x` [B, S, H] -> [B, S, H]; the intermediate width is I.
+    """
+
+    def __init__(self, hidden_size, intermediate_size, hidden_act, initializer_range,
+                 dropout_rate, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.initializer_range = initializer_range
+        self.dropout_rate = dropout_rate
+        self.intermediate = dense(intermediate_size, initializer_range, "intermediate",
+                                  activation=get_activation(hidden_act))
+        self.output_dense = dense(hidden_size, initializer_range, "output_dense")
+        self.layer_norm = layer_norm("LayerNorm_1")
+        self.dropout = keras.layers.Dropout(dropout_rate)
+
+    def build(self, input_shape):
+        self.intermediate.build((None, None, self.hidden_size))
+        self.output_dense.build((None, None, self.intermediate_size))
+        self.layer_norm.build((None, None, self.hidden_size))
+        self.built = True
+
+    def call(self, x, training=False):
+        ffn_output = self.dropout(self.output_dense(self.intermediate(x)), training=training)
+        return self.layer_norm(ops.cast(x, "float32") + ops.cast(ffn_output, "float32"))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(hidden_size=self.hidden_size, intermediate_size=self.intermediate_size,
+                      hidden_act=self.hidden_act, initializer_range=self.initializer_range,
+                      dropout_rate=self.dropout_rate)
+        return config
