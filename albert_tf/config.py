@@ -114,10 +114,13 @@ class AlbertConfig:
         return self.num_hidden_layers * self.inner_group_num
 
     def group_index(self, layer_index: int) -> int:
-        """The group used by layer `layer_index`, as the original: int(l * G / L)."""
-        # Integer arithmetic equals the original's int(l / L * G) for every l < L
-        # and avoids float rounding.
-        return layer_index * self.num_hidden_groups // self.num_hidden_layers
+        """The group used by layer `layer_index`: the original's int(l / L * G).
+
+        The float expression is kept on purpose: it differs from the exact
+        integer l * G // L for some (l, L, G) (e.g. l=15, L=G=22 gives 14, not 15),
+        and checkpoints trained with the original follow the float one.
+        """
+        return int(layer_index / self.num_hidden_layers * self.num_hidden_groups)
 
     # --- dict / JSON ------------------------------------------------------------------
 

@@ -42,11 +42,13 @@ class AlbertEncoder(keras.Model):
         c = config
         self.embeddings = layers.FactorizedEmbedding(
             c.vocab_size, c.embedding_size, c.max_position_embeddings, c.type_vocab_size,
-            c.initializer_range, c.hidden_dropout_prob, name="embeddings")
+            c.initializer_range, c.hidden_dropout_prob, name="embeddings",
+            dtype=self.dtype_policy)
         self.embedding_projection = None
         if c.embedding_size != c.hidden_size:
             self.embedding_projection = layers.dense(c.hidden_size, c.initializer_range,
-                                                     "embedding_hidden_mapping_in")
+                                                     "embedding_hidden_mapping_in",
+                                                     dtype=self.dtype_policy)
         # Unique sub-layers, and for each layer the (attention, ffn) indices it applies.
         self.attention_blocks: List[layers.AttentionSublayer] = []
         self.ffn_blocks: List[layers.FeedForwardSublayer] = []
@@ -73,18 +75,19 @@ class AlbertEncoder(keras.Model):
             for l in range(c.num_hidden_layers):
                 self._plan.append([(0 if num_attention == 1 else l, 0 if num_ffn == 1 else l)])
         self.pooler = layers.dense(c.hidden_size, c.initializer_range, "pooler",
-                                   activation="tanh")
+                                   activation="tanh", dtype=self.dtype_policy)
 
     def _attention(self, name):
         c = self.config
         return layers.AttentionSublayer(c.hidden_size, c.num_attention_heads, c.initializer_range,
                                         c.hidden_dropout_prob, c.attention_probs_dropout_prob,
-                                        name=name)
+                                        name=name, dtype=self.dtype_policy)
 
     def _ffn(self, name):
         c = self.config
         return layers.FeedForwardSublayer(c.hidden_size, c.intermediate_size, c.hidden_act,
-                                          c.initializer_range, c.hidden_dropout_prob, name=name)
+                                          c.initializer_range, c.hidden_dropout_prob, name=name,
+                                          dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         c = self.config
@@ -111,13 +114,10 @@ class AlbertEncoder(keras.Model):
         x = embedding_output
         if self.embedding_projection is not None:
             x = self.embedding_projection(x)
-        # [B, 1, 1, S]: 0 where a key is a real token, -10000 where it is padding.
-        mask = ops.cast(input_mask, "float32")[:, None, None, :]
-        attention_bias = (1.0 - mask) * layers.ATTENTION_MASK_ADDER
         encoder_outputs = []
         for layer_index in range(self.config.num_hidden_layers):
             for attention, ffn in self.layer_blocks(layer_index):
-                x = ffn(attention(x, attention_bias, training=training), training=training)
+                x = ffn(attention(x, input_mask, training=training), training=training)
                 encoder_outputs.append(x)
         pooled_output = self.pooler(x[:, 0])
         return {

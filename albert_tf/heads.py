@@ -31,7 +31,8 @@ class MaskedLMHead(keras.layers.Layer):
         self.hidden_act = hidden_act
         self.initializer_range = initializer_range
         self.transform = layers.dense(embedding_size, initializer_range, "transform",
-                                      activation=layers.get_activation(hidden_act))
+                                      activation=layers.get_activation(hidden_act),
+                                      dtype=self.dtype_policy)
         self.layer_norm = layers.layer_norm("LayerNorm")
 
     def build(self, input_shape=None):

@@ -54,11 +54,15 @@ def layer_norm(name: str) -> keras.layers.LayerNormalization:
                                            dtype="float32")
 
 
-def dense(units: int, initializer_range: float, name: str, activation=None) -> keras.layers.Dense:
-    """A Dense layer with the original's initialisation (truncated normal kernel, zero bias)."""
+def dense(units: int, initializer_range: float, name: str, activation=None,
+          dtype=None) -> keras.layers.Dense:
+    """A Dense layer with the original's initialisation (truncated normal kernel, zero bias).
+
+    `dtype` is the parent's dtype policy (None = the global policy).
+    """
     return keras.layers.Dense(units, activation=activation, name=name,
                               kernel_initializer=kernel_initializer(initializer_range),
-                              bias_initializer="zeros")
+                              bias_initializer="zeros", dtype=dtype)
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -79,7 +83,7 @@ class FactorizedEmbedding(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.dropout_rate = dropout_rate
         self.layer_norm = layer_norm("LayerNorm")
-        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         init = kernel_initializer(self.initializer_range)
@@ -101,6 +105,9 @@ class FactorizedEmbedding(keras.layers.Layer):
 
     def call(self, input_ids, segment_ids, training=False):
         seq_length = ops.shape(input_ids)[1]
+        if isinstance(seq_length, int) and seq_length > self.max_position_embeddings:
+            raise ValueError(f"sequence length {seq_length} exceeds max_position_embeddings "
+                             f"({self.max_position_embeddings}) of this model")
         word = ops.take(self.word_embeddings, input_ids, axis=0)
         token_type = ops.take(self.token_type_embeddings, segment_ids, axis=0)
         position = ops.expand_dims(self.position_embeddings[:seq_length], 0)
@@ -120,8 +127,9 @@ class FactorizedEmbedding(keras.layers.Layer):
 class AttentionSublayer(keras.layers.Layer):
     """Post-LN multi-head self-attention: LayerNorm(x + dropout(W_o attention(x))).
 
-    Call: `x` [B, S, H], `attention_bias` [B, 1, 1, S] (0 for real tokens,
-    -10000 for padding, float32) -> [B, S, H].
+    Call: `x` [B, S, H], `input_mask` int [B, S] (1 real token, 0 padding) -> [B, S, H].
+    Padded keys get -10000 added to their scores, as the original. The mask is
+    passed as integers so Keras' autocasting cannot round the adder to bf16.
     """
 
     def __init__(self, hidden_size, num_attention_heads, initializer_range, dropout_rate,
@@ -133,13 +141,14 @@ class AttentionSublayer(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.dropout_rate = dropout_rate
         self.attention_dropout_rate = attention_dropout_rate
-        self.query = dense(hidden_size, initializer_range, "query")
-        self.key = dense(hidden_size, initializer_range, "key")
-        self.value = dense(hidden_size, initializer_range, "value")
-        self.output_dense = dense(hidden_size, initializer_range, "output_dense")
+        self.query = dense(hidden_size, initializer_range, "query", dtype=self.dtype_policy)
+        self.key = dense(hidden_size, initializer_range, "key", dtype=self.dtype_policy)
+        self.value = dense(hidden_size, initializer_range, "value", dtype=self.dtype_policy)
+        self.output_dense = dense(hidden_size, initializer_range, "output_dense",
+                                  dtype=self.dtype_policy)
         self.layer_norm = layer_norm("LayerNorm")
-        self.attention_dropout = keras.layers.Dropout(attention_dropout_rate)
-        self.output_dropout = keras.layers.Dropout(dropout_rate)
+        self.attention_dropout = keras.layers.Dropout(attention_dropout_rate, dtype=self.dtype_policy)
+        self.output_dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
 
     def build(self, input_shape):
         shape = (None, None, self.hidden_size)
@@ -151,7 +160,7 @@ class AttentionSublayer(keras.layers.Layer):
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]
         return ops.reshape(x, (batch, seq, self.num_attention_heads, self.head_size))
 
-    def call(self, x, attention_bias, training=False):
+    def call(self, x, input_mask, training=False):
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]
         q = self._split_heads(self.query(x))
         k = self._split_heads(self.key(x))
@@ -159,7 +168,8 @@ class AttentionSublayer(keras.layers.Layer):
         scores = ops.einsum("bfnd,btnd->bnft", q, k)
         # Softmax in float32 whatever the compute dtype (bf16 scores lose the mask adder).
         scores = ops.cast(scores, "float32") * (1.0 / math.sqrt(self.head_size))
-        probs = ops.softmax(scores + attention_bias, axis=-1)
+        mask = ops.cast(input_mask, "float32")[:, None, None, :]  # [B, 1, 1, T]
+        probs = ops.softmax(scores + (1.0 - mask) * ATTENTION_MASK_ADDER, axis=-1)
         probs = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
         context = ops.einsum("bnft,btnd->bfnd", probs, v)
         context = ops.reshape(context, (batch, seq, self.hidden_size))
@@ -190,10 +200,11 @@ class FeedForwardSublayer(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.dropout_rate = dropout_rate
         self.intermediate = dense(intermediate_size, initializer_range, "intermediate",
-                                  activation=get_activation(hidden_act))
-        self.output_dense = dense(hidden_size, initializer_range, "output_dense")
+                                  activation=get_activation(hidden_act), dtype=self.dtype_policy)
+        self.output_dense = dense(hidden_size, initializer_range, "output_dense",
+                                  dtype=self.dtype_policy)
         self.layer_norm = layer_norm("LayerNorm_1")
-        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
 
     def build(self, input_shape):
         self.intermediate.build((None, None, self.hidden_size))

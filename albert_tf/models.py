@@ -40,13 +40,15 @@ class AlbertPretrainer(keras.Model):
         if isinstance(config, dict):
             config = AlbertConfig.from_dict(config)
         self.config = config
-        self.encoder = AlbertEncoder(config, name="encoder")
+        self.encoder = AlbertEncoder(config, name="encoder", dtype=self.dtype_policy)
         self.masked_lm = heads.MaskedLMHead(config.vocab_size, config.embedding_size,
                                             config.hidden_size, config.hidden_act,
-                                            config.initializer_range, name="predictions")
+                                            config.initializer_range, name="predictions",
+                                            dtype=self.dtype_policy)
         self.sentence_order = heads.SentenceOrderHead(config.hidden_size,
                                                       config.initializer_range,
-                                                      name="seq_relationship")
+                                                      name="seq_relationship",
+                                                      dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         self.encoder.build()

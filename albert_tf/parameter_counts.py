@@ -61,6 +61,8 @@ def paper_rows():
     ]
     for size, paper in (("base", 12), ("large", 18), ("xlarge", 60), ("xxlarge", 235)):
         note = ""
+        if size == "xlarge":
+            note = "the paper rounds 58.7M up to 60M"
         if size == "xxlarge":
             note = ("the formula gives ~223M (Hugging Face also lists 223M); the paper's 235M "
                     "is not reproduced by any count of the released architecture")

@@ -36,6 +36,13 @@ def encoder_variables(encoder: AlbertEncoder) -> "OrderedDict[str, object]":
     if config.parameter_sharing in ("attention", "ffn"):
         raise ValueError(f"parameter_sharing={config.parameter_sharing!r} has no layout in the "
                          "official TF1 checkpoint format (only 'all' and 'none' do)")
+    if config.parameter_sharing == "none":
+        layers = config.num_hidden_layers
+        if any(int(l / layers * layers) != l for l in range(layers)):
+            raise ValueError(
+                f"parameter_sharing='none' with num_hidden_layers={layers} cannot be written as "
+                "the original's one-group-per-layer layout: its float group index "
+                "int(l / L * G) skips a group for this L")
     if not encoder.built:
         encoder.build()
     emb = encoder.embeddings

@@ -1,0 +1,29 @@
+"""Fine-tune ALBERT on SQuAD v1.1 / v2.0 (the original's flags).
+
+Not implemented yet (issue #7): this CLI only documents its flags. Running it
+without --help exits with status 2 and says so; it never pretends to work.
+"""
+import sys
+
+from absl import app, flags
+
+flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model.")
+flags.DEFINE_string("spm_model_file", None, "SentencePiece model.")
+flags.DEFINE_string("output_dir", None, "Where checkpoints and predictions are written.")
+flags.DEFINE_string("train_file", None, "SQuAD JSON for training.")
+flags.DEFINE_string("predict_file", None, "SQuAD JSON for prediction.")
+flags.DEFINE_string("init_checkpoint", None, "Pretrained checkpoint.")
+flags.DEFINE_integer("max_seq_length", 384, "Maximum sequence length.")
+flags.DEFINE_integer("doc_stride", 128, "Stride of the sliding document windows.")
+flags.DEFINE_integer("max_query_length", 64, "Maximum question length in tokens.")
+
+
+def main(argv):
+    del argv
+    print("run_squad.py is not implemented yet (tracked in issue #7); only --help works.",
+          file=sys.stderr)
+    sys.exit(2)
+
+
+if __name__ == "__main__":
+    app.run(main)
