@@ -1,0 +1,238 @@
+"""Local runner: streams the corpus through `pipeline` with N worker processes.
+
+Memory stays bounded: at most two tokenized blocks are alive, at most
+`2 * num_workers` tasks are in flight, records are spilled to bucket files on
+disk as they arrive (in canonical order), and the final pass holds one bucket
+at a time. Outputs appear atomically (`albert_tf.fileio.atomic_open`); the
+spill directory sits next to the first output and is removed at the end.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import logging
+import multiprocessing
+import os
+import shutil
+import tempfile
+import time
+from typing import Callable, Deque, Dict, List, Optional, Sequence
+
+from data_prep import fileio, pipeline
+from data_prep.text_input import InputError, ReaderOptions, iter_documents
+from data_prep.tfrecord import split_records
+
+_LOG = logging.getLogger("data_prep")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """Everything a run needs besides the file lists."""
+    spm_model_file: str
+    reader: ReaderOptions = ReaderOptions()
+    instances: pipeline.InstanceOptions = pipeline.InstanceOptions()
+    layout: pipeline.LayoutOptions = pipeline.LayoutOptions()
+    num_workers: int = 1
+    progress_seconds: float = 30.0
+
+
+# Per-process worker state (set by the pool initializer).
+_CONTEXT: Optional[pipeline.WorkerContext] = None
+
+
+def _init_worker(spm_model_file, do_lower_case, instances, layout):
+    global _CONTEXT
+    _CONTEXT = pipeline.WorkerContext(spm_model_file, do_lower_case, instances, layout)
+
+
+def _run_in_worker(block_path: str, task: pipeline.Task) -> pipeline.TaskResult:
+    result = pipeline.run_task(_CONTEXT, block_path, task)
+    result.keys = []  # the local runner keeps canonical order by itself
+    return result
+
+
+class _SpillWriter:
+    """Appends framed records to one file per bucket, buffering in memory."""
+
+    def __init__(self, directory: str, num_buckets: int, flush_bytes: int = 32 << 20):
+        self.directory = directory
+        self.num_buckets = num_buckets
+        self.flush_bytes = flush_bytes
+        self._buffers: Dict[int, List[bytes]] = collections.defaultdict(list)
+        self._buffered = 0
+
+    def path(self, bucket: int) -> str:
+        return os.path.join(self.directory, f"bucket-{bucket:05d}")
+
+    def add(self, buckets: Sequence[int], records: Sequence[bytes]) -> None:
+        for bucket, record in zip(buckets, records):
+            self._buffers[bucket].append(record)
+            self._buffered += len(record)
+        if self._buffered >= self.flush_bytes:
+            self.flush()
+
+    def flush(self) -> None:
+        for bucket, records in self._buffers.items():
+            with open(self.path(bucket), "ab") as handle:
+                handle.write(b"".join(records))
+        self._buffers.clear()
+        self._buffered = 0
+
+    def read(self, bucket: int) -> bytes:
+        path = self.path(bucket)
+        if not os.path.exists(path):
+            return b""
+        with open(path, "rb") as handle:
+            return handle.read()
+
+
+class _Progress:
+    def __init__(self, interval: float, log: Callable[[str], None]):
+        self.interval = interval
+        self.log = log
+        self.start = time.monotonic()
+        self.last = self.start
+
+    def maybe_log(self, stats: pipeline.Stats, blocks_read: int, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.last < self.interval:
+            return
+        self.last = now
+        elapsed = max(now - self.start, 1e-9)
+        self.log(f"progress: {blocks_read} blocks read, {stats.documents} documents, "
+                 f"{stats.instances} instances, {stats.tokens} tokens, "
+                 f"{stats.documents / elapsed:.1f} docs/s, {stats.instances / elapsed:.0f} "
+                 f"instances/s, {stats.tokens / elapsed:,.0f} tokens/s")
+
+
+def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[str],
+                            options: RunOptions, summary_file: Optional[str] = None,
+                            log: Callable[[str], None] = _LOG.info) -> dict:
+    """Runs the whole pipeline locally; returns the summary dict (also written as JSON).
+
+    Raises InputError for unreadable or empty input and ValueError for bad options.
+    """
+    options.instances.validate()
+    layout = dataclasses.replace(options.layout, num_files=len(output_files))
+    layout.validate()
+    if options.num_workers < 1:
+        raise ValueError(f"--num_workers={options.num_workers} must be >= 1")
+    if not os.path.isfile(options.spm_model_file):
+        raise InputError(f"SentencePiece model not found: {options.spm_model_file}")
+    start = time.monotonic()
+    context = pipeline.WorkerContext(options.spm_model_file, options.reader.do_lower_case,
+                                     options.instances, layout)
+    stats = pipeline.Stats(options.instances.masking.ngram)
+    first_dir = os.path.dirname(os.path.abspath(output_files[0]))
+    os.makedirs(first_dir, exist_ok=True)
+    spill_dir = tempfile.mkdtemp(prefix=".spill-", dir=first_dir)
+    progress = _Progress(options.progress_seconds, log)
+    pool = None
+    try:
+        spill = _SpillWriter(spill_dir, layout.num_buckets)
+        documents = iter_documents(input_files, options.reader)
+        blocks = pipeline.iter_raw_blocks(documents, layout.block_documents, layout.block_chars)
+        blocks_read = 0
+
+        def consume(result: pipeline.TaskResult) -> None:
+            spill.add(result.buckets, result.records)
+            stats.merge(result.stats)
+            progress.maybe_log(stats, blocks_read)
+
+        if options.num_workers == 1:
+            for block_index, raw_block in blocks:
+                blocks_read += 1
+                block = pipeline.tokenize_block(block_index, raw_block, context.tokenizer)
+                for task in pipeline.make_tasks(block, options.instances, layout.task_tokens):
+                    consume(pipeline.run_task(context, block, task))
+        else:
+            pool = multiprocessing.get_context("fork").Pool(
+                options.num_workers, initializer=_init_worker,
+                initargs=(options.spm_model_file, options.reader.do_lower_case,
+                          options.instances, layout))
+            inflight: Deque = collections.deque()
+            block_refs: Dict[str, int] = {}
+            max_inflight = 2 * options.num_workers
+
+            def drain(limit: int) -> None:
+                while len(inflight) > limit:
+                    path, handle = inflight.popleft()
+                    consume(handle.get())
+                    block_refs[path] -= 1
+                    if block_refs[path] == 0:
+                        os.remove(path)
+                        del block_refs[path]
+
+            for block_index, raw_block in blocks:
+                blocks_read += 1
+                block = pipeline.tokenize_block(block_index, raw_block, context.tokenizer,
+                                                num_threads=options.num_workers)
+                path = os.path.join(spill_dir, f"block-{block_index:08d}.npz")
+                block.save(path)
+                tasks = pipeline.make_tasks(block, options.instances, layout.task_tokens)
+                block_refs[path] = len(tasks)
+                for task in tasks:
+                    drain(max_inflight)
+                    inflight.append((path, pool.apply_async(_run_in_worker, (path, task))))
+                if not tasks:
+                    os.remove(path)
+                    del block_refs[path]
+            drain(0)
+            pool.close()
+            pool.join()
+            pool = None
+        spill.flush()
+        if stats.instances == 0:
+            raise InputError("no training instances were created: the input has no "
+                             f"non-empty documents ({', '.join(input_files[:3])}"
+                             f"{', ...' if len(input_files) > 3 else ''})")
+
+        per_file = [0] * layout.num_files
+        for file_index, path in enumerate(output_files):
+            with fileio.atomic_open(path, "wb") as out:
+                for sub in range(layout.shuffle_buckets_per_file):
+                    bucket = file_index * layout.shuffle_buckets_per_file + sub
+                    records = split_records(spill.read(bucket))
+                    for record in pipeline.shuffle_bucket(
+                            records, options.instances.random_seed, bucket):
+                        out.write(record)
+                    per_file[file_index] += len(records)
+        progress.maybe_log(stats, blocks_read, force=True)
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+        shutil.rmtree(spill_dir, ignore_errors=True)
+
+    elapsed = time.monotonic() - start
+    summary = stats.to_dict()
+    summary.update({
+        "seconds": round(elapsed, 3),
+        "tokens_per_second": stats.tokens / elapsed if elapsed else 0.0,
+        "num_workers": options.num_workers,
+        "input_files": list(input_files),
+        "output_files": [{"path": p, "instances": n} for p, n in zip(output_files, per_file)],
+        "options": _options_dict(options, layout),
+    })
+    summary_file = summary_file or default_summary_path(output_files[0])
+    fileio.atomic_write_text(summary_file, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    log(f"wrote {stats.instances} instances ({stats.tokens} tokens) to {len(output_files)} "
+        f"file(s) in {elapsed:.1f}s ({summary['tokens_per_second']:,.0f} tokens/s); "
+        f"summary: {summary_file}")
+    return summary
+
+
+def default_summary_path(first_output: str) -> str:
+    """`<first output>.summary.json`."""
+    return first_output + ".summary.json"
+
+
+def _options_dict(options: RunOptions, layout: pipeline.LayoutOptions) -> dict:
+    out = {
+        "spm_model_file": options.spm_model_file,
+        "reader": dataclasses.asdict(options.reader),
+        "instances": dataclasses.asdict(options.instances),
+        "layout": dataclasses.asdict(layout),
+    }
+    return out
