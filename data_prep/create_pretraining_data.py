@@ -1,0 +1,168 @@
+r"""Creates ALBERT pretraining TFRecords (MLM with n-gram masking + SOP) from text.
+
+Same flags, defaults and output schema as the original create_pretraining_data.py,
+plus flags for scale (`--num_workers`, `--runner`), input handling
+(`--input_format`, `--decode_errors`, `--strip_gutenberg`) and layout. Output is
+byte-identical for any `--num_workers` and for the Beam runner. A JSON summary
+is written next to the first output file. See data_prep/README.md.
+
+Example:
+  python -m data_prep.create_pretraining_data \
+    --input_file='corpus/*.txt' --output_file=out/train.tfrecord@4 \
+    --spm_model_file=30k-clean.model --max_seq_length=128 \
+    --max_predictions_per_seq=20 --dupe_factor=5 --num_workers=2
+"""
+from __future__ import annotations
+
+import logging
+import sys
+from typing import List
+
+from absl import app, flags
+
+from data_prep import masking, pipeline, runner
+from data_prep.text_input import InputError, ReaderOptions, expand_input_patterns
+
+FLAGS = flags.FLAGS
+
+# The original's flags (names and defaults).
+flags.DEFINE_string("input_file", None,
+                    "Input text file(s): comma-separated paths or glob patterns.")
+flags.DEFINE_string("output_file", None,
+                    "Output TFRecord file(s), comma-separated; `path@N` is short for N "
+                    "shards path-00000-of-0000N ... . Instances are spread over the files.")
+flags.DEFINE_string("vocab_file", None,
+                    "WordPiece vocabulary (the original's BERT path). Not supported here: "
+                    "ignored when --spm_model_file is given, an error otherwise.")
+flags.DEFINE_string("spm_model_file", None, "SentencePiece model (required).")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case the input text.")
+flags.DEFINE_bool("do_whole_word_mask", True,
+                  "Mask whole words (all pieces of a word) instead of single pieces.")
+flags.DEFINE_bool("favor_shorter_ngram", True,
+                  "p(n) proportional to 1/n (True) or to 1/(ngram+1-n) (False).")
+flags.DEFINE_bool("random_next_sentence", False,
+                  "BERT's next-sentence prediction (random B with p=0.5) instead of SOP.")
+flags.DEFINE_integer("max_seq_length", 512, "Maximum sequence length (tokens incl. specials).")
+flags.DEFINE_integer("ngram", 3, "Maximum n-gram (in words) per masked span.")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum masked positions per sequence.")
+flags.DEFINE_integer("random_seed", 12345, "Seed of every random choice.")
+flags.DEFINE_integer("dupe_factor", 40, "Passes over the input, each with different masks.")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of tokens to mask.")
+flags.DEFINE_float("short_seq_prob", 0.1,
+                   "Probability of a shorter target length for a document pass.")
+
+# This implementation's flags.
+flags.DEFINE_enum("input_format", "sentences", ["sentences", "raw"],
+                  "sentences: one sentence per line, blank line between documents (the "
+                  "original's format). raw: each file is a document of paragraphs that are "
+                  "split into sentences by a rule-based splitter.")
+flags.DEFINE_enum("decode_errors", "strict", ["strict", "replace"],
+                  "On bytes that are not UTF-8: stop with file and line (strict) or replace "
+                  "them with U+FFFD (replace).")
+flags.DEFINE_bool("strip_gutenberg", True,
+                  "Drop Project Gutenberg headers/footers (outside the *** START/END markers).")
+flags.DEFINE_integer("num_workers", 1, "Worker processes for the local runner.")
+flags.DEFINE_string("runner", "local",
+                    "`local` (multiprocessing on this machine) or a Beam runner name "
+                    "(DirectRunner, DataflowRunner, FlinkRunner, SparkRunner; needs "
+                    "`pip install .[beam]`).")
+flags.DEFINE_string("beam_pipeline_options", "",
+                    "Extra Beam pipeline options, space-separated, e.g. "
+                    "'--project=p --region=r --temp_location=gs://b/tmp'.")
+flags.DEFINE_integer("shuffle_buckets_per_file", 4,
+                     "Shuffle sub-buckets per output file; peak memory of the final pass is "
+                     "about one output file / this.")
+flags.DEFINE_integer("block_documents", 10000,
+                     "Documents per block (the pool for random-document B, and the unit of "
+                     "reading).")
+flags.DEFINE_integer("block_chars", 64 << 20, "Characters per block, at most (about).")
+flags.DEFINE_integer("task_tokens", 200_000, "Input tokens per worker task (about).")
+flags.DEFINE_float("progress_seconds", 30.0, "Seconds between progress log lines.")
+flags.DEFINE_string("summary_file", None,
+                    "JSON summary path (default: <first output file>.summary.json).")
+
+
+def expand_output_spec(spec: str) -> List[str]:
+    """`a,b` -> [a, b]; `path@N` -> N shard names `path-0000i-of-0000N`."""
+    outputs: List[str] = []
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        if "@" in item:
+            base, _, count = item.rpartition("@")
+            if not count.isdigit() or int(count) < 1:
+                raise ValueError(f"bad shard spec {item!r}: expected path@N with N >= 1")
+            n = int(count)
+            outputs.extend(f"{base}-{i:05d}-of-{n:05d}" for i in range(n))
+        else:
+            outputs.append(item)
+    if not outputs:
+        raise ValueError("--output_file is empty")
+    if len(set(outputs)) != len(outputs):
+        raise ValueError("--output_file names a file twice")
+    return outputs
+
+
+def options_from_flags() -> runner.RunOptions:
+    """Flags -> RunOptions (the only place flags are read)."""
+    return runner.RunOptions(
+        spm_model_file=FLAGS.spm_model_file,
+        reader=ReaderOptions(input_format=FLAGS.input_format,
+                             do_lower_case=FLAGS.do_lower_case,
+                             decode_errors=FLAGS.decode_errors,
+                             strip_gutenberg=FLAGS.strip_gutenberg),
+        instances=pipeline.InstanceOptions(
+            max_seq_length=FLAGS.max_seq_length,
+            short_seq_prob=FLAGS.short_seq_prob,
+            random_next_sentence=FLAGS.random_next_sentence,
+            dupe_factor=FLAGS.dupe_factor,
+            random_seed=FLAGS.random_seed,
+            masking=masking.MaskingOptions(
+                masked_lm_prob=FLAGS.masked_lm_prob,
+                max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+                ngram=FLAGS.ngram,
+                favor_shorter_ngram=FLAGS.favor_shorter_ngram,
+                do_whole_word_mask=FLAGS.do_whole_word_mask)),
+        layout=pipeline.LayoutOptions(
+            shuffle_buckets_per_file=FLAGS.shuffle_buckets_per_file,
+            block_documents=FLAGS.block_documents,
+            block_chars=FLAGS.block_chars,
+            task_tokens=FLAGS.task_tokens),
+        num_workers=FLAGS.num_workers,
+        progress_seconds=FLAGS.progress_seconds)
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    logging.getLogger("data_prep").setLevel(logging.INFO)
+    log = logging.getLogger("data_prep").info
+    if not FLAGS.spm_model_file:
+        if FLAGS.vocab_file:
+            raise app.UsageError("WordPiece vocabularies (--vocab_file alone) are not supported; "
+                                 "pass --spm_model_file")
+        raise app.UsageError("--spm_model_file is required")
+    try:
+        options = options_from_flags()
+        output_files = expand_output_spec(FLAGS.output_file)
+        if FLAGS.runner == "local":
+            input_files = expand_input_patterns(FLAGS.input_file)
+            log(f"{len(input_files)} input file(s), {len(output_files)} output file(s), "
+                f"{options.num_workers} worker(s)")
+            runner.create_pretraining_data(input_files, output_files, options,
+                                           summary_file=FLAGS.summary_file, log=log)
+        else:
+            from data_prep import beam_pipeline  # optional dependency
+            beam_pipeline.run(FLAGS.input_file, output_files, options,
+                              runner=FLAGS.runner,
+                              pipeline_args=FLAGS.beam_pipeline_options.split(),
+                              summary_file=FLAGS.summary_file)
+    except (InputError, ValueError, ImportError) as error:
+        logging.getLogger("data_prep").error("%s", error)
+        sys.exit(f"error: {error}")
+
+
+if __name__ == "__main__":
+    flags.mark_flag_as_required("input_file")
+    flags.mark_flag_as_required("output_file")
+    app.run(main)
