@@ -7,12 +7,22 @@ the same 2-D shape in both worlds, so conversion is a rename.
 Sharing "none" is written as the original's grouped layout with one group per
 layer (`group_l`), which the original code reads with num_hidden_groups = L.
 Sharing "attention" and "ffn" have no TF1 layout.
+
+Heads use the scopes of the original scripts (checked against
+google-research/albert): run_classifier and run_race create the unscoped
+`output_weights` [K, H] / `output_bias` [K] (K = 1 per choice for RACE);
+SQuAD v1 `cls/squad/output_weights` [2, H] / `output_bias` [2]; SQuAD v2 the
+`tf.layers.dense` scopes `start_logits/dense`, `end_logits/dense_0`,
+`end_logits/LayerNorm`, `end_logits/dense_1`, `answer_class/dense_0` and
+`answer_class/dense_1` (kernel only). Every model class registers its layout
+with `register`; `variables_for(model)` returns the map of any model.
 """
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Dict
+from typing import Callable, Dict
 
+from albert_tf import models
 from albert_tf.encoder import AlbertEncoder
 
 ENCODER_SCOPE = "bert"
@@ -81,3 +91,73 @@ def pretrainer_variables(pretrainer) -> "OrderedDict[str, object]":
     names["cls/seq_relationship/output_weights"] = sop.output_weights
     names["cls/seq_relationship/output_bias"] = sop.output_bias
     return names
+
+
+def _built(model):
+    if not model.built:
+        model.build()
+    return model
+
+
+def classifier_variables(model) -> "OrderedDict[str, object]":
+    """Encoder names plus run_classifier's unscoped `output_weights` [K, H], `output_bias` [K]."""
+    names = encoder_variables(_built(model).encoder)
+    names["output_weights"] = model.classifier.output_weights
+    names["output_bias"] = model.classifier.output_bias
+    return names
+
+
+def span_labeler_variables(model) -> "OrderedDict[str, object]":
+    """Encoder names plus SQuAD v1's `cls/squad/output_weights` [2, H], `output_bias` [2]."""
+    names = encoder_variables(_built(model).encoder)
+    names["cls/squad/output_weights"] = model.span.output_weights
+    names["cls/squad/output_bias"] = model.span.output_bias
+    return names
+
+
+def squad_v2_variables(model) -> "OrderedDict[str, object]":
+    """Encoder names plus SQuAD v2's start / end / answer_class dense layers."""
+    names = encoder_variables(_built(model).encoder)
+    head = model.squad
+    names.update(_dense("start_logits/dense", head.start_dense))
+    names.update(_dense("end_logits/dense_0", head.end_dense_0))
+    names.update(_layer_norm("end_logits/LayerNorm", head.end_layer_norm))
+    names.update(_dense("end_logits/dense_1", head.end_dense_1))
+    names.update(_dense("answer_class/dense_0", head.answer_dense_0))
+    names["answer_class/dense_1/kernel"] = head.answer_dense_1.kernel
+    return names
+
+
+def multiple_choice_variables(model) -> "OrderedDict[str, object]":
+    """Encoder names plus run_race's `output_weights` [1, H], `output_bias` [1]."""
+    return classifier_variables(model)
+
+
+_LAYOUTS: Dict[type, Callable] = {}
+
+
+def register(model_class: type, layout: Callable) -> None:
+    """Declares `layout(model) -> OrderedDict[tf1_name, variable]` for a model class."""
+    _LAYOUTS[model_class] = layout
+
+
+def variables_for(model) -> "OrderedDict[str, object]":
+    """The TF1 name -> variable map of any registered model (looked up along the class MRO)."""
+    for cls in type(model).__mro__:
+        if cls in _LAYOUTS:
+            return _LAYOUTS[cls](model)
+    raise TypeError(f"{type(model).__name__} has no TF1 variable layout; register one with "
+                    "albert_tf.tf1_names.register(cls, layout)")
+
+
+def is_encoder_name(name: str) -> bool:
+    """True for the encoder's `bert/...` variables (the rest are heads)."""
+    return name.startswith(ENCODER_SCOPE + "/")
+
+
+register(AlbertEncoder, encoder_variables)
+register(models.AlbertPretrainer, pretrainer_variables)
+register(models.AlbertClassifier, classifier_variables)
+register(models.AlbertSpanLabeler, span_labeler_variables)
+register(models.AlbertSquadV2, squad_v2_variables)
+register(models.AlbertMultipleChoice, multiple_choice_variables)
