@@ -1,0 +1,50 @@
+"""Distribution strategy from a name: one_device, mirrored, multi_worker_mirrored, tpu.
+
+All scale-out goes through tf.distribute; nothing here is home-made.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import tensorflow as tf
+
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+def get_strategy(name: str = "one_device", tpu_address: Optional[str] = None,
+                 tpu_zone: Optional[str] = None, gcp_project: Optional[str] = None,
+                 device: Optional[str] = None) -> tf.distribute.Strategy:
+    """Builds the strategy `name`.
+
+    one_device: the first GPU if any, else the CPU (or `device`).
+    mirrored: every local GPU, or every local logical CPU device when there is no GPU.
+    multi_worker_mirrored: the cluster described by the TF_CONFIG environment variable.
+    tpu: a TPU found by `tpu_address` (name, grpc:// address or "local").
+    """
+    if name == "one_device":
+        if device is None:
+            device = "/gpu:0" if tf.config.list_logical_devices("GPU") else "/cpu:0"
+        return tf.distribute.OneDeviceStrategy(device)
+    if name == "mirrored":
+        gpus = tf.config.list_logical_devices("GPU")
+        devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
+        return tf.distribute.MirroredStrategy(devices)
+    if name == "multi_worker_mirrored":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+            tpu=tpu_address or "", zone=tpu_zone, project=gcp_project)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
+
+
+def split_cpu(num_devices: int) -> None:
+    """Splits the physical CPU into `num_devices` logical devices (tests, demos).
+
+    Must run before TensorFlow initialises its devices.
+    """
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(num_devices)])
