@@ -107,3 +107,76 @@ def pretraining_losses(mlm_logits, sop_logits, masked_lm_ids, masked_lm_weights,
     slp = log_softmax(np.asarray(sop_logits, np.float64))
     sop = -np.take_along_axis(slp, np.asarray(sop_labels).reshape(-1, 1), -1).mean()
     return mlm, sop
+
+
+# --- fine-tuning heads, from the original scripts' formulas (weights by TF1 name) ---------------
+
+
+def classifier_logits(w, pooled):
+    """run_classifier / run_race: pooled [N, H] @ output_weights[K, H]^T + output_bias -> [N, K]."""
+    return (np.asarray(pooled, np.float64) @ np.asarray(w["output_weights"], np.float64).T
+            + np.asarray(w["output_bias"], np.float64))
+
+
+def squad_v1_logits(w, sequence):
+    """cls/squad: per-token [B, S, H] @ [2, H]^T + b -> (start [B, S], end [B, S])."""
+    logits = (np.asarray(sequence, np.float64)
+              @ np.asarray(w["cls/squad/output_weights"], np.float64).T
+              + np.asarray(w["cls/squad/output_bias"], np.float64))
+    return logits[..., 0], logits[..., 1]
+
+
+def _dense(w, scope, x, bias=True):
+    y = x @ np.asarray(w[scope + "/kernel"], np.float64)
+    return y + np.asarray(w[scope + "/bias"], np.float64) if bias else y
+
+
+def squad_v2_forward(w, sequence, p_mask, start_positions=None, start_n_top=5, end_n_top=5):
+    """SQuAD v2's XLNet-style head, loop by loop (no vectorised tricks), float64.
+
+    Returns a dict with start_log_probs [B,S], cls_logits [B] and either
+    end_log_probs [B,S] (given start_positions) or the beam outputs.
+    """
+    h = np.asarray(sequence, np.float64)
+    p = np.asarray(p_mask, np.float64)
+    b, s, _ = h.shape
+
+    def masked(x, pm):
+        return x * (1 - pm) - 1e30 * pm
+
+    start_logits = _dense(w, "start_logits/dense", h)[..., 0]
+    start_masked = masked(start_logits, p)
+    out = {"start_log_probs": log_softmax(start_masked)}
+
+    def end_log_probs(row, start_vec):
+        feats = np.concatenate([h[row], np.tile(start_vec, (s, 1))], axis=-1)  # [S, 2H]
+        x = np.tanh(_dense(w, "end_logits/dense_0", feats))
+        x = layer_norm(x, w["end_logits/LayerNorm/gamma"], w["end_logits/LayerNorm/beta"])
+        logits = _dense(w, "end_logits/dense_1", x)[:, 0]
+        return log_softmax(masked(logits, p[row]))
+
+    if start_positions is not None:
+        out["end_log_probs"] = np.stack([end_log_probs(r, h[r, int(start_positions[r])])
+                                         for r in range(b)])
+    else:
+        top_idx = np.argsort(-out["start_log_probs"], axis=-1, kind="stable")[:, :start_n_top]
+        out["start_top_index"] = top_idx
+        out["start_top_log_probs"] = np.take_along_axis(out["start_log_probs"], top_idx, -1)
+        end_lp, end_idx = [], []
+        for r in range(b):
+            row_lp, row_idx = [], []
+            for i in top_idx[r]:
+                lp = end_log_probs(r, h[r, i])
+                order = np.argsort(-lp, kind="stable")[:end_n_top]
+                row_idx.extend(order)
+                row_lp.extend(lp[order])
+            end_lp.append(row_lp)
+            end_idx.append(row_idx)
+        out["end_top_log_probs"] = np.array(end_lp)
+        out["end_top_index"] = np.array(end_idx)
+    probs = softmax(start_masked)
+    start_feature = np.einsum("bs,bsh->bh", probs, h)
+    answer = np.tanh(_dense(w, "answer_class/dense_0",
+                            np.concatenate([start_feature, h[:, 0]], axis=-1)))
+    out["cls_logits"] = _dense(w, "answer_class/dense_1", answer, bias=False)[:, 0]
+    return out

@@ -1,0 +1,152 @@
+"""Convert ALBERT weights between the TF1, Hugging Face, Keras `.weights.h5` and
+`tf.train.Checkpoint` formats, printing the load report.
+
+Examples:
+  # Official download -> Keras weights (config read from the download directory)
+  python -m albert_tf.convert --input=albert_base_v2 --output=/tmp/base.weights.h5
+  # Hugging Face directory -> TF1 checkpoint the original code and converters read
+  python -m albert_tf.convert --input=hf/albert-base-v2 --output=/tmp/tf1/model.ckpt-best \
+      --output_format=tf1
+  # A fine-tuned MNLI checkpoint of run_classifier -> Hugging Face
+  python -m albert_tf.convert --input=mnli_out/model.ckpt-best --albert_config_file=cfg.json \
+      --model=classifier --num_labels=3 --output=/tmp/hf_mnli --output_format=hf
+
+The model class (`--model`) decides which heads are converted; a head absent
+from the input is reported and written with its initial values.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from absl import app, flags
+
+FORMATS = ["auto", "tf1", "hf", "keras_h5", "tf_checkpoint"]
+MODELS = ["pretrainer", "encoder", "classifier", "span_labeler", "squad_v2", "multiple_choice"]
+
+flags.DEFINE_string("input", None, "Checkpoint to read: TF1 prefix or directory, TF-Hub module "
+                    "directory, Hugging Face directory, .weights.h5, or tf.train.Checkpoint.")
+flags.DEFINE_enum("input_format", "auto", FORMATS, "Format of --input (auto = detect).")
+flags.DEFINE_string("output", None, "Where to write: TF1 prefix, Hugging Face directory, "
+                    ".weights.h5 file, or tf.train.Checkpoint prefix.")
+flags.DEFINE_enum("output_format", "auto", FORMATS, "Format of --output (auto: .weights.h5 -> "
+                  "keras_h5, otherwise tf1).")
+flags.DEFINE_string("albert_config_file", None, "albert_config.json (default: the one in the "
+                    "input directory, or config.json of a Hugging Face input).")
+flags.DEFINE_enum("model", "pretrainer", MODELS, "Model (and so heads) to convert.")
+flags.DEFINE_integer("num_labels", 2, "Labels of --model=classifier (1 = regression).")
+flags.DEFINE_integer("num_choices", 4, "Choices of --model=multiple_choice.")
+flags.DEFINE_bool("init_from_group0", False, "Initialise every group from group 0.")
+flags.DEFINE_integer("global_step", None, "global_step to store in a TF1 output.")
+flags.mark_flags_as_required(["input", "output"])
+
+
+def build_model(name: str, config, num_labels: int = 2, num_choices: int = 4):
+    """The model for a `--model` value."""
+    from albert_tf import models
+    from albert_tf.encoder import AlbertEncoder
+
+    builders = {
+        "pretrainer": lambda: models.AlbertPretrainer(config),
+        "encoder": lambda: AlbertEncoder(config),
+        "classifier": lambda: models.AlbertClassifier(config, num_labels),
+        "span_labeler": lambda: models.AlbertSpanLabeler(config),
+        "squad_v2": lambda: models.AlbertSquadV2(config),
+        "multiple_choice": lambda: models.AlbertMultipleChoice(config, num_choices),
+    }
+    model = builders[name]()
+    model.build()
+    return model
+
+
+def find_config(input_path: str, config_file=None):
+    """The AlbertConfig for a conversion: explicit file, HF config.json, or albert_config.json."""
+    from albert_tf import checkpoints, hf_weights
+    from albert_tf.config import AlbertConfig
+
+    if config_file:
+        return AlbertConfig.from_json_file(config_file)
+    if checkpoints.detect_format(input_path) == "huggingface":
+        return hf_weights.config_from_hf_dir(input_path)
+    base = input_path if os.path.isdir(input_path) else os.path.dirname(input_path)
+    for candidate in (os.path.join(base, "albert_config.json"),
+                      os.path.join(base, "assets", "albert_config.json")):
+        if os.path.exists(candidate):
+            return AlbertConfig.from_json_file(candidate)
+    raise ValueError(f"no config for {input_path}: pass --albert_config_file")
+
+
+def load(model, path: str, fmt: str = "auto", init_from_group0: bool = False):
+    """Reads `path` into `model`; returns the LoadReport."""
+    from albert_tf import checkpoints, hf_weights
+
+    if fmt == "auto":
+        return checkpoints.restore_for_training(model, path, init_from_group0=init_from_group0)
+    if fmt == "tf1":
+        return checkpoints.load_tf1_checkpoint(model, path, init_from_group0=init_from_group0)
+    if fmt == "hf":
+        return hf_weights.load_hf_checkpoint(model, path, init_from_group0=init_from_group0)
+    if fmt == "keras_h5" and not path.endswith(".h5"):
+        raise ValueError(f"{path}: a Keras weights file must end with .weights.h5")
+    if fmt == "tf_checkpoint" and checkpoints.detect_format(path) != "tf_checkpoint":
+        raise ValueError(f"{path} is not a tf.train.Checkpoint")
+    return checkpoints.restore_for_training(model, path)
+
+
+def save(model, path: str, fmt: str = "auto", global_step=None) -> str:
+    """Writes `model` to `path` in `fmt`; returns a one-line description."""
+    import tensorflow as tf
+
+    from albert_tf import checkpoints, hf_weights
+
+    if fmt == "auto":
+        fmt = "keras_h5" if path.endswith(".h5") else "tf1"
+    if fmt == "tf1":
+        checkpoints.save_tf1_checkpoint(model, path, global_step=global_step)
+        config_path = os.path.join(os.path.dirname(path) or ".", "albert_config.json")
+        if not os.path.exists(config_path):
+            model.config.to_json_file(config_path)
+        return f"TF1 checkpoint {path} (config: {config_path})"
+    if fmt == "hf":
+        left_out = hf_weights.save_hf_checkpoint(model, path)
+        if left_out:
+            raise ValueError(f"these variables have no Hugging Face name: {left_out}")
+        return f"Hugging Face directory {path}"
+    if fmt == "keras_h5":
+        if not path.endswith(".weights.h5"):
+            raise ValueError(f"{path}: a Keras weights file must end with .weights.h5")
+        directory = os.path.dirname(path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".tmp-{os.getpid()}-{os.path.basename(path)}")
+        model.save_weights(tmp)
+        os.replace(tmp, path)
+        return f"Keras weights {path}"
+    written = tf.train.Checkpoint(model=model).write(path)
+    stored = [n for n, _ in tf.train.list_variables(written) if n.startswith("model/")]
+    if len(stored) < len(model.weights):
+        raise ValueError(
+            f"tf.train.Checkpoint stored {len(stored)} of the model's {len(model.weights)} "
+            f"variables in {written}: some layers are not tracked by TensorFlow's object "
+            "graph; use --output_format=tf1 or keras_h5")
+    return f"tf.train.Checkpoint {written}"
+
+
+def main(argv):
+    del argv
+    from albert_tf import checkpoints
+
+    args = flags.FLAGS
+    try:
+        config = find_config(args.input, args.albert_config_file)
+        model = build_model(args.model, config, args.num_labels, args.num_choices)
+        report = load(model, args.input, args.input_format, args.init_from_group0)
+        print(report.summary())
+        print("Wrote", save(model, args.output, args.output_format, args.global_step))
+    except (checkpoints.CheckpointMismatchError, ValueError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    app.run(main)
