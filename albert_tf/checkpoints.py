@@ -486,14 +486,68 @@ def restore_for_training(model, path: str, init_from_group0: bool = False,
 # --- official download directory ------------------------------------------------------------------
 
 
+MASK_TOKEN = "[MASK]"
+
+
 @dataclasses.dataclass
 class OfficialModel:
-    """What `from_official_dir` returns."""
+    """What `from_official_dir` returns: config, tokenizer, model with weights, load report."""
 
     config: AlbertConfig
     tokenizer: object
     model: object
     report: LoadReport
+
+    def _pieces(self, text: str) -> List[str]:
+        tok = self.tokenizer
+        return tok.tokenize(text) if hasattr(tok, "tokenize") else tok.encode_as_pieces(text)
+
+    def _ids(self, pieces: Sequence[str]) -> List[int]:
+        tok = self.tokenizer
+        if hasattr(tok, "convert_tokens_to_ids"):
+            return list(tok.convert_tokens_to_ids(pieces))
+        return [tok.piece_to_id(p) for p in pieces]
+
+    def _tokens(self, ids: Sequence[int]) -> List[str]:
+        tok = self.tokenizer
+        if hasattr(tok, "convert_ids_to_tokens"):
+            return list(tok.convert_ids_to_tokens(ids))
+        return [tok.id_to_piece(int(i)) for i in ids]
+
+    def encode_with_masks(self, text: str) -> Tuple[List[int], List[int]]:
+        """(ids of `[CLS] text [SEP]`, positions of each literal `[MASK]` in `text`).
+
+        SentencePiece does not recognise control symbols inside text, so `[MASK]`
+        is split out and inserted as its own id (4 in the official vocabulary).
+        """
+        pieces = ["[CLS]"]
+        for index, part in enumerate(text.split(MASK_TOKEN)):
+            if index:
+                pieces.append(MASK_TOKEN)
+            if part.strip():
+                pieces.extend(self._pieces(part))
+        pieces.append("[SEP]")
+        ids = self._ids(pieces)
+        return ids, [i for i, piece in enumerate(pieces) if piece == MASK_TOKEN]
+
+    def fill_mask(self, text: str, top_k: int = 5) -> List[List[Tuple[str, float]]]:
+        """For each `[MASK]` in `text`, the `top_k` (piece, probability) of the MLM head.
+
+        Needs a model with an MLM head (`AlbertPretrainer`, the default of `from_official_dir`).
+        """
+        ids, positions = self.encode_with_masks(text)
+        if not positions:
+            raise ValueError(f"no {MASK_TOKEN} in {text!r}")
+        outputs = self.model({"input_ids": np.array([ids], np.int32),
+                              "masked_lm_positions": np.array([positions], np.int32)})
+        logits = np.asarray(outputs["mlm_logits"], np.float64)[0]
+        probs = np.exp(logits - logits.max(-1, keepdims=True))
+        probs /= probs.sum(-1, keepdims=True)
+        result = []
+        for row in probs:
+            best = np.argsort(-row, kind="stable")[:top_k]
+            result.append(list(zip(self._tokens(best), row[best].tolist())))
+        return result
 
 
 def _find_in(directory: str, candidates: Sequence[str], pattern: str) -> Optional[str]:
