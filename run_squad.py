@@ -12,7 +12,12 @@ flags.DEFINE_string("spm_model_file", None, "SentencePiece model.")
 flags.DEFINE_string("output_dir", None, "Where checkpoints and predictions are written.")
 flags.DEFINE_string("train_file", None, "SQuAD JSON for training.")
 flags.DEFINE_string("predict_file", None, "SQuAD JSON for prediction.")
-flags.DEFINE_string("init_checkpoint", None, "Pretrained checkpoint.")
+flags.DEFINE_string("init_checkpoint", None, "Checkpoint to initialise from: TF1 prefix or "
+                    "directory (official download, TF-Hub module), Hugging Face directory, "
+                    "Keras .weights.h5 or tf.train.Checkpoint; read with "
+                    "albert_tf.checkpoints.restore_for_training.")
+flags.DEFINE_bool("init_from_group0", False, "Initialise every layer group from group 0 "
+                  "of --init_checkpoint (the original's flag).")
 flags.DEFINE_integer("max_seq_length", 384, "Maximum sequence length.")
 flags.DEFINE_integer("doc_stride", 128, "Stride of the sliding document windows.")
 flags.DEFINE_integer("max_query_length", 64, "Maximum question length in tokens.")
