@@ -86,8 +86,8 @@ def main() -> None:
             runs = [run_once(corpus, output, workers) for _ in range(args.repeats)]
             best = min(runs, key=lambda r: r["wall"])
             wall_rate = best["tokens"] / best["wall"]
-            print(f"{workers:>7} {best['instances']:>9,} {best['tokens']:>10,} {best['wall']:>7.2f} "
-                  f"{wall_rate:>13,.0f} {best['pipeline']:>10.2f} "
+            print(f"{workers:>7} {best['instances']:>9,} {best['tokens']:>10,} "
+                  f"{best['wall']:>7.2f} {wall_rate:>13,.0f} {best['pipeline']:>10.2f} "
                   f"{best['tokens'] / best['pipeline']:>16,.0f} "
                   f"{wall_rate / REFERENCE_TOKENS_PER_SECOND:>10.1f}")
             outputs[workers] = output.read_bytes()

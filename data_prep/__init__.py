@@ -25,7 +25,7 @@ from types import ModuleType
 
 
 def _load_light(submodule: str) -> ModuleType:
-    """`albert_tf.<submodule>`, loaded without running `albert_tf/__init__.py` if not yet imported."""
+    """`albert_tf.<submodule>`, without running `albert_tf/__init__.py` if not yet imported."""
     name = f"albert_tf.{submodule}"
     if name in sys.modules:
         return sys.modules[name]

@@ -246,10 +246,9 @@ class Stats:
         self.labels = [a + b for a, b in zip(self.labels, other.labels)]
         for name in ("masked", "to_predict", "replaced_mask", "kept", "replaced_random"):
             setattr(self.mask, name, getattr(self.mask, name) + getattr(other.mask, name))
-        self.mask.ngram_drawn = [a + b for a, b in zip(self.mask.ngram_drawn,
-                                                        other.mask.ngram_drawn)]
-        self.mask.ngram_used = [a + b for a, b in zip(self.mask.ngram_used,
-                                                       other.mask.ngram_used)]
+        mine, theirs = self.mask, other.mask
+        mine.ngram_drawn = [a + b for a, b in zip(mine.ngram_drawn, theirs.ngram_drawn)]
+        mine.ngram_used = [a + b for a, b in zip(mine.ngram_used, theirs.ngram_used)]
 
     def to_dict(self) -> dict:
         m = self.mask

@@ -43,7 +43,8 @@ def split_sentences(paragraph: str) -> List[str]:
             word = _WORD_BEFORE.search(text, start, match.start() + 1)
             if word:
                 token = word.group(1).lower()
-                if len(token) == 1 or token.rstrip(".") in _ABBREVIATIONS or token in _ABBREVIATIONS:
+                if len(token) == 1 or token in _ABBREVIATIONS \
+                        or token.rstrip(".") in _ABBREVIATIONS:
                     continue
         sentence = text[start:end].strip()
         if sentence:

@@ -23,7 +23,6 @@ import dataclasses
 import glob
 import gzip
 import io
-import os
 import re
 from typing import Callable, BinaryIO, Iterator, List, Sequence, Tuple
 
@@ -49,7 +48,8 @@ class ReaderOptions:
         if self.input_format not in FORMATS:
             raise ValueError(f"input_format must be one of {FORMATS}, got {self.input_format!r}")
         if self.decode_errors not in ("strict", "replace"):
-            raise ValueError(f"decode_errors must be 'strict' or 'replace', got {self.decode_errors!r}")
+            raise ValueError("decode_errors must be 'strict' or 'replace', "
+                             f"got {self.decode_errors!r}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,11 +8,9 @@ import json
 
 import pytest
 
-try:
-    import apache_beam  # noqa: F401
-except ImportError:
-    pytest.skip("apache_beam is not importable (optional extra: pip install .[beam]; "
-                "it needs protobuf<7, so use a separate venv)", allow_module_level=True)
+pytest.importorskip(
+    "apache_beam", reason="apache_beam is not importable (optional extra: pip install .[beam]; "
+    "it needs protobuf<7, so use a separate venv such as .venv-beam)")
 
 from data_prep import beam_pipeline, pipeline, runner  # noqa: E402
 from data_prep.masking import MaskingOptions  # noqa: E402
