@@ -15,6 +15,7 @@ import logging
 import multiprocessing
 import os
 import shutil
+import sys
 import tempfile
 import time
 from typing import Callable, Deque, Dict, List, Optional, Sequence
@@ -50,6 +51,13 @@ def _run_in_worker(block_path: str, task: pipeline.Task) -> pipeline.TaskResult:
     result = pipeline.run_task(_CONTEXT, block_path, task)
     result.keys = []  # the local runner keeps canonical order by itself
     return result
+
+
+def _process_context():
+    """`fork` (fast start) unless TensorFlow is loaded here, whose threads make fork unsafe."""
+    if "tensorflow" in sys.modules or "fork" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    return multiprocessing.get_context("fork")
 
 
 class _SpillWriter:
@@ -147,7 +155,7 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
                 for task in pipeline.make_tasks(block, options.instances, layout.task_tokens):
                     consume(pipeline.run_task(context, block, task))
         else:
-            pool = multiprocessing.get_context("fork").Pool(
+            pool = _process_context().Pool(
                 options.num_workers, initializer=_init_worker,
                 initargs=(options.spm_model_file, options.reader.do_lower_case,
                           options.instances, layout))
