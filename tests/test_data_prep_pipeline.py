@@ -268,3 +268,21 @@ def test_cli_shards_summary_and_flag_defaults(tmp_path, spm_model):
         section = re.search(rf"--(\[no\])?{flag}:(.*?)(?=\n  --|\Z)", defined, re.S)
         assert section and f"(default: '{default}')" in section.group(2), flag
     assert "--vocab_file:" in defined  # defined, but not required with --spm_model_file
+
+
+def test_tokenize_block_drops_empty_sentences_and_documents(spm_model):
+    from data_prep import tokenization
+    from data_prep.text_input import Document
+    tokenizer = tokenization.SentencePieceTokenizer(spm_model)
+    docs = [Document(7, "a", ("hello world", "", "again")),   # "" tokenizes to []
+            Document(8, "a", ("",)),                      # left empty: dropped
+            Document(9, "b", ("last one",))]
+    block = pipeline.tokenize_block(3, docs, tokenizer)
+    expected = [tokenizer.encode_ids([s])[0] for s in ("hello world", "again", "last one")]
+    assert block.block_index == 3 and list(block.doc_indices) == [7, 9]
+    assert list(block.doc_bounds) == [0, 2, 3]
+    assert list(block.sent_bounds) == [0] + list(np.cumsum([len(e) for e in expected]))
+    assert block.ids.tolist() == [t for e in expected for t in e]
+    tasks = pipeline.make_tasks(block, pipeline.InstanceOptions(dupe_factor=3), task_tokens=1)
+    assert [(t.dupe, t.doc_lo, t.doc_hi) for t in tasks] == [
+        (d, lo, hi) for d in range(3) for lo, hi in ((0, 1), (1, 2))]
