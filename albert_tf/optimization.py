@@ -104,6 +104,13 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         super().build(var_list)
         self._m, self._v = self.add_optimizer_variables(var_list, ["m", "v"])
 
+    @property
+    def learning_rate_schedule(self):
+        """The LearningRateSchedule driving this optimizer (None for a constant rate)."""
+        schedule = self._learning_rate
+        return schedule if isinstance(
+            schedule, keras.optimizers.schedules.LearningRateSchedule) else None
+
     def uses_weight_decay(self, variable) -> bool:
         return bool(self.weight_decay_rate) and not _matches(
             self.exclude_from_weight_decay_patterns, _relative_path(variable))

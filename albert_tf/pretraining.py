@@ -8,11 +8,18 @@ denominators, so distributed and accumulated steps equal one big step.
 """
 from __future__ import annotations
 
-from typing import Dict
+import dataclasses
+import json
+import os
+from typing import Dict, Optional
 
+import keras
 import tensorflow as tf
+from absl import logging
 
-from albert_tf.models import MLM_LOSS_EPSILON
+from albert_tf import checkpoints, fileio, inputs, optimization, training
+from albert_tf.config import AlbertConfig
+from albert_tf.models import MLM_LOSS_EPSILON, AlbertPretrainer
 from albert_tf.training import Task
 
 METRIC_SUMS = ("masked_lm_loss_sum", "masked_lm_correct", "masked_lm_weight",
@@ -69,3 +76,197 @@ class PretrainingTask(Task):
         }
         metrics["loss"] = metrics["masked_lm_loss"] + metrics["sentence_order_loss"]
         return metrics
+
+
+# --- the pretraining job (what run_pretraining.py runs) -----------------------------------------
+
+@dataclasses.dataclass
+class PretrainingOptions:
+    """Everything `run_pretraining` needs; defaults are the original's flags.
+
+    Batch sizes are global (over replicas and accumulation micro-batches).
+    """
+
+    albert_config: AlbertConfig
+    output_dir: str
+    input_file: Optional[str] = None
+    eval_input_file: Optional[str] = None
+    init_checkpoint: Optional[str] = None
+    init_from_group0: bool = False
+    max_seq_length: int = 512
+    max_predictions_per_seq: int = 20
+    do_train: bool = True
+    do_eval: bool = False
+    train_batch_size: int = 4096
+    eval_batch_size: int = 64
+    optimizer: str = "lamb"
+    learning_rate: float = 0.00176
+    poly_power: float = 1.0
+    num_train_steps: int = 125000
+    num_warmup_steps: int = 3125
+    start_warmup_step: int = 0
+    save_checkpoints_steps: int = 5000
+    keep_checkpoint_max: int = 5
+    iterations_per_loop: int = 1000
+    max_eval_steps: Optional[int] = 100
+    mixed_precision: str = "float32"
+    jit_compile: bool = False
+    gradient_accumulation_steps: int = 1
+    seed: Optional[int] = None
+    deterministic_input: bool = False
+
+    def validate(self, num_replicas: int) -> None:
+        """Raises ValueError naming the flag that is wrong."""
+        if not (self.do_train or self.do_eval):
+            raise ValueError("at least one of --do_train and --do_eval must be set")
+        if self.do_train and not self.input_file:
+            raise ValueError("--input_file is required with --do_train")
+        if self.do_eval and not self.eval_input_file:
+            raise ValueError("--eval_input_file is required with --do_eval (evaluation reads "
+                             "held-out files, never the training files)")
+        if self.mixed_precision not in PRECISIONS:
+            raise ValueError(f"--mixed_precision {self.mixed_precision!r} is not one of "
+                             f"{', '.join(PRECISIONS)}")
+        if self.max_seq_length > self.albert_config.max_position_embeddings:
+            raise ValueError(f"--max_seq_length {self.max_seq_length} exceeds the config's "
+                             f"max_position_embeddings {self.albert_config.max_position_embeddings}")
+        for name in ("num_train_steps", "save_checkpoints_steps", "iterations_per_loop",
+                     "train_batch_size", "eval_batch_size", "gradient_accumulation_steps"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"--{name} must be positive, got {getattr(self, name)}")
+        per_step = num_replicas * self.gradient_accumulation_steps
+        if self.train_batch_size % per_step:
+            raise ValueError(
+                f"--train_batch_size {self.train_batch_size} must be divisible by replicas "
+                f"({num_replicas}) x --gradient_accumulation_steps "
+                f"({self.gradient_accumulation_steps})")
+        if self.eval_batch_size % num_replicas:
+            raise ValueError(f"--eval_batch_size {self.eval_batch_size} must be divisible by the "
+                             f"number of replicas ({num_replicas})")
+
+
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+CHECKPOINT_SUBDIR = "checkpoints"
+BEST_PREFIX = "model.ckpt-best"
+
+
+def _input_config(options, files, is_training):
+    return inputs.PretrainingInputConfig(
+        files, options.max_seq_length, options.max_predictions_per_seq, is_training=is_training,
+        seed=options.seed, deterministic=options.deterministic_input or not is_training)
+
+
+def _dataset_fn(config, global_batch):
+    def dataset_fn(input_context):
+        per_replica = (input_context.get_per_replica_batch_size(global_batch)
+                       if input_context else global_batch)
+        return inputs.pretraining_dataset(config, per_replica, input_context)
+    return dataset_fn
+
+
+class _BestTracker:
+    """eval_results.txt (the original's `key = value` lines) and the best checkpoint export."""
+
+    def __init__(self, output_dir):
+        self.output_dir = output_dir
+        self.state_path = os.path.join(output_dir, "best_eval.json")
+        self.best = None
+        if tf.io.gfile.exists(self.state_path):
+            with tf.io.gfile.GFile(self.state_path) as handle:
+                self.best = json.load(handle)
+
+    def record(self, step, metrics, model, summary_writer):
+        results = dict(metrics, global_step=step)
+        lines = [f"{key} = {results[key]}" for key in sorted(results)]
+        path = os.path.join(self.output_dir, "eval_results.txt")
+        previous = ""
+        if tf.io.gfile.exists(path):
+            with tf.io.gfile.GFile(path) as handle:
+                previous = handle.read()
+        fileio.atomic_write_text(path, previous + "\n".join(lines) + "\n")
+        with summary_writer.as_default(step=step):
+            for key, value in metrics.items():
+                tf.summary.scalar(key, value)
+        logging.info("eval at step %d: %s", step,
+                     " | ".join(f"{k} {v:.4g}" for k, v in sorted(metrics.items())))
+        if self.best is None or metrics["masked_lm_accuracy"] > self.best["masked_lm_accuracy"]:
+            checkpoints.save_tf1_checkpoint(model, os.path.join(self.output_dir, BEST_PREFIX),
+                                            global_step=step)
+            self.best = dict(results)
+            fileio.atomic_write_text(self.state_path, json.dumps(self.best, indent=2) + "\n")
+            logging.info("new best masked_lm_accuracy %.4f: exported %s", 
+                         metrics["masked_lm_accuracy"], BEST_PREFIX)
+
+
+def run_pretraining(options: PretrainingOptions,
+                    strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
+    """Trains and/or evaluates; returns {"train": metrics, "eval": metrics, "best": ...}.
+
+    Output directory (re-running the same command resumes from `checkpoints/`):
+      albert_config.json, checkpoints/ckpt-N (tf.train.Checkpoint: model, optimizer,
+      input position), train/ and eval/ TensorBoard logs, eval_results.txt,
+      model.ckpt-best.{index,data-*} (official TF1 format, best masked_lm_accuracy;
+      the final checkpoint when there is no evaluation), best_eval.json.
+    """
+    strategy = strategy or tf.distribute.get_strategy()
+    options.validate(strategy.num_replicas_in_sync)
+    if options.seed is not None:
+        keras.utils.set_random_seed(options.seed)
+    tf.io.gfile.makedirs(options.output_dir)
+    options.albert_config.to_json_file(os.path.join(options.output_dir, "albert_config.json"))
+    ckpt_dir = os.path.join(options.output_dir, CHECKPOINT_SUBDIR)
+    with strategy.scope():
+        model = AlbertPretrainer(options.albert_config, dtype=options.mixed_precision)
+        model.build()
+        optimizer = optimization.create_optimizer(
+            options.learning_rate, options.num_train_steps, options.num_warmup_steps,
+            options.optimizer, options.poly_power, options.start_warmup_step, clip_norm=None)
+        schedule = optimizer.learning_rate_schedule
+        if options.mixed_precision == "mixed_float16":
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    task = PretrainingTask()
+    resuming = tf.train.latest_checkpoint(ckpt_dir) is not None
+    if options.init_checkpoint and not resuming:
+        checkpoints.restore_for_training(model, options.init_checkpoint,
+                                         init_from_group0=options.init_from_group0)
+    elif options.init_checkpoint:
+        logging.info("resuming from %s: --init_checkpoint is not applied again", ckpt_dir)
+    config = training.TrainingConfig(
+        output_dir=ckpt_dir, num_train_steps=options.num_train_steps,
+        steps_per_loop=options.iterations_per_loop,
+        save_checkpoints_steps=options.save_checkpoints_steps,
+        keep_checkpoint_max=options.keep_checkpoint_max,
+        gradient_accumulation_steps=options.gradient_accumulation_steps,
+        jit_compile=options.jit_compile, summary_dir=os.path.join(options.output_dir, "train"))
+    trainer = training.Trainer(strategy, model, optimizer, task, config, task.metric_names,
+                               learning_rate_fn=schedule)
+    tracker = _BestTracker(options.output_dir)
+    eval_writer = tf.summary.create_file_writer(os.path.join(options.output_dir, "eval"))
+    results = {}
+
+    def evaluate_now(step, _path=None):
+        eval_config = _input_config(options, options.eval_input_file, is_training=False)
+        metrics = training.evaluate(strategy, model, task,
+                                    _dataset_fn(eval_config, options.eval_batch_size),
+                                    task.metric_names, max_steps=options.max_eval_steps)
+        metrics.pop("eval_batches", None)
+        tracker.record(step, metrics, model, eval_writer)
+        results["eval"] = metrics
+
+    if options.do_train:
+        train_config = _input_config(options, options.input_file, is_training=True)
+        results["train"] = trainer.train(
+            _dataset_fn(train_config, options.train_batch_size),
+            on_checkpoint=evaluate_now if options.do_eval else None)
+    else:
+        trainer.restore_latest()
+    if options.do_eval and "eval" not in results:
+        evaluate_now(trainer.step)
+    if not options.do_eval:
+        checkpoints.save_tf1_checkpoint(model, os.path.join(options.output_dir, BEST_PREFIX),
+                                        global_step=trainer.step)
+        logging.info("no evaluation: exported the step-%d weights as %s", trainer.step,
+                     BEST_PREFIX)
+    results["best"] = tracker.best
+    results["global_step"] = trainer.step
+    return results

@@ -64,6 +64,7 @@ class TrainingConfig:
     clip_norm: Optional[float] = 1.0
     jit_compile: bool = False
     checkpoint_iterator: bool = True  # also save the input pipeline position
+    summary_dir: Optional[str] = None  # TensorBoard logs; default <output_dir>/train
 
 
 def _zeros_like_sums(names):
@@ -193,15 +194,11 @@ class Trainer:
                          "restarts the input pipeline from its beginning")
             save_iterator = False
         checkpoint = self.make_checkpoint(iterator if save_iterator else None)
-        manager = tf.train.CheckpointManager(checkpoint, cfg.output_dir,
-                                             max_to_keep=cfg.keep_checkpoint_max,
-                                             checkpoint_name="ckpt")
-        if manager.latest_checkpoint:
-            checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-            logging.info("resumed from %s at step %d", manager.latest_checkpoint, self.step)
+        manager = self._restore(checkpoint)
         if self._train_fn is None:
             self._train_fn = self._build_train_fn()
-        writer = tf.summary.create_file_writer(os.path.join(cfg.output_dir, "train"))
+        writer = tf.summary.create_file_writer(
+            cfg.summary_dir or os.path.join(cfg.output_dir, "train"))
         last_metrics: Dict[str, float] = {}
         start_step = self.step
         start_time = time.time()
@@ -231,6 +228,28 @@ class Trainer:
                     on_checkpoint(self.step, path)
         writer.flush()
         return last_metrics
+
+    def _restore(self, checkpoint) -> tf.train.CheckpointManager:
+        manager = tf.train.CheckpointManager(checkpoint, self.config.output_dir,
+                                             max_to_keep=self.config.keep_checkpoint_max,
+                                             checkpoint_name="ckpt")
+        if manager.latest_checkpoint:
+            # Partial: an evaluation-only restore has no input iterator to match.
+            checkpoint.restore(manager.latest_checkpoint).expect_partial()
+            number = int(manager.latest_checkpoint.rsplit("-", 1)[1])
+            if self.step != number:
+                raise RuntimeError(f"{manager.latest_checkpoint} restored step {self.step}, "
+                                   f"expected {number}: the checkpoint does not hold this "
+                                   "model's optimizer state")
+            logging.info("resumed from %s at step %d", manager.latest_checkpoint, self.step)
+        return manager
+
+    def restore_latest(self) -> Optional[str]:
+        """Restores model and optimizer from the newest checkpoint (evaluation-only runs)."""
+        manager = self._restore(self.make_checkpoint())
+        if not manager.latest_checkpoint:
+            raise FileNotFoundError(f"no checkpoint to evaluate in {self.config.output_dir}")
+        return manager.latest_checkpoint
 
     def _make_iterator(self, dataset_fn):
         """A checkpointable plain iterator on one replica, a distributed one otherwise."""

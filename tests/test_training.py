@@ -1,0 +1,125 @@
+"""The training loop: distribution and accumulation equivalence, resume, NaN stop, learning."""
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import AlbertConfig, AlbertPretrainer, optimization, training
+from albert_tf.pretraining import PretrainingTask
+from tests.conftest import REPO_ROOT
+from tests.pretraining_data import make_examples
+
+CONFIG = AlbertConfig(vocab_size=40, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                      num_attention_heads=4, intermediate_size=64, max_position_embeddings=16)
+
+
+def as_batch(examples):
+    return {k: np.stack([e[k] for e in examples]).astype(
+        np.float32 if k == "masked_lm_weights" else np.int32) for k in examples[0]}
+
+
+def test_mirrored_and_accumulated_steps_equal_one_device_step():
+    """2 logical CPUs, and 2 micro-batches, give the single-device update (to 1e-5)."""
+    result = subprocess.run([sys.executable, str(REPO_ROOT / "tests/one_step_equivalence.py")],
+                            capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["max_update"] > 1e-4  # the step really moved the weights
+    for name in ("mirrored", "accumulated", "mirrored_accumulated"):
+        assert out[f"{name}_max_weight_diff"] < 1e-5, out
+        assert out[f"{name}_loss"] == pytest.approx(out["one_device_loss"], abs=1e-5)
+
+
+def make_trainer(output_dir, steps, save_every, lr=1e-2, optimizer="adamw", seed=0):
+    keras.utils.set_random_seed(seed)
+    strategy = tf.distribute.get_strategy()
+    model = AlbertPretrainer(CONFIG)
+    model.build()
+    opt = optimization.create_optimizer(lr, steps, steps // 10, optimizer=optimizer,
+                                        clip_norm=None)
+    task = PretrainingTask()
+    config = training.TrainingConfig(output_dir=str(output_dir), num_train_steps=steps,
+                                     steps_per_loop=2, save_checkpoints_steps=save_every)
+    return training.Trainer(strategy, model, opt, task, config, task.metric_names,
+                            opt.learning_rate_schedule)
+
+
+def fixed_dataset_fn(examples, batch):
+    data = as_batch(examples)
+    return lambda ctx: tf.data.Dataset.from_tensor_slices(data).shuffle(
+        len(examples), seed=5).repeat().batch(batch)
+
+
+def test_resume_continues_step_learning_rate_and_input(tmp_path):
+    examples = make_examples(40, seed=1)
+    straight = make_trainer(tmp_path / "straight", 8, 4)
+    straight.train(fixed_dataset_fn(examples, 4))
+
+    first = make_trainer(tmp_path / "resumed", 8, 4)
+    first.config.num_train_steps = 4  # "interrupted" after the step-4 checkpoint
+    first.train(fixed_dataset_fn(examples, 4))
+    assert first.step == 4
+    second = make_trainer(tmp_path / "resumed", 8, 4, seed=99)  # fresh init, then restored
+    second.train(fixed_dataset_fn(examples, 4))
+    assert second.step == 8
+    assert float(second.optimizer.learning_rate) == pytest.approx(
+        float(straight.optimizer.learning_rate))
+    for a, b in zip(straight.model.weights, second.model.weights):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-6, err_msg=a.path)
+    assert sorted(os.listdir(tmp_path / "resumed")) == [
+        "checkpoint", "ckpt-4.data-00000-of-00001", "ckpt-4.index",
+        "ckpt-8.data-00000-of-00001", "ckpt-8.index", "train"]
+
+
+def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
+    examples = make_examples(8, seed=2)
+    good, bad = as_batch(examples[:4]), as_batch(examples[4:])
+    bad["masked_lm_weights"][:] = np.nan
+    trainer = make_trainer(tmp_path, 10, 2)
+
+    def dataset_fn(ctx):
+        return tf.data.Dataset.from_tensors(good).repeat(2).concatenate(
+            tf.data.Dataset.from_tensors(bad).repeat())
+
+    with pytest.raises(training.NonFiniteLossError, match="between steps 2 and 4.*ckpt-2"):
+        trainer.train(dataset_fn)
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-2")
+    reader = tf.train.load_checkpoint(str(tmp_path / "ckpt-2"))
+    floats = [n for n, d in reader.get_variable_to_dtype_map().items() if d == tf.float32]
+    assert len(floats) > 30
+    for name in floats:
+        assert np.all(np.isfinite(reader.get_tensor(name))), name
+
+
+def test_loss_falls_and_accuracy_rises(tmp_path):
+    examples = make_examples(200, seed=4)
+    trainer = make_trainer(tmp_path, 200, 1000, lr=1e-3)
+    trainer.config.steps_per_loop = 10
+    task = trainer.task
+    eval_fn = fixed_dataset_fn(make_examples(64, seed=5), 32)
+    strategy = tf.distribute.get_strategy()
+
+    def evaluate():
+        return training.evaluate(strategy, trainer.model, task,
+                                 lambda ctx: eval_fn(ctx).take(2), task.metric_names)
+
+    before = evaluate()
+    trainer.train(fixed_dataset_fn(examples, 16))
+    after = evaluate()
+    assert after["loss"] < before["loss"] - 0.5, (before, after)
+    assert after["masked_lm_accuracy"] > before["masked_lm_accuracy"] + 0.2, (before, after)
+
+
+def test_trainer_refuses_an_optimizer_that_clips_itself(tmp_path):
+    model = AlbertPretrainer(CONFIG)
+    model.build()
+    with pytest.raises(ValueError, match="without clipping"):
+        training.Trainer(tf.distribute.get_strategy(), model,
+                         optimization.create_optimizer(1e-3, 10, 0, clip_norm=1.0),
+                         PretrainingTask(), training.TrainingConfig(str(tmp_path), 10),
+                         PretrainingTask.metric_names)
