@@ -299,8 +299,9 @@ def resolve_tf1_checkpoint(path_or_dir: str) -> str:
         steps = {p: int(m.group(1)) for p in prefixes for m in [re.search(r"-(\d+)$", p)] if m}
         if steps:
             return max(steps, key=steps.get)
-        raise ValueError(f"{path}: several checkpoints ({', '.join(map(os.path.basename, prefixes))}"
-                         "); pass the prefix of the one to load")
+        listed = ", ".join(map(os.path.basename, prefixes))
+        raise ValueError(f"{path}: several checkpoints ({listed}); pass the prefix of the one "
+                         "to load")
     if not tf.io.gfile.exists(path + ".index"):
         raise FileNotFoundError(f"{path}: no such checkpoint ({path}.index not found)")
     return path
@@ -457,7 +458,8 @@ def restore_for_training(model, path: str, init_from_group0: bool = False,
 
     Formats, detected from `path`:
       * TF1 name-based prefix or directory, or TF-Hub module directory -> `load_tf1_checkpoint`
-      * Hugging Face directory (`config.json` + `model.safetensors`) -> `hf_weights.load_hf_checkpoint`
+      * Hugging Face directory (`config.json` + `model.safetensors`)
+        -> `hf_weights.load_hf_checkpoint`
       * Keras `.weights.h5` (saved from the same model class) -> `model.load_weights`
       * TF2 `tf.train.Checkpoint` with the model under `checkpoint_key`
     `init_from_group0` (the original's flag) applies to the TF1 and Hugging Face formats.

@@ -24,21 +24,26 @@ from absl import app, flags
 FORMATS = ["auto", "tf1", "hf", "keras_h5", "tf_checkpoint"]
 MODELS = ["pretrainer", "encoder", "classifier", "span_labeler", "squad_v2", "multiple_choice"]
 
-flags.DEFINE_string("input", None, "Checkpoint to read: TF1 prefix or directory, TF-Hub module "
-                    "directory, Hugging Face directory, .weights.h5, or tf.train.Checkpoint.")
-flags.DEFINE_enum("input_format", "auto", FORMATS, "Format of --input (auto = detect).")
-flags.DEFINE_string("output", None, "Where to write: TF1 prefix, Hugging Face directory, "
-                    ".weights.h5 file, or tf.train.Checkpoint prefix.")
-flags.DEFINE_enum("output_format", "auto", FORMATS, "Format of --output (auto: .weights.h5 -> "
-                  "keras_h5, otherwise tf1).")
-flags.DEFINE_string("albert_config_file", None, "albert_config.json (default: the one in the "
-                    "input directory, or config.json of a Hugging Face input).")
-flags.DEFINE_enum("model", "pretrainer", MODELS, "Model (and so heads) to convert.")
-flags.DEFINE_integer("num_labels", 2, "Labels of --model=classifier (1 = regression).")
-flags.DEFINE_integer("num_choices", 4, "Choices of --model=multiple_choice.")
-flags.DEFINE_bool("init_from_group0", False, "Initialise every group from group 0.")
-flags.DEFINE_integer("global_step", None, "global_step to store in a TF1 output.")
-flags.mark_flags_as_required(["input", "output"])
+
+def define_flags() -> None:
+    """Defines the CLI's absl flags (only when run as a program: importing this module for its
+    functions defines no flags, so it cannot clash with other CLIs' flags)."""
+    flags.DEFINE_string("input", None, "Checkpoint to read: TF1 prefix or directory, TF-Hub "
+                        "module directory, Hugging Face directory, .weights.h5, or "
+                        "tf.train.Checkpoint.")
+    flags.DEFINE_enum("input_format", "auto", FORMATS, "Format of --input (auto = detect).")
+    flags.DEFINE_string("output", None, "Where to write: TF1 prefix, Hugging Face directory, "
+                        ".weights.h5 file, or tf.train.Checkpoint prefix.")
+    flags.DEFINE_enum("output_format", "auto", FORMATS, "Format of --output (auto: "
+                      ".weights.h5 -> keras_h5, otherwise tf1).")
+    flags.DEFINE_string("albert_config_file", None, "albert_config.json (default: the one "
+                        "in the input directory, or config.json of a Hugging Face input).")
+    flags.DEFINE_enum("model", "pretrainer", MODELS, "Model (and so heads) to convert.")
+    flags.DEFINE_integer("num_labels", 2, "Labels of --model=classifier (1 = regression).")
+    flags.DEFINE_integer("num_choices", 4, "Choices of --model=multiple_choice.")
+    flags.DEFINE_bool("init_from_group0", False, "Initialise every group from group 0.")
+    flags.DEFINE_integer("global_step", None, "global_step to store in a TF1 output.")
+    flags.mark_flags_as_required(["input", "output"])
 
 
 def build_model(name: str, config, num_labels: int = 2, num_choices: int = 4):
@@ -149,4 +154,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

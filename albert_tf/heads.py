@@ -181,7 +181,8 @@ class SquadV2Head(keras.layers.Layer):
       end_dense_0    [end_logits/dense_0]     2H -> H, tanh, on concat(h_t, h_start)
       end_layer_norm [end_logits/LayerNorm]   epsilon 1e-12
       end_dense_1    [end_logits/dense_1]     H -> 1
-      answer_dense_0 [answer_class/dense_0]   2H -> H, tanh, on concat(sum_t softmax(start)_t h_t, h_CLS)
+      answer_dense_0 [answer_class/dense_0]   2H -> H, tanh, on
+                                              concat(sum_t softmax(start)_t h_t, h_CLS)
       answer_dense_1 [answer_class/dense_1]   H -> 1, no bias (after dropout)
 
     Call: `sequence` [B, S, H], `p_mask` [B, S] (1 = position that cannot be an

@@ -8,7 +8,8 @@ the one table between a format and our variables), following Hugging Face's
   bert/embeddings/{word,position,token_type}_embeddings  embeddings.*_embeddings.weight
   bert/embeddings/LayerNorm/{gamma,beta}                 embeddings.LayerNorm.{weight,bias}
   bert/encoder/embedding_hidden_mapping_in               encoder.embedding_hidden_mapping_in
-  .../group_g/inner_group_i/attention_1/self/{q,k,v}     encoder.albert_layer_groups.g.albert_layers.i.attention.{q,k,v}
+  .../group_g/inner_group_i/attention_1/self/{q,k,v}     encoder.albert_layer_groups.g
+                                                           .albert_layers.i.attention.{q,k,v}
   .../attention_1/output/dense                           ....attention.dense
   .../inner_group_i/LayerNorm                            ....attention.LayerNorm
   .../ffn_1/intermediate/dense                           ....ffn

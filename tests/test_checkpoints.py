@@ -142,11 +142,11 @@ def test_official_pretraining_checkpoint_matches_numpy(tmp_path, name):
 
 
 @pytest.mark.parametrize("layout", ["prefix", "index_file", "dir_with_state", "tfhub_module",
-                                    "optimizer_slots"])
+                                    "tfhub_dir", "optimizer_slots"])
 def test_checkpoint_layouts(tmp_path, layout):
     config = CONFIGS["groups2_inner2_E!=H"]
     weights = official_weights(config.to_dict(), seed=1)
-    prefix = str(tmp_path / "model.ckpt-500")
+    prefix = str(tmp_path / ("variables/variables" if layout == "tfhub_dir" else "model.ckpt-500"))
     write_tf1_checkpoint(prefix, weights, scope="module/" if layout == "tfhub_module" else "",
                          optimizer_slots=layout == "optimizer_slots",
                          write_state=layout == "dir_with_state")
@@ -298,6 +298,20 @@ def test_round_trip_keras_tf1_keras_bit_exact(tmp_path, kind):
     assert len(report.loaded) == len(names) == len(target.weights)
     for name, var in tf1_names.variables_for(target).items():
         np.testing.assert_array_equal(var.numpy(), names[name].numpy(), err_msg=name)
+
+
+def test_load_into_mixed_precision_model_keeps_float32_values(tmp_path):
+    config = CONFIGS["groups2_inner2_E!=H"]
+    weights = official_weights(config.to_dict(), heads=("squad",), seed=16)
+    write_tf1_checkpoint(str(tmp_path / "model.ckpt-best"), weights)
+    model = AlbertSpanLabeler(config, dtype="mixed_bfloat16")
+    checkpoints.load_tf1_checkpoint(model, str(tmp_path))
+    for name, var in tf1_names.variables_for(model).items():
+        assert var.dtype == "float32"
+        np.testing.assert_array_equal(var.numpy(), weights[name], err_msg=name)
+    out = checkpoints.save_tf1_checkpoint(model, str(tmp_path / "again" / "model.ckpt-best"))
+    for name, value in checkpoint_arrays(out).items():
+        np.testing.assert_array_equal(value, weights[name], err_msg=name)
 
 
 def test_save_overwrites_and_leaves_no_temporary_files(tmp_path):
