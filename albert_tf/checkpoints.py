@@ -477,7 +477,14 @@ def restore_for_training(model, path: str, init_from_group0: bool = False,
     if fmt == "keras_h5":
         if not model.built:
             model.build()
-        model.load_weights(path)
+        try:
+            model.load_weights(path)
+        except (ValueError, KeyError) as err:
+            raise ValueError(
+                f"{path}: cannot load these Keras weights into {type(model).__name__} ({err}); a "
+                ".weights.h5 file only fits the model class and config that wrote it. To move "
+                "weights between model classes, convert through the TF1 format "
+                "(python -m albert_tf.convert --output_format=tf1)") from err
         names = list(tf1_names.variables_for(model))
         report = LoadReport(source=path, format="Keras .weights.h5", loaded=names)
         logger.info("%s", report.summary())

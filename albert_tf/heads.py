@@ -1,5 +1,9 @@
 """Task heads on top of the ALBERT encoder.
 
+Pretraining: MaskedLMHead (`cls/predictions`), SentenceOrderHead (`cls/seq_relationship`).
+Fine-tuning, as the original scripts: ClassificationHead (run_classifier; run_race with
+K = 1 per choice), SpanHead (SQuAD v1), SquadV2Head (SQuAD v2, XLNet-style with beam).
+
 B = batch, S = sequence length, P = masked positions per sequence, H = hidden,
 E = embedding size, V = vocabulary size. Logits are returned in float32 under
 every dtype policy so that losses and softmaxes are computed in float32.

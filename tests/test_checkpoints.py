@@ -458,6 +458,8 @@ def test_restore_for_training_detects_formats(tmp_path):
         assert len(report.loaded) == len(names)
         for name, var in tf1_names.variables_for(target).items():
             np.testing.assert_array_equal(var.numpy(), names[name].numpy(), err_msg=name)
+    with pytest.raises(ValueError, match="only fits the model class"):
+        checkpoints.restore_for_training(AlbertClassifier(config, num_labels=2), h5)
     with pytest.raises(ValueError, match="init_from_group0 applies to TF1"):
         checkpoints.restore_for_training(AlbertPretrainer(config), h5, init_from_group0=True)
 
