@@ -254,6 +254,11 @@ def test_cli_shards_summary_and_flag_defaults(tmp_path, spm_model):
     summary = json.loads((tmp_path / "out-00000-of-00002.summary.json").read_text())
     total = sum(len(tfrecord.read_payloads(str(tmp_path / n))) for n in names[1::2])
     assert summary["instances"] == total > 0
+    for example in _decode(tmp_path / names[1]) + _decode(tmp_path / names[3]):
+        assert {name: (f.WhichOneof("kind"), len(getattr(f, f.WhichOneof("kind")).value))
+                for name, f in example.features.feature.items()} == {
+            name: (kind, 32 if length == SEQ else length) for name, (kind, length)
+            in FEATURES.items()}
     assert summary["options"]["instances"]["random_seed"] == 12345
     assert "progress:" in done.stderr and "wrote" in done.stderr
 
