@@ -17,7 +17,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import checkpoints, fileio, inputs, optimization, training
+from albert_tf import checkpoints, distribute, fileio, inputs, optimization, training
 from albert_tf.config import AlbertConfig
 from albert_tf.models import MLM_LOSS_EPSILON, AlbertPretrainer
 from albert_tf.training import Task
@@ -167,8 +167,9 @@ def _dataset_fn(config, global_batch):
 class _BestTracker:
     """eval_results.txt (the original's `key = value` lines) and the best checkpoint export."""
 
-    def __init__(self, output_dir):
+    def __init__(self, output_dir, write=True):
         self.output_dir = output_dir
+        self.write = write  # False on non-chief workers: they track but write nothing
         self.state_path = os.path.join(output_dir, "best_eval.json")
         self.best = None
         if tf.io.gfile.exists(self.state_path):
@@ -177,6 +178,10 @@ class _BestTracker:
 
     def record(self, step, metrics, model, summary_writer):
         results = dict(metrics, global_step=step)
+        if not self.write:
+            self.best = results if self.best is None or metrics["masked_lm_accuracy"] > \
+                self.best["masked_lm_accuracy"] else self.best
+            return
         lines = [f"{key} = {results[key]}" for key in sorted(results)]
         path = os.path.join(self.output_dir, "eval_results.txt")
         previous = ""
@@ -213,7 +218,9 @@ def run_pretraining(options: PretrainingOptions,
     if options.seed is not None:
         keras.utils.set_random_seed(options.seed)
     tf.io.gfile.makedirs(options.output_dir)
-    options.albert_config.to_json_file(os.path.join(options.output_dir, "albert_config.json"))
+    if distribute.is_chief(strategy):
+        options.albert_config.to_json_file(os.path.join(options.output_dir,
+                                                        "albert_config.json"))
     ckpt_dir = os.path.join(options.output_dir, CHECKPOINT_SUBDIR)
     with strategy.scope():
         model = AlbertPretrainer(options.albert_config, dtype=options.mixed_precision)
@@ -240,8 +247,10 @@ def run_pretraining(options: PretrainingOptions,
         jit_compile=options.jit_compile, summary_dir=os.path.join(options.output_dir, "train"))
     trainer = training.Trainer(strategy, model, optimizer, task, config, task.metric_names,
                                learning_rate_fn=schedule)
-    tracker = _BestTracker(options.output_dir)
-    eval_writer = tf.summary.create_file_writer(os.path.join(options.output_dir, "eval"))
+    chief = distribute.is_chief(strategy)
+    tracker = _BestTracker(options.output_dir, write=chief)
+    eval_writer = (tf.summary.create_file_writer(os.path.join(options.output_dir, "eval"))
+                   if chief else tf.summary.create_noop_writer())
     results = {}
 
     def evaluate_now(step, _path=None):
@@ -262,7 +271,7 @@ def run_pretraining(options: PretrainingOptions,
         trainer.restore_latest()
     if options.do_eval and "eval" not in results:
         evaluate_now(trainer.step)
-    if not options.do_eval:
+    if not options.do_eval and chief:
         checkpoints.save_tf1_checkpoint(model, os.path.join(options.output_dir, BEST_PREFIX),
                                         global_step=trainer.step)
         logging.info("no evaluation: exported the step-%d weights as %s", trainer.step,

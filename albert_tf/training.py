@@ -18,12 +18,15 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import tempfile
 import time
 from typing import Callable, Dict, Optional
 
 import keras
 import tensorflow as tf
 from absl import logging
+
+from albert_tf import distribute
 
 
 class NonFiniteLossError(RuntimeError):
@@ -98,6 +101,7 @@ class Trainer:
         self._loss_scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         with strategy.scope():
             optimizer.build(model.trainable_variables)
+        self.is_chief = distribute.is_chief(strategy)
         self._grad_fn = tf.function(self._micro_batch_gradients, jit_compile=config.jit_compile)
         self._train_fn = None
 
@@ -198,7 +202,8 @@ class Trainer:
         if self._train_fn is None:
             self._train_fn = self._build_train_fn()
         writer = tf.summary.create_file_writer(
-            cfg.summary_dir or os.path.join(cfg.output_dir, "train"))
+            cfg.summary_dir or os.path.join(cfg.output_dir, "train")) if self.is_chief \
+            else tf.summary.create_noop_writer()
         last_metrics: Dict[str, float] = {}
         start_step = self.step
         start_time = time.time()
@@ -230,26 +235,34 @@ class Trainer:
         return last_metrics
 
     def _restore(self, checkpoint) -> tf.train.CheckpointManager:
-        manager = tf.train.CheckpointManager(checkpoint, self.config.output_dir,
-                                             max_to_keep=self.config.keep_checkpoint_max,
-                                             checkpoint_name="ckpt")
-        if manager.latest_checkpoint:
-            # Partial: an evaluation-only restore has no input iterator to match.
-            checkpoint.restore(manager.latest_checkpoint).expect_partial()
-            number = int(manager.latest_checkpoint.rsplit("-", 1)[1])
-            if self.step != number:
-                raise RuntimeError(f"{manager.latest_checkpoint} restored step {self.step}, "
-                                   f"expected {number}: the checkpoint does not hold this "
-                                   "model's optimizer state")
-            logging.info("resumed from %s at step %d", manager.latest_checkpoint, self.step)
-        return manager
+        """Restores the newest checkpoint of output_dir (if any); returns the saving manager.
 
-    def restore_latest(self) -> Optional[str]:
+        Every worker restores from output_dir; under a multi-worker strategy only the
+        chief saves there, the others save (collectively, as TF requires) to a
+        scratch directory of their own.
+        """
+        latest = tf.train.latest_checkpoint(self.config.output_dir)
+        if latest:
+            # Partial: an evaluation-only restore has no input iterator to match.
+            checkpoint.restore(latest).expect_partial()
+            number = int(latest.rsplit("-", 1)[1])
+            if self.step != number:
+                raise RuntimeError(f"{latest} restored step {self.step}, expected {number}: "
+                                   "the checkpoint does not hold this model's optimizer state")
+            logging.info("resumed from %s at step %d", latest, self.step)
+        save_dir = self.config.output_dir if self.is_chief else tempfile.mkdtemp(
+            prefix="albert_tf_worker_ckpt_")
+        return tf.train.CheckpointManager(checkpoint, save_dir,
+                                          max_to_keep=self.config.keep_checkpoint_max,
+                                          checkpoint_name="ckpt")
+
+    def restore_latest(self) -> str:
         """Restores model and optimizer from the newest checkpoint (evaluation-only runs)."""
-        manager = self._restore(self.make_checkpoint())
-        if not manager.latest_checkpoint:
+        latest = tf.train.latest_checkpoint(self.config.output_dir)
+        if not latest:
             raise FileNotFoundError(f"no checkpoint to evaluate in {self.config.output_dir}")
-        return manager.latest_checkpoint
+        self._restore(self.make_checkpoint())
+        return latest
 
     def _make_iterator(self, dataset_fn):
         """A checkpointable plain iterator on one replica, a distributed one otherwise."""

@@ -123,3 +123,38 @@ def test_trainer_refuses_an_optimizer_that_clips_itself(tmp_path):
                          optimization.create_optimizer(1e-3, 10, 0, clip_norm=1.0),
                          PretrainingTask(), training.TrainingConfig(str(tmp_path), 10),
                          PretrainingTask.metric_names)
+
+
+def free_port():
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_multi_worker_mirrored_matches_one_process(tmp_path):
+    """Two worker processes on localhost end with the single-process weights."""
+    script = str(REPO_ROOT / "tests/multi_worker_step.py")
+    single = subprocess.run([sys.executable, script, str(tmp_path / "single.npz")],
+                            capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert single.returncode == 0, single.stderr[-2000:]
+    ports = [free_port(), free_port()]
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    procs = []
+    for index in range(2):
+        env = dict(os.environ, TF_CONFIG=json.dumps(
+            {"cluster": cluster, "task": {"type": "worker", "index": index}}),
+            ALBERT_TF_TEST_OUTPUT=str(tmp_path / "multi"))
+        procs.append(subprocess.Popen([sys.executable, script, str(tmp_path / "multi.npz")],
+                                      env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+    want, got = np.load(tmp_path / "single.npz"), np.load(tmp_path / "multi.npz")
+    assert len(want.files) == len(got.files) > 30
+    for name in want.files:
+        np.testing.assert_allclose(got[name], want[name], atol=1e-5, err_msg=name)
+    # Only the chief wrote checkpoints into the shared output directory.
+    assert tf.train.latest_checkpoint(str(tmp_path / "multi")).endswith("ckpt-3")
