@@ -11,18 +11,34 @@ Public API:
                      official TF1 checkpoints in and out (albert_tf.checkpoints);
                      Hugging Face weights in albert_tf.hf_weights
 """
-from albert_tf.config import AlbertConfig
-from albert_tf.encoder import AlbertEncoder
-from albert_tf.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
-                              AlbertSpanLabeler, AlbertSquadV2, classifier_losses,
-                              multiple_choice_losses, pretraining_losses, span_losses,
-                              squad_v2_losses)
-from albert_tf.checkpoints import (LoadReport, from_official_dir, load_tf1_checkpoint,
-                                   restore_for_training, save_tf1_checkpoint)
+import importlib
 
-__all__ = ["AlbertConfig", "AlbertEncoder", "AlbertPretrainer", "pretraining_losses",
-           "AlbertClassifier", "AlbertSpanLabeler", "AlbertSquadV2", "AlbertMultipleChoice",
-           "classifier_losses", "span_losses", "squad_v2_losses", "multiple_choice_losses",
-           "LoadReport", "load_tf1_checkpoint", "save_tf1_checkpoint", "from_official_dir",
-           "restore_for_training"]
+# Public name -> defining module. Imported on first access (PEP 562), so that
+# `import albert_tf.tokenization` or `albert_tf.fileio` does not load TensorFlow.
+_EXPORTS = {
+    "AlbertConfig": "config",
+    "AlbertEncoder": "encoder",
+    "AlbertPretrainer": "models", "AlbertClassifier": "models", "AlbertSpanLabeler": "models",
+    "AlbertSquadV2": "models", "AlbertMultipleChoice": "models",
+    "pretraining_losses": "models", "classifier_losses": "models", "span_losses": "models",
+    "squad_v2_losses": "models", "multiple_choice_losses": "models",
+    "LoadReport": "checkpoints", "load_tf1_checkpoint": "checkpoints",
+    "save_tf1_checkpoint": "checkpoints", "from_official_dir": "checkpoints",
+    "restore_for_training": "checkpoints",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"albert_tf.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'albert_tf' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)
+
+
 __version__ = "0.1.0"

@@ -49,31 +49,37 @@ class AlbertEncoder(keras.Model):
             self.embedding_projection = layers.dense(c.hidden_size, c.initializer_range,
                                                      "embedding_hidden_mapping_in",
                                                      dtype=self.dtype_policy)
-        # Unique sub-layers, and for each layer the (attention, ffn) indices it applies.
-        self.attention_blocks: List[layers.AttentionSublayer] = []
-        self.ffn_blocks: List[layers.FeedForwardSublayer] = []
-        self._plan: List[List[Tuple[int, int]]] = []
+        # Unique sub-layers, each an attribute of its own (so both Keras saving and
+        # tf.train.Checkpoint track it), and for each layer the (attention, ffn)
+        # indices it applies. Lists of layers would be Keras TrackedLists, which
+        # tf.train.Checkpoint does not follow.
         sharing = c.parameter_sharing
         if sharing == "all":
-            for g in range(c.num_hidden_groups):
-                for k in range(c.inner_group_num):
-                    self.attention_blocks.append(self._attention(f"group_{g}_inner_group_{k}_attention"))
-                    self.ffn_blocks.append(self._ffn(f"group_{g}_inner_group_{k}_ffn"))
+            attention_names = [f"group_{g}_inner_group_{k}_attention"
+                               for g in range(c.num_hidden_groups)
+                               for k in range(c.inner_group_num)]
+            plan = []
             for l in range(c.num_hidden_layers):
-                g = c.group_index(l)
-                self._plan.append([(g * c.inner_group_num + k, g * c.inner_group_num + k)
-                                   for k in range(c.inner_group_num)])
+                first = c.group_index(l) * c.inner_group_num
+                plan.append([(first + k, first + k) for k in range(c.inner_group_num)])
         else:
             num_attention = 1 if sharing == "attention" else c.num_hidden_layers
             num_ffn = 1 if sharing == "ffn" else c.num_hidden_layers
-            for i in range(num_attention):
-                self.attention_blocks.append(self._attention(
-                    "shared_attention" if num_attention == 1 else f"layer_{i}_attention"))
-            for i in range(num_ffn):
-                self.ffn_blocks.append(self._ffn(
-                    "shared_ffn" if num_ffn == 1 else f"layer_{i}_ffn"))
-            for l in range(c.num_hidden_layers):
-                self._plan.append([(0 if num_attention == 1 else l, 0 if num_ffn == 1 else l)])
+            attention_names = (["shared_attention"] if num_attention == 1 else
+                               [f"layer_{i}_attention" for i in range(num_attention)])
+            ffn_names = (["shared_ffn"] if num_ffn == 1 else
+                         [f"layer_{i}_ffn" for i in range(num_ffn)])
+            plan = [[(0 if num_attention == 1 else l, 0 if num_ffn == 1 else l)]
+                    for l in range(c.num_hidden_layers)]
+        if sharing == "all":
+            ffn_names = [name.replace("_attention", "_ffn") for name in attention_names]
+        for name in attention_names:
+            setattr(self, name, self._attention(name))
+        for name in ffn_names:
+            setattr(self, name, self._ffn(name))
+        self._attention_names = tuple(attention_names)
+        self._ffn_names = tuple(ffn_names)
+        self._plan = tuple(tuple(layer) for layer in plan)
         self.pooler = layers.dense(c.hidden_size, c.initializer_range, "pooler",
                                    activation="tanh", dtype=self.dtype_policy)
 
@@ -98,6 +104,16 @@ class AlbertEncoder(keras.Model):
             block.build((None, None, c.hidden_size))
         self.pooler.build((None, c.hidden_size))
         self.built = True
+
+    @property
+    def attention_blocks(self) -> List[layers.AttentionSublayer]:
+        """The unique attention sub-layers, in group / inner-group (or layer) order."""
+        return [getattr(self, name) for name in self._attention_names]
+
+    @property
+    def ffn_blocks(self) -> List[layers.FeedForwardSublayer]:
+        """The unique FFN sub-layers, in group / inner-group (or layer) order."""
+        return [getattr(self, name) for name in self._ffn_names]
 
     def layer_blocks(self, layer_index: int):
         """The (attention, ffn) sub-layers applied by layer `layer_index`, in order."""

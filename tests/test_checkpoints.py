@@ -464,9 +464,6 @@ def test_restore_for_training_detects_formats(tmp_path):
         checkpoints.restore_for_training(AlbertPretrainer(config), h5, init_from_group0=True)
 
 
-@pytest.mark.xfail(strict=True, reason="AlbertEncoder keeps its blocks in Python lists that "
-                   "TensorFlow's object graph does not track, so tf.train.Checkpoint omits the "
-                   "transformer weights (encoder.py; reported to the lead)")
 def test_restore_for_training_from_tf_train_checkpoint(tmp_path):
     config = CONFIGS["groups2_inner2_E!=H"]
     source = AlbertPretrainer(config)

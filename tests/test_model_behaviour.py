@@ -179,3 +179,21 @@ def test_dtype_policy_survives_serialization():
 def test_config_accepts_dict():
     model = AlbertEncoder(tiny_config().to_dict())
     assert isinstance(model.config, AlbertConfig)
+
+
+@pytest.mark.parametrize("mode", ["all", "attention", "none"])
+def test_tf_train_checkpoint_holds_every_weight(mode, tmp_path):
+    """Model-only tf.train.Checkpoint round trip (evaluation restores use it)."""
+    config = tiny_config(parameter_sharing=mode, **({} if mode == "all" else
+                                                    dict(num_hidden_groups=1, inner_group_num=1)))
+    model = AlbertPretrainer(config)
+    model.build()
+    randomize(model.weights, seed=8)
+    path = tf.train.Checkpoint(model=model).save(str(tmp_path / "ckpt"))
+    saved = [n for n, _ in tf.train.list_variables(path) if n.startswith("model/")]
+    assert len(saved) == len(model.weights)
+    clone = AlbertPretrainer(config)
+    clone.build()
+    tf.train.Checkpoint(model=clone).restore(path).assert_existing_objects_matched()
+    for a, b in zip(model.weights, clone.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
