@@ -9,7 +9,6 @@ denominators, so distributed and accumulated steps equal one big step.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import Dict, Optional
 
@@ -17,7 +16,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import checkpoints, distribute, fileio, inputs, optimization, training
+from albert_tf import checkpoints, distribute, finetuning, inputs, optimization, training
 from albert_tf.config import AlbertConfig
 from albert_tf.models import MLM_LOSS_EPSILON, AlbertPretrainer
 from albert_tf.training import Task
@@ -147,7 +146,7 @@ class PretrainingOptions:
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 CHECKPOINT_SUBDIR = "checkpoints"
-BEST_PREFIX = "model.ckpt-best"
+BEST_PREFIX = finetuning.BEST_PREFIX
 
 
 def _input_config(options, files, is_training):
@@ -162,45 +161,6 @@ def _dataset_fn(config, global_batch):
                        if input_context else global_batch)
         return inputs.pretraining_dataset(config, per_replica, input_context)
     return dataset_fn
-
-
-class _BestTracker:
-    """eval_results.txt (the original's `key = value` lines) and the best checkpoint export."""
-
-    def __init__(self, output_dir, write=True):
-        self.output_dir = output_dir
-        self.write = write  # False on non-chief workers: they track but write nothing
-        self.state_path = os.path.join(output_dir, "best_eval.json")
-        self.best = None
-        if tf.io.gfile.exists(self.state_path):
-            with tf.io.gfile.GFile(self.state_path) as handle:
-                self.best = json.load(handle)
-
-    def record(self, step, metrics, model, summary_writer):
-        results = dict(metrics, global_step=step)
-        if not self.write:
-            self.best = results if self.best is None or metrics["masked_lm_accuracy"] > \
-                self.best["masked_lm_accuracy"] else self.best
-            return
-        lines = [f"{key} = {results[key]}" for key in sorted(results)]
-        path = os.path.join(self.output_dir, "eval_results.txt")
-        previous = ""
-        if tf.io.gfile.exists(path):
-            with tf.io.gfile.GFile(path) as handle:
-                previous = handle.read()
-        fileio.atomic_write_text(path, previous + "\n".join(lines) + "\n")
-        with summary_writer.as_default(step=step):
-            for key, value in metrics.items():
-                tf.summary.scalar(key, value)
-        logging.info("eval at step %d: %s", step,
-                     " | ".join(f"{k} {v:.4g}" for k, v in sorted(metrics.items())))
-        if self.best is None or metrics["masked_lm_accuracy"] > self.best["masked_lm_accuracy"]:
-            checkpoints.save_tf1_checkpoint(model, os.path.join(self.output_dir, BEST_PREFIX),
-                                            global_step=step)
-            self.best = dict(results)
-            fileio.atomic_write_text(self.state_path, json.dumps(self.best, indent=2) + "\n")
-            logging.info("new best masked_lm_accuracy %.4f: exported %s", 
-                         metrics["masked_lm_accuracy"], BEST_PREFIX)
 
 
 def run_pretraining(options: PretrainingOptions,
@@ -248,7 +208,8 @@ def run_pretraining(options: PretrainingOptions,
     trainer = training.Trainer(strategy, model, optimizer, task, config, task.metric_names,
                                learning_rate_fn=schedule)
     chief = distribute.is_chief(strategy)
-    tracker = _BestTracker(options.output_dir, write=chief)
+    tracker = finetuning.BestCheckpointTracker(options.output_dir, "masked_lm_accuracy",
+                                               write=chief)
     eval_writer = (tf.summary.create_file_writer(os.path.join(options.output_dir, "eval"))
                    if chief else tf.summary.create_noop_writer())
     results = {}
