@@ -131,7 +131,8 @@ class _RawAdapter(io.RawIOBase):
 _PG_START = re.compile(r"^\s*\*{3}\s*START OF (THE|THIS) PROJECT GUTENBERG|^\*END\*THE SMALL PRINT",
                        re.IGNORECASE)
 _PG_END = re.compile(r"^\s*\*{3}\s*END OF (THE|THIS) PROJECT GUTENBERG"
-                     r"|^\s*End of (the )?Project Gutenberg'?s? (E-?Book|E-text|Etext|Work)",
+                     # "End of the Project Gutenberg EBook of X", "End of Project Gutenberg's X"
+                     r"|^\s*End of (the )?Project Gutenberg",
                      re.IGNORECASE)
 
 

@@ -52,6 +52,9 @@ def test_gutenberg_header_and_footer_are_stripped(tmp_path):
              "End of the Project Gutenberg EBook of X", "licence text"]
     got = [line for _, line in strip_gutenberg(iter(enumerate(lines, 1)))]
     assert got == ["", "Real text here.", "", "More text."]
+    # Older files end with "End of Project Gutenberg's <title>, by <author>".
+    older = lines[:8] + ["End of Project Gutenberg's X, by Y", "licence text"]
+    assert [l for _, l in strip_gutenberg(iter(enumerate(older, 1)))] == got
     no_marker = ["plain", "text"]
     assert [l for _, l in strip_gutenberg(iter(enumerate(no_marker, 1)))] == no_marker
     path = tmp_path / "pg.txt"
