@@ -1,0 +1,1 @@
+"""Downstream tasks: readers, feature conversion, metrics and jobs (GLUE, SQuAD, RACE)."""
