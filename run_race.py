@@ -1,31 +1,129 @@
-"""Fine-tune ALBERT on RACE multiple-choice reading comprehension (the original's flags).
+"""Fine-tune ALBERT on RACE multiple-choice reading comprehension.
 
-Not implemented yet (issue #8): this CLI only documents its flags. Running it
-without --help exits with status 2 and says so; it never pretends to work.
+Flags follow the original run_race.py (defaults included: --do_train and
+--do_eval are on, lr 1e-5, 12000 steps, 1000 warmup, save every 100).
+Additions: --init_from_group0, --predict_split, --export_dir, --strategy,
+--mixed_precision, --jit_compile, --gradient_accumulation_steps, --seed.
+--data_dir holds RACE/{train,dev,test}/{middle,high}/ with either the
+download's N.txt files or the original's all.txt. Feature caches
+(--train_file, --eval_file, --predict_file) default to --output_dir and are
+rebuilt when the data or the settings change.
+
+Example:
+  python run_race.py --data_dir=data --albert_config_file=albert_base/albert_config.json \
+    --spm_model_file=albert_base/30k-clean.model --init_checkpoint=albert_base \
+    --output_dir=runs/race --max_seq_length=512 --max_qa_length=128 \
+    --train_batch_size=32 --learning_rate=1e-5 --train_step=12000 --warmup_step=1000 \
+    --save_checkpoints_steps=100 --do_predict --export_dir=runs/race/export
+Outputs: eval_results.txt (eval_accuracy for all, eval_accuracy_middle,
+eval_accuracy_high), model.ckpt-best.*, predictions.jsonl, predict_results.txt,
+and the SavedModel (raw-text signature) in --export_dir.
 """
-import sys
+import os
 
-from absl import app, flags
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from absl import app, flags, logging  # noqa: E402
+
+FLAGS = flags.FLAGS
 flags.DEFINE_string("data_dir", None, "Directory holding RACE/{train,dev,test}/{middle,high}.")
 flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model.")
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model.")
+flags.DEFINE_string("output_dir", None, "Where checkpoints, results and predictions are written.")
 flags.DEFINE_string("init_checkpoint", None, "Checkpoint to initialise from: TF1 prefix or "
                     "directory (official download, TF-Hub module), Hugging Face directory, "
                     "Keras .weights.h5 or tf.train.Checkpoint; read with "
                     "albert_tf.checkpoints.restore_for_training.")
 flags.DEFINE_bool("init_from_group0", False, "Initialise every layer group from group 0 "
                   "of --init_checkpoint (the original's flag).")
-flags.DEFINE_string("output_dir", None, "Where checkpoints and predictions are written.")
+flags.DEFINE_string("train_file", None, "TFRecord cache of the training features "
+                    "(default <output_dir>/race_train.tf_record; built if missing or stale).")
+flags.DEFINE_string("eval_file", None, "TFRecord cache of the dev features "
+                    "(default <output_dir>/race_dev.tf_record).")
+flags.DEFINE_string("predict_file", None, "TFRecord cache of the --predict_split features "
+                    "(default <output_dir>/race_<split>.tf_record).")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (uncased models).")
+flags.DEFINE_float("dropout_prob", 0.1, "Dropout on the pooled output before the choice logit.")
 flags.DEFINE_integer("max_seq_length", 512, "Maximum sequence length.")
-flags.DEFINE_integer("max_qa_length", 128, "Maximum question+option length in tokens.")
+flags.DEFINE_integer("max_qa_length", 128, "Maximum question+option length in tokens (the "
+                     "last tokens are kept); at most max_seq_length - 3.")
+flags.DEFINE_integer("num_keep_checkpoint", 5, "Training checkpoints kept.")
+flags.DEFINE_bool("high_only", False, "Use only the high-school passages.")
+flags.DEFINE_bool("middle_only", False, "Use only the middle-school passages.")
+flags.DEFINE_bool("do_train", True, "Train on RACE/train.")
+flags.DEFINE_bool("do_eval", True, "Evaluate every checkpoint on RACE/dev; keep the best.")
+flags.DEFINE_bool("do_predict", False, "Predict --predict_split with the best weights.")
+flags.DEFINE_enum("predict_split", "test", ["train", "dev", "test"],
+                  "Split read by --do_predict.")
+flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
+flags.DEFINE_integer("eval_batch_size", 8, "Global evaluation batch size.")
+flags.DEFINE_integer("predict_batch_size", 8, "Global prediction batch size.")
+flags.DEFINE_float("learning_rate", 1e-5, "Peak learning rate (AdamW).")
+flags.DEFINE_integer("train_step", 12000, "Optimizer steps.")
+flags.DEFINE_integer("warmup_step", 1000, "Linear warmup steps.")
+flags.DEFINE_integer("save_checkpoints_steps", 100, "Checkpoint (and evaluate) every N steps.")
+flags.DEFINE_integer("iterations_per_loop", 1000,
+                     "Steps per host round trip (min with --save_checkpoints_steps).")
+flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
+flags.DEFINE_string("export_dir", None, "Write a SavedModel (raw-text and token-id "
+                    "signatures) of the best weights here.")
+flags.DEFINE_enum("strategy", "one_device",
+                  ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+                  "Distribution strategy (multi_worker_mirrored reads TF_CONFIG).")
+flags.DEFINE_bool("use_tpu", False, "Same as --strategy=tpu (the original's flag).")
+flags.DEFINE_string("tpu_name", None, "TPU name or grpc:// address.")
+flags.DEFINE_string("tpu_zone", None, "GCE zone of the TPU.")
+flags.DEFINE_string("gcp_project", None, "GCP project of the TPU.")
+flags.DEFINE_string("master", None, "TPU master address (used when --tpu_name is not set).")
+flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility; TPUStrategy finds the cores.")
+flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
+                  "Keras dtype policy; mixed_float16 adds dynamic loss scaling.")
+flags.DEFINE_bool("jit_compile", False, "Compile the forward and backward pass with XLA.")
+flags.DEFINE_integer("gradient_accumulation_steps", 1,
+                     "Micro-batches per optimizer step (train_batch_size is split into them).")
+flags.DEFINE_integer("seed", None, "Seed for initialisation, dropout and input shuffling.")
 
 
 def main(argv):
     del argv
-    print("run_race.py is not implemented yet (tracked in issue #8); only --help works.",
-          file=sys.stderr)
-    sys.exit(2)
+    from albert_tf import distribute
+    from albert_tf.config import AlbertConfig
+    from albert_tf.tasks.race_job import RaceOptions, run_race
+
+    logging.set_verbosity(logging.INFO)
+    for name in ("data_dir", "albert_config_file", "spm_model_file", "output_dir"):
+        if not getattr(FLAGS, name):
+            raise app.UsageError(f"--{name} is required")
+    strategy_name = "tpu" if FLAGS.use_tpu else FLAGS.strategy
+    strategy = distribute.get_strategy(strategy_name, tpu_address=FLAGS.tpu_name or FLAGS.master,
+                                       tpu_zone=FLAGS.tpu_zone, gcp_project=FLAGS.gcp_project)
+    options = RaceOptions(
+        data_dir=FLAGS.data_dir,
+        albert_config=AlbertConfig.from_json_file(FLAGS.albert_config_file),
+        spm_model_file=FLAGS.spm_model_file, output_dir=FLAGS.output_dir,
+        init_checkpoint=FLAGS.init_checkpoint, init_from_group0=FLAGS.init_from_group0,
+        do_lower_case=FLAGS.do_lower_case, dropout_prob=FLAGS.dropout_prob,
+        max_seq_length=FLAGS.max_seq_length, max_qa_length=FLAGS.max_qa_length,
+        high_only=FLAGS.high_only, middle_only=FLAGS.middle_only, do_train=FLAGS.do_train,
+        do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict,
+        train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
+        predict_batch_size=FLAGS.predict_batch_size, learning_rate=FLAGS.learning_rate,
+        train_step=FLAGS.train_step, warmup_step=FLAGS.warmup_step,
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+        keep_checkpoint_max=FLAGS.num_keep_checkpoint,
+        iterations_per_loop=FLAGS.iterations_per_loop, optimizer=FLAGS.optimizer,
+        train_file=FLAGS.train_file, eval_file=FLAGS.eval_file,
+        predict_file=FLAGS.predict_file, predict_split=FLAGS.predict_split,
+        export_dir=FLAGS.export_dir, mixed_precision=FLAGS.mixed_precision,
+        jit_compile=FLAGS.jit_compile,
+        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps, seed=FLAGS.seed)
+    try:
+        results = run_race(options, strategy)
+    except ValueError as err:  # bad flags or data (RaceDataError included): one clear line
+        raise app.UsageError(str(err)) from err
+    logging.info("done at step %s; best: %s; predict: %s; export: %s",
+                 results.get("global_step"), results.get("best"),
+                 results.get("predict_accuracy"), results.get("export_dir"))
 
 
 if __name__ == "__main__":
