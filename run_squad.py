@@ -1,33 +1,120 @@
-"""Fine-tune ALBERT on SQuAD v1.1 / v2.0 (the original's flags).
+"""Fine-tune ALBERT on SQuAD v1.1 or v2.0 (the original run_squad_v1.py / run_squad_v2.py).
 
-Not implemented yet (issue #7): this CLI only documents its flags. Running it
-without --help exits with status 2 and says so; it never pretends to work.
+Flags follow the original scripts; --version_2_with_negative selects v2.0 (the
+XLNet-style head with answerability). Additions: --null_score_diff_threshold,
+--export_dir, --strategy, --mixed_precision, --jit_compile,
+--gradient_accumulation_steps, --seed. Feature caches are plain TFRecords
+(--train_feature_file / --predict_feature_file, default in --output_dir).
+
+Example (SQuAD v2.0):
+  python run_squad.py --albert_config_file=albert_base/albert_config.json \
+    --spm_model_file=albert_base/30k-clean.model --init_checkpoint=albert_base \
+    --train_file=train-v2.0.json --predict_file=dev-v2.0.json \
+    --output_dir=runs/squad2 --version_2_with_negative --do_train --do_predict \
+    --max_seq_length=384 --train_batch_size=48 --learning_rate=3e-5
+Score any predictions file with the official metrics:
+  python -m albert_tf.tasks.squad evaluate --data_file=dev-v2.0.json \
+    --prediction_file=runs/squad2/predictions.json --na_prob_file=runs/squad2/null_odds.json
 """
-import sys
+import os
 
-from absl import app, flags
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from absl import app, flags, logging  # noqa: E402
+
+FLAGS = flags.FLAGS
 flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model.")
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model.")
 flags.DEFINE_string("output_dir", None, "Where checkpoints and predictions are written.")
 flags.DEFINE_string("train_file", None, "SQuAD JSON for training.")
-flags.DEFINE_string("predict_file", None, "SQuAD JSON for prediction.")
+flags.DEFINE_string("predict_file", None, "SQuAD JSON for prediction (and evaluation when "
+                    "it has answers).")
+flags.DEFINE_string("train_feature_file", None, "Training feature cache (TFRecord; built when "
+                    "missing). Default: <output_dir>/train.tf_record.")
+flags.DEFINE_string("predict_feature_file", None, "Prediction feature cache (TFRecord; built "
+                    "when missing). Default: <output_dir>/predict.tf_record.")
 flags.DEFINE_string("init_checkpoint", None, "Checkpoint to initialise from: TF1 prefix or "
                     "directory (official download, TF-Hub module), Hugging Face directory, "
                     "Keras .weights.h5 or tf.train.Checkpoint; read with "
                     "albert_tf.checkpoints.restore_for_training.")
 flags.DEFINE_bool("init_from_group0", False, "Initialise every layer group from group 0 "
                   "of --init_checkpoint (the original's flag).")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case the input text.")
 flags.DEFINE_integer("max_seq_length", 384, "Maximum sequence length.")
 flags.DEFINE_integer("doc_stride", 128, "Stride of the sliding document windows.")
 flags.DEFINE_integer("max_query_length", 64, "Maximum question length in tokens.")
+flags.DEFINE_bool("do_train", False, "Fine-tune on --train_file.")
+flags.DEFINE_bool("do_predict", False, "Predict --predict_file (evaluating every checkpoint "
+                  "when training and the file has answers).")
+flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
+flags.DEFINE_integer("predict_batch_size", 8, "Prediction batch size.")
+flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate (AdamW).")
+flags.DEFINE_float("num_train_epochs", 3.0, "Epochs: steps = int(#examples / batch * epochs).")
+flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps used for linear warmup.")
+flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint (and evaluate) every N steps.")
+flags.DEFINE_integer("keep_checkpoint_max", 5, "Training checkpoints kept.")
+flags.DEFINE_integer("iterations_per_loop", 1000, "Steps per host round trip (logging period).")
+flags.DEFINE_integer("n_best_size", 20, "Answers kept in nbest_predictions.json.")
+flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in tokens.")
+flags.DEFINE_bool("version_2_with_negative", False, "SQuAD v2.0: questions may have no answer.")
+flags.DEFINE_integer("start_n_top", 5, "v2: beam size for the start position.")
+flags.DEFINE_integer("end_n_top", 5, "v2: beam size for the end position.")
+flags.DEFINE_float("dropout_prob", 0.1, "v2: dropout of the answerability head.")
+flags.DEFINE_float("null_score_diff_threshold", None, "v2: answer \"\" when null_odds is above "
+                   "this. Default: tuned on --predict_file itself, as the original (reported "
+                   "as null_threshold_source = tuned_on_eval_set).")
+flags.DEFINE_string("export_dir", None, "Write a SavedModel (raw question + context -> answer) "
+                    "of the best weights here.")
+flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
+flags.DEFINE_enum("strategy", "one_device",
+                  ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+                  "Distribution strategy (multi_worker_mirrored reads TF_CONFIG).")
+flags.DEFINE_bool("use_tpu", False, "Same as --strategy=tpu (the original's flag).")
+flags.DEFINE_string("tpu_name", None, "TPU name or grpc:// address.")
+flags.DEFINE_string("tpu_zone", None, "GCE zone of the TPU.")
+flags.DEFINE_string("gcp_project", None, "GCP project of the TPU.")
+flags.DEFINE_string("master", None, "TPU master address (used when --tpu_name is not set).")
+flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
+                  "Keras dtype policy; mixed_float16 adds dynamic loss scaling.")
+flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA.")
+flags.DEFINE_integer("gradient_accumulation_steps", 1,
+                     "Micro-batches per optimizer step (train_batch_size is split into them).")
+flags.DEFINE_integer("seed", None, "Seed for initialisation, dropout and input shuffling.")
 
 
 def main(argv):
     del argv
-    print("run_squad.py is not implemented yet (tracked in issue #7); only --help works.",
-          file=sys.stderr)
-    sys.exit(2)
+    import json
+
+    from albert_tf import distribute
+    from albert_tf.config import AlbertConfig
+    from albert_tf.tasks.squad_job import SquadOptions, run_squad
+
+    logging.set_verbosity(logging.INFO)
+    for name in ("albert_config_file", "spm_model_file", "output_dir"):
+        if not getattr(FLAGS, name):
+            raise app.UsageError(f"--{name} is required")
+    strategy_name = "tpu" if FLAGS.use_tpu else FLAGS.strategy
+    strategy = distribute.get_strategy(strategy_name, tpu_address=FLAGS.tpu_name or FLAGS.master,
+                                       tpu_zone=FLAGS.tpu_zone, gcp_project=FLAGS.gcp_project)
+    names = ("spm_model_file", "output_dir", "train_file", "predict_file", "train_feature_file",
+             "predict_feature_file", "init_checkpoint", "init_from_group0", "do_lower_case",
+             "max_seq_length", "doc_stride", "max_query_length", "do_train", "do_predict",
+             "train_batch_size", "predict_batch_size", "learning_rate", "num_train_epochs",
+             "warmup_proportion", "save_checkpoints_steps", "keep_checkpoint_max",
+             "iterations_per_loop", "n_best_size", "max_answer_length",
+             "version_2_with_negative", "start_n_top", "end_n_top", "dropout_prob",
+             "null_score_diff_threshold", "optimizer", "mixed_precision", "jit_compile",
+             "gradient_accumulation_steps", "seed", "export_dir")
+    options = SquadOptions(albert_config=AlbertConfig.from_json_file(FLAGS.albert_config_file),
+                           **{name: getattr(FLAGS, name) for name in names})
+    try:
+        results = run_squad(options, strategy)
+    except ValueError as err:  # bad flags or data: one clear line, no traceback
+        raise app.UsageError(str(err)) from err
+    if results.get("predict_metrics"):
+        print(json.dumps(results["predict_metrics"]))
+    logging.info("done at step %d; best: %s", results["global_step"], results.get("best"))
 
 
 if __name__ == "__main__":

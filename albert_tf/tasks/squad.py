@@ -1,0 +1,125 @@
+"""SQuAD v1.1 / v2.0: reading, features, post-processing, official metrics.
+
+The pieces live in small modules; this one re-exports them and is the
+command-line scorer:
+
+  python -m albert_tf.tasks.squad evaluate --data_file dev-v2.0.json \\
+      --prediction_file predictions.json [--na_prob_file null_odds.json] \\
+      [--na_prob_thresh 1.0] [--version 2]
+
+prints one JSON object: v1.1 `{"exact_match", "f1", ...}`, v2.0 `{"exact",
+"f1", "total", "HasAns_*", "NoAns_*"[, "best_exact", "best_exact_thresh",
+"best_f1", "best_f1_thresh"]}` plus `missing_predictions` (questions without
+a prediction score 0; their ids are printed on stderr). The version is the
+data file's (v2.0 when any question has `is_impossible`) unless `--version`
+says otherwise.
+
+Modules: `squad_data` (JSON reading), `squad_features` (alignment, windows,
+TFRecord caches), `squad_postprocess` (n-best, predictions files),
+`squad_metrics` (official metrics), `squad_job` (training / prediction job of
+run_squad.py), `squad_export` (SavedModel with raw-text serving).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Dict, Optional
+
+from albert_tf.tasks.squad_data import (SquadExample, SquadFormatError, load_squad_json,
+                                        read_squad_examples)
+from albert_tf.tasks.squad_features import (ConversionStats, FeatureOptions, SquadFeature,
+                                            SquadFeaturizer, align_paragraph)
+from albert_tf.tasks.squad_metrics import evaluate_v1, evaluate_v2, is_v2_dataset
+from albert_tf.tasks.squad_postprocess import PostprocessOptions, postprocess
+
+__all__ = ["SquadExample", "SquadFormatError", "load_squad_json", "read_squad_examples",
+           "ConversionStats", "FeatureOptions", "SquadFeature", "SquadFeaturizer",
+           "align_paragraph", "evaluate_v1", "evaluate_v2", "is_v2_dataset",
+           "PostprocessOptions", "postprocess", "evaluate_files"]
+
+
+def _load_json_object(path: str, flag: str) -> Dict:
+    import tensorflow as tf
+
+    try:
+        with tf.io.gfile.GFile(path) as handle:
+            value = json.load(handle)
+    except tf.errors.NotFoundError as err:
+        raise FileNotFoundError(f"{flag} {path}: no such file") from err
+    except json.JSONDecodeError as err:
+        raise SquadFormatError(f"{flag} {path}: not valid JSON ({err})") from err
+    if not isinstance(value, dict):
+        raise SquadFormatError(f"{flag} {path}: expected a JSON object {{question id: ...}}")
+    return value
+
+
+def evaluate_files(data_file: str, prediction_file: str, na_prob_file: Optional[str] = None,
+                   na_prob_thresh: float = 1.0, version: Optional[int] = None) -> Dict:
+    """Scores a predictions file against a SQuAD data file (see the module docstring)."""
+    dataset = load_squad_json(data_file)
+    predictions = _load_json_object(prediction_file, "--prediction_file")
+    for qid, text in predictions.items():
+        if not isinstance(text, str):
+            raise SquadFormatError(f"--prediction_file {prediction_file}: question id {qid}: "
+                                   f"the prediction must be a string, got {text!r}")
+    version = version or (2 if is_v2_dataset(dataset) else 1)
+    if version == 1:
+        if na_prob_file:
+            raise ValueError("--na_prob_file is only meaningful for SQuAD v2.0 data "
+                             f"({data_file} has no is_impossible questions; pass --version 2 "
+                             "to score it as v2.0)")
+        return evaluate_v1(dataset, predictions)
+    na_probs = None
+    if na_prob_file:
+        na_probs = _load_json_object(na_prob_file, "--na_prob_file")
+        for qid, value in na_probs.items():
+            if not isinstance(value, (int, float)):
+                raise SquadFormatError(f"--na_prob_file {na_prob_file}: question id {qid}: "
+                                       f"expected a number, got {value!r}")
+    return evaluate_v2(dataset, predictions, na_probs, na_prob_thresh)
+
+
+def _evaluate_main(argv) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m albert_tf.tasks.squad evaluate",
+                                     description="Official SQuAD v1.1 / v2.0 metrics.")
+    parser.add_argument("--data_file", required=True, help="SQuAD JSON with gold answers.")
+    parser.add_argument("--prediction_file", required=True,
+                        help="JSON object {question id: answer text}.")
+    parser.add_argument("--na_prob_file", default=None,
+                        help="v2.0: JSON object {question id: no-answer score} "
+                             "(e.g. null_odds.json).")
+    parser.add_argument("--na_prob_thresh", type=float, default=1.0,
+                        help="v2.0: predict no answer when the score is above this "
+                             "(official default 1.0).")
+    parser.add_argument("--version", type=int, choices=(1, 2), default=None,
+                        help="Metric version (default: from the data file).")
+    args = parser.parse_args(argv)
+    try:
+        result = evaluate_files(args.data_file, args.prediction_file, args.na_prob_file,
+                                args.na_prob_thresh, args.version)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    missing = result.pop("missing")
+    for qid in missing:
+        print(f"missing prediction for question id {qid}: scored 0", file=sys.stderr)
+    if missing:
+        print(f"{len(missing)} questions had no prediction", file=sys.stderr)
+    print(json.dumps(result))
+    return 0
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] != "evaluate":
+        print("usage: python -m albert_tf.tasks.squad evaluate --data_file FILE "
+              "--prediction_file FILE [--na_prob_file FILE] [--na_prob_thresh X] "
+              "[--version {1,2}]", file=sys.stderr)
+        return 2
+    return _evaluate_main(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
