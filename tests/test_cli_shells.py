@@ -6,7 +6,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
-NOT_YET = ["run_classifier.py", "run_squad.py", "run_race.py"]
+NOT_YET = ["run_classifier.py", "run_squad.py"]
 
 
 @pytest.mark.parametrize("script", NOT_YET)
