@@ -16,6 +16,7 @@ b examples equals one step of a single device on the R*k*b batch.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import tempfile
@@ -264,6 +265,14 @@ class Trainer:
         self._restore(self.make_checkpoint())
         return latest
 
+    def _append_jsonl(self, record) -> None:
+        """One JSON line per logging window in <summary dir>/metrics.jsonl (easy to plot)."""
+        cfg = self.config
+        directory = cfg.summary_dir or os.path.join(cfg.output_dir, "train")
+        tf.io.gfile.makedirs(directory)
+        with tf.io.gfile.GFile(os.path.join(directory, "metrics.jsonl"), "a") as handle:
+            handle.write(json.dumps(record) + "\n")
+
     def _make_iterator(self, dataset_fn):
         """A checkpointable plain iterator on one replica, a distributed one otherwise."""
         if (self.strategy.num_replicas_in_sync == 1
@@ -287,6 +296,8 @@ class Trainer:
         with writer.as_default(step=step):
             for name, value in metrics.items():
                 tf.summary.scalar(name, value)
+        if self.is_chief:
+            self._append_jsonl(dict(metrics, step=step))
         done = step - start_step
         rate = done / max(time.time() - start_time, 1e-9)
         eta = (cfg.num_train_steps - step) / rate if rate > 0 else math.inf

@@ -1,0 +1,89 @@
+"""SavedModel export of a pretrained ALBERT, with the original export_to_tfhub's signatures.
+
+Signatures (token ids in, int32 [batch, seq]; `mlm_positions` int32 [batch, P]):
+  tokens: input_ids, input_mask, segment_ids -> sequence_output [B,S,H], pooled_output [B,H]
+  sop:    same inputs -> + sop_log_probs [B,2] (index 1 = swapped)
+  mlm:    + mlm_positions -> + mlm_logits [B,P,V]
+  serving_default = mlm
+Assets: albert_config.json and the SentencePiece model, so the directory is
+self-contained; `tokenization_info` returns the model file's path and do_lower_case.
+The export is written to a temporary directory and renamed into place.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+
+import tensorflow as tf
+
+from albert_tf.models import AlbertPretrainer
+
+
+class _PretrainerModule(tf.Module):
+    def __init__(self, model: AlbertPretrainer, config_file: str, spm_model_file: str,
+                 do_lower_case: bool):
+        super().__init__()
+        self.model = model
+        self.config_asset = tf.saved_model.Asset(config_file)
+        self.vocab_asset = tf.saved_model.Asset(spm_model_file)
+        self.do_lower_case = tf.Variable(do_lower_case, trainable=False)
+
+    def _run(self, input_ids, input_mask, segment_ids, positions=None):
+        inputs = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+        if positions is not None:
+            inputs["masked_lm_positions"] = positions
+        return self.model(inputs, training=False)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, "input_ids"),
+                                  tf.TensorSpec([None, None], tf.int32, "input_mask"),
+                                  tf.TensorSpec([None, None], tf.int32, "segment_ids")])
+    def tokens(self, input_ids, input_mask, segment_ids):
+        out = self._run(input_ids, input_mask, segment_ids,
+                        tf.zeros([tf.shape(input_ids)[0], 1], tf.int32))
+        return {"sequence_output": tf.cast(out["sequence_output"], tf.float32),
+                "pooled_output": tf.cast(out["pooled_output"], tf.float32)}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, "input_ids"),
+                                  tf.TensorSpec([None, None], tf.int32, "input_mask"),
+                                  tf.TensorSpec([None, None], tf.int32, "segment_ids")])
+    def sop(self, input_ids, input_mask, segment_ids):
+        out = self._run(input_ids, input_mask, segment_ids,
+                        tf.zeros([tf.shape(input_ids)[0], 1], tf.int32))
+        return {"sequence_output": tf.cast(out["sequence_output"], tf.float32),
+                "pooled_output": tf.cast(out["pooled_output"], tf.float32),
+                "sop_log_probs": tf.nn.log_softmax(out["sop_logits"])}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, "input_ids"),
+                                  tf.TensorSpec([None, None], tf.int32, "input_mask"),
+                                  tf.TensorSpec([None, None], tf.int32, "segment_ids"),
+                                  tf.TensorSpec([None, None], tf.int32, "mlm_positions")])
+    def mlm(self, input_ids, input_mask, segment_ids, mlm_positions):
+        out = self._run(input_ids, input_mask, segment_ids, mlm_positions)
+        return {"sequence_output": tf.cast(out["sequence_output"], tf.float32),
+                "pooled_output": tf.cast(out["pooled_output"], tf.float32),
+                "mlm_logits": out["mlm_logits"]}
+
+    @tf.function(input_signature=[])
+    def tokenization_info(self):
+        return {"vocab_file": self.vocab_asset.asset_path, "do_lower_case": self.do_lower_case}
+
+
+def export_pretrainer(model: AlbertPretrainer, config_file: str, spm_model_file: str,
+                      export_dir: str, do_lower_case: bool = True) -> str:
+    """Writes the SavedModel to `export_dir` (replacing it only once complete)."""
+    module = _PretrainerModule(model, config_file, spm_model_file, do_lower_case)
+    parent = os.path.dirname(os.path.abspath(export_dir))
+    os.makedirs(parent, exist_ok=True)
+    tmp = os.path.join(parent, f".{os.path.basename(export_dir)}.tmp-{uuid.uuid4().hex[:8]}")
+    try:
+        tf.saved_model.save(module, tmp, signatures={
+            "serving_default": module.mlm, "mlm": module.mlm, "sop": module.sop,
+            "tokens": module.tokens, "tokenization_info": module.tokenization_info})
+        if os.path.exists(export_dir):
+            shutil.rmtree(export_dir)
+        os.replace(tmp, export_dir)
+    finally:
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp)
+    return export_dir
