@@ -1,34 +1,150 @@
 """Fine-tune ALBERT on GLUE-style classification and regression (the original's flags).
 
-Not implemented yet (issue #6): this CLI only documents its flags. Running it
-without --help exits with status 2 and says so; it never pretends to work.
+Tasks: cola, sst-2, mrpc, sts-b, qqp, mnli, mismnli, qnli, rte, wnli (files and
+columns as the original's processors), or `custom` for your own TSV/CSV files
+(--text_a_column, --text_b_column, --label_column). Every saved checkpoint is
+evaluated on the dev set; the best (matthew_corr for CoLA, pearson for STS-B,
+eval_accuracy otherwise) is kept as model.ckpt-best and used for prediction
+and for the SavedModel written to --export_dir (signatures `serving_default`
+on raw text and `serve_tokens` on token ids).
+
+Additions to the original's flags: --classifier_dropout, --strategy,
+--mixed_precision, --jit_compile, --gradient_accumulation_steps, --seed,
+--export_dir's raw-text signature, the custom-task flags.
+
+Example (MRPC with the run_glue.sh hyperparameters):
+  python run_classifier.py --task_name=mrpc --data_dir=glue_data \
+    --spm_model_file=albert_base/30k-clean.model \
+    --albert_config_file=albert_base/albert_config.json \
+    --init_checkpoint=albert_base/model.ckpt-best --output_dir=runs/mrpc \
+    --do_train --do_eval --do_predict --max_seq_length=512 --train_batch_size=32 \
+    --learning_rate=2e-5 --train_step=800 --warmup_step=200 --save_checkpoints_steps=100 \
+    --export_dir=runs/mrpc/export
 """
-import sys
+import os
 
-from absl import app, flags
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-flags.DEFINE_string("data_dir", None, "Directory with the task TSV files.")
-flags.DEFINE_string("task_name", None, "cola, sst-2, mrpc, sts-b, qqp, mnli, mismnli, qnli, rte or wnli.")
+from absl import app, flags, logging  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("data_dir", None, "Directory with the task's TSV files (GLUE layout: "
+                    "<data_dir>/MRPC/train.tsv, ...; custom: <data_dir>/train.tsv or .csv).")
+flags.DEFINE_string("task_name", None, "cola, sst-2, mrpc, sts-b, qqp, mnli, mismnli, qnli, "
+                    "rte, wnli, or custom.")
 flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model.")
-flags.DEFINE_string("spm_model_file", None, "SentencePiece model.")
-flags.DEFINE_string("init_checkpoint", None, "Checkpoint to initialise from: TF1 prefix or "
-                    "directory (official download, TF-Hub module), Hugging Face directory, "
-                    "Keras .weights.h5 or tf.train.Checkpoint; read with "
-                    "albert_tf.checkpoints.restore_for_training.")
+flags.DEFINE_string("spm_model_file", None, "SentencePiece model of the checkpoint.")
+flags.DEFINE_string("vocab_file", None, "Accepted for compatibility; SentencePiece "
+                    "(--spm_model_file) is required.")
+flags.DEFINE_string("output_dir", None, "Checkpoints, results and predictions are written here.")
+flags.DEFINE_string("cached_dir", None, "Where the TFRecord feature caches go (default "
+                    "--output_dir); a cache is reused when task, split, sequence length, "
+                    "vocabulary and data match.")
+flags.DEFINE_string("init_checkpoint", None, "Initial weights: TF1 checkpoint (prefix or "
+                    "directory: official download, TF-Hub module), Hugging Face directory, "
+                    "Keras .weights.h5 or tf.train.Checkpoint.")
 flags.DEFINE_bool("init_from_group0", False, "Initialise every layer group from group 0 "
                   "of --init_checkpoint (the original's flag).")
-flags.DEFINE_string("output_dir", None, "Where checkpoints and results are written.")
-flags.DEFINE_integer("max_seq_length", 512, "Maximum sequence length.")
-flags.DEFINE_bool("do_train", False, "Train.")
-flags.DEFINE_bool("do_eval", False, "Evaluate on the dev set.")
-flags.DEFINE_bool("do_predict", False, "Predict on the test set.")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case the text (uncased models).")
+flags.DEFINE_integer("max_seq_length", 512, "Sequence length after tokenization (pairs are "
+                     "truncated longest-first, then padded).")
+flags.DEFINE_bool("do_train", False, "Train on the train split.")
+flags.DEFINE_bool("do_eval", False, "Evaluate every saved checkpoint on the dev split.")
+flags.DEFINE_bool("do_predict", False, "Predict the test split with the best checkpoint.")
+flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
+flags.DEFINE_integer("eval_batch_size", 8, "Global evaluation batch size.")
+flags.DEFINE_integer("predict_batch_size", 8, "Global prediction batch size.")
+flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate.")
+flags.DEFINE_integer("train_step", 1000, "Optimizer steps.")
+flags.DEFINE_integer("warmup_step", 0, "Linear warmup steps.")
+flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint (and evaluate) every N steps.")
+flags.DEFINE_integer("keep_checkpoint_max", 5, "Training checkpoints kept (the best one is "
+                     "always kept as model.ckpt-best).")
+flags.DEFINE_integer("iterations_per_loop", 1000, "Steps per host round trip (also the "
+                     "logging period).")
+flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
+flags.DEFINE_float("classifier_dropout", 0.1, "Dropout on the pooled output (the original "
+                   "fixes it at 0.1).")
+flags.DEFINE_string("export_dir", None, "Write a SavedModel of the best weights here "
+                    "(signatures serving_default: raw text; serve_tokens: token ids).")
+flags.DEFINE_string("text_a_column", None, "custom task: column of the first text (header "
+                    "name or 0-based index).")
+flags.DEFINE_string("text_b_column", None, "custom task: column of the second text, for "
+                    "sentence pairs.")
+flags.DEFINE_string("label_column", None, "custom task: column of the label.")
+flags.DEFINE_string("id_column", None, "custom task: column of the example id written to the "
+                    "predictions (default: row number).")
+flags.DEFINE_bool("has_header", True, "custom task: the files start with a header row.")
+flags.DEFINE_bool("regression", False, "custom task: float labels, squared-error loss.")
+flags.DEFINE_enum("strategy", "one_device",
+                  ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+                  "Distribution strategy (multi_worker_mirrored reads TF_CONFIG).")
+flags.DEFINE_bool("use_tpu", False, "Same as --strategy=tpu (the original's flag).")
+flags.DEFINE_string("tpu_name", None, "TPU name or grpc:// address.")
+flags.DEFINE_string("tpu_zone", None, "GCE zone of the TPU.")
+flags.DEFINE_string("gcp_project", None, "GCP project of the TPU.")
+flags.DEFINE_string("master", None, "TPU master address (used when --tpu_name is not set).")
+flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility; TPUStrategy finds the "
+                     "cores.")
+flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
+                  "Keras dtype policy; mixed_float16 adds dynamic loss scaling.")
+flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA.")
+flags.DEFINE_integer("gradient_accumulation_steps", 1,
+                     "Micro-batches per optimizer step (train_batch_size is split into them).")
+flags.DEFINE_integer("seed", None, "Seed for initialisation, dropout and input shuffling.")
 
 
 def main(argv):
     del argv
-    print("run_classifier.py is not implemented yet (tracked in issue #6); only --help works.",
-          file=sys.stderr)
-    sys.exit(2)
+    from albert_tf import distribute
+    from albert_tf.config import AlbertConfig
+    from albert_tf.finetuning import FinetuningOptions
+    from albert_tf.tasks.glue import CustomTaskOptions, GlueDataError
+    from albert_tf.tasks.glue_job import GlueOptions, run_glue
+
+    logging.set_verbosity(logging.INFO)
+    for name in ("data_dir", "task_name", "spm_model_file", "albert_config_file", "output_dir"):
+        if not getattr(FLAGS, name):
+            raise app.UsageError(f"--{name} is required")
+    custom = None
+    if FLAGS.task_name.lower() == "custom":
+        if not FLAGS.text_a_column or not FLAGS.label_column:
+            raise app.UsageError("--task_name=custom needs --text_a_column and --label_column")
+        custom = CustomTaskOptions(
+            text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
+            label_column=FLAGS.label_column, id_column=FLAGS.id_column,
+            has_header=FLAGS.has_header, regression=FLAGS.regression)
+    strategy_name = "tpu" if FLAGS.use_tpu else FLAGS.strategy
+    strategy = distribute.get_strategy(strategy_name, tpu_address=FLAGS.tpu_name or FLAGS.master,
+                                       tpu_zone=FLAGS.tpu_zone, gcp_project=FLAGS.gcp_project)
+    finetuning = FinetuningOptions(
+        output_dir=FLAGS.output_dir, init_checkpoint=FLAGS.init_checkpoint,
+        init_from_group0=FLAGS.init_from_group0, do_train=FLAGS.do_train,
+        do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict,
+        train_batch_size=FLAGS.train_batch_size, learning_rate=FLAGS.learning_rate,
+        train_step=FLAGS.train_step, warmup_step=FLAGS.warmup_step,
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+        keep_checkpoint_max=FLAGS.keep_checkpoint_max,
+        iterations_per_loop=FLAGS.iterations_per_loop, optimizer=FLAGS.optimizer,
+        mixed_precision=FLAGS.mixed_precision, jit_compile=FLAGS.jit_compile,
+        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps, seed=FLAGS.seed)
+    options = GlueOptions(
+        task_name=FLAGS.task_name, data_dir=FLAGS.data_dir, spm_model_file=FLAGS.spm_model_file,
+        albert_config=AlbertConfig.from_json_file(FLAGS.albert_config_file),
+        finetuning=finetuning, cached_dir=FLAGS.cached_dir, do_lower_case=FLAGS.do_lower_case,
+        max_seq_length=FLAGS.max_seq_length, eval_batch_size=FLAGS.eval_batch_size,
+        predict_batch_size=FLAGS.predict_batch_size,
+        classifier_dropout=FLAGS.classifier_dropout, export_dir=FLAGS.export_dir,
+        custom=custom)
+    try:
+        results = run_glue(options, strategy)
+    except (ValueError, FileNotFoundError) as err:  # bad flags or data: one clear message
+        if isinstance(err, GlueDataError):
+            raise app.UsageError(f"bad input data: {err}") from err
+        raise app.UsageError(str(err)) from err
+    logging.info("done at step %d; best: %s", results["global_step"], results.get("best"))
+    if results.get("export_dir"):
+        logging.info("SavedModel: %s", results["export_dir"])
 
 
 if __name__ == "__main__":

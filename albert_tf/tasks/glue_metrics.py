@@ -1,0 +1,91 @@
+"""GLUE metrics on whole evaluation sets (NumPy): accuracy, F1, Matthews, Pearson, Spearman.
+
+Written by hand because the project does not depend on SciPy or scikit-learn;
+each function follows the textbook definition (the tests check them against
+hand-computed values). Degenerate inputs follow the usual conventions:
+Matthews is 0 when any marginal is empty (the original's `div_no_nan`),
+F1 is 0 when there is no true positive, correlations are NaN for a constant
+input.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional, Sequence
+
+import numpy as np
+
+
+def accuracy(labels, predictions) -> float:
+    """Fraction of predictions equal to the labels."""
+    labels, predictions = np.asarray(labels), np.asarray(predictions)
+    return float(np.mean(labels == predictions)) if labels.size else 0.0
+
+
+def f1_score(labels, predictions, positive: int = 1) -> float:
+    """Binary F1 of class `positive`: 2 TP / (2 TP + FP + FN)."""
+    labels, predictions = np.asarray(labels), np.asarray(predictions)
+    tp = np.sum((predictions == positive) & (labels == positive))
+    fp = np.sum((predictions == positive) & (labels != positive))
+    fn = np.sum((predictions != positive) & (labels == positive))
+    return float(2 * tp / (2 * tp + fp + fn)) if tp else 0.0
+
+
+def matthews_corrcoef(labels, predictions, positive: int = 1) -> float:
+    """Binary Matthews correlation (TP TN - FP FN) / sqrt(product of the four marginals)."""
+    labels = np.asarray(labels) == positive
+    predictions = np.asarray(predictions) == positive
+    tp = float(np.sum(predictions & labels))
+    tn = float(np.sum(~predictions & ~labels))
+    fp = float(np.sum(predictions & ~labels))
+    fn = float(np.sum(~predictions & labels))
+    denominator = (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
+    return (tp * tn - fp * fn) / np.sqrt(denominator) if denominator else 0.0
+
+
+def pearson(x, y) -> float:
+    """Pearson correlation coefficient of two 1-D arrays."""
+    x = np.asarray(x, np.float64) - np.mean(x)
+    y = np.asarray(y, np.float64) - np.mean(y)
+    denominator = np.sqrt(np.sum(x * x) * np.sum(y * y))
+    return float(np.sum(x * y) / denominator) if denominator else float("nan")
+
+
+def average_ranks(values) -> np.ndarray:
+    """1-based ranks, ties sharing the mean of their positions (SciPy's 'average')."""
+    values = np.asarray(values)
+    order = np.argsort(values, kind="mergesort")
+    sorted_values = values[order]
+    # Group boundaries of equal values in sorted order.
+    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
+    ends = np.r_[starts[1:], len(values)]
+    ranks_sorted = np.repeat((starts + ends + 1) / 2.0, ends - starts)
+    ranks = np.empty(len(values), np.float64)
+    ranks[order] = ranks_sorted
+    return ranks
+
+
+def spearman(x, y) -> float:
+    """Spearman rank correlation: Pearson on average ranks."""
+    return pearson(average_ranks(x), average_ranks(y))
+
+
+def classification_metrics(labels, predictions, per_example_loss,
+                           extra: Sequence[str] = ()) -> Dict[str, float]:
+    """eval_accuracy and eval_loss, plus `f1` and/or `matthew_corr` when in `extra`."""
+    metrics = {"eval_accuracy": accuracy(labels, predictions),
+               "eval_loss": float(np.mean(per_example_loss))}
+    if "f1" in extra:
+        metrics["f1"] = f1_score(labels, predictions)
+    if "matthew_corr" in extra:
+        metrics["matthew_corr"] = matthews_corrcoef(labels, predictions)
+    return metrics
+
+
+def regression_metrics(labels, scores, per_example_loss: Optional[np.ndarray] = None
+                       ) -> Dict[str, float]:
+    """pearson, spearman, MSE (the original's key) and eval_loss (= mean squared error)."""
+    labels = np.asarray(labels, np.float64)
+    scores = np.asarray(scores, np.float64)
+    mse = float(np.mean((scores - labels) ** 2))
+    loss = mse if per_example_loss is None else float(np.mean(per_example_loss))
+    return {"pearson": pearson(scores, labels), "spearman": spearman(scores, labels),
+            "MSE": mse, "eval_loss": loss}
