@@ -96,7 +96,7 @@ def test_feature_cache_reuse_and_invalidation(tmp_path, tokenizer, spm_path, cap
     path = glue.prepare_features(str(tmp_path), spec, "dev", examples, tokenizer, 16, vocab)
     assert os.path.basename(path).startswith("rte_dev_s16_") and os.path.exists(path + ".json")
     stamp = os.stat(path).st_mtime_ns
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         assert glue.prepare_features(str(tmp_path), spec, "dev", examples, tokenizer, 16,
                                      vocab) == path
     assert "reusing cached features" in caplog.text and os.stat(path).st_mtime_ns == stamp

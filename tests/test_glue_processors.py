@@ -148,7 +148,7 @@ def test_qqp_short_rows_are_skipped_and_counted(tmp_path, caplog):
           "2\t3\t4\tbroken row\n"
           "3\t5\t6\tq three?\tq four?\t0\n"
           "4\t7\n")
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING, logger="absl"):
         examples = glue.read_examples(glue.TASKS["qqp"], str(tmp_path), "train")
     assert [e.guid for e in examples] == ["1", "3"]
     assert "skipped 2 rows with fewer than 6 columns" in caplog.text
