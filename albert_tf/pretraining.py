@@ -225,9 +225,14 @@ def run_pretraining(options: PretrainingOptions,
 
     if options.do_train:
         train_config = _input_config(options, options.input_file, is_training=True)
-        results["train"] = trainer.train(
-            _dataset_fn(train_config, options.train_batch_size),
-            on_checkpoint=evaluate_now if options.do_eval else None)
+        try:
+            results["train"] = trainer.train(
+                _dataset_fn(train_config, options.train_batch_size),
+                on_checkpoint=evaluate_now if options.do_eval else None)
+        except training.CorruptedInputError:
+            # Name the file (TensorFlow's error does not); re-raise if none is found.
+            inputs.locate_corruption(inputs.expand_patterns(options.input_file))
+            raise
     else:
         trainer.restore_latest()
     if options.do_eval and "eval" not in results:

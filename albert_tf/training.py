@@ -34,6 +34,10 @@ class NonFiniteLossError(RuntimeError):
     """Training produced a NaN or infinite loss; the last checkpoint on disk is intact."""
 
 
+class CorruptedInputError(RuntimeError):
+    """The input pipeline hit a corrupted record (TensorFlow does not say in which file)."""
+
+
 class Task:
     """What the loop needs to know about a model's loss.
 
@@ -216,9 +220,9 @@ class Trainer:
             try:
                 totals = self._train_fn(iterator, tf.constant(num_steps))
             except tf.errors.DataLossError as err:
-                raise RuntimeError(f"corrupted training input ({err.message.strip()}); "
-                                   "run albert_tf.inputs.locate_corruption on the input files "
-                                   "to find which one") from err
+                raise CorruptedInputError(
+                    f"corrupted training input ({err.message.strip()}); "
+                    "albert_tf.inputs.locate_corruption(files) finds the file") from err
             totals = {name: float(value) for name, value in totals.items()}
             elapsed = time.time() - loop_start
             if totals["nonfinite"] > 0:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig, AlbertPretrainer, checkpoints, tf1_names
+from albert_tf import AlbertConfig, AlbertPretrainer, checkpoints, inputs, tf1_names
 from albert_tf.pretraining import PretrainingOptions, run_pretraining
 from tests.conftest import REPO_ROOT
 from tests.pretraining_data import make_examples, write_records
@@ -153,3 +153,14 @@ def test_init_checkpoint_from_a_previous_run(data, tmp_path):
     for name in first:
         if name != "global_step":
             np.testing.assert_array_equal(second[name], first[name], err_msg=name)
+
+
+def test_corrupted_training_file_is_named(data, tmp_path):
+    good = open(data["train"], "rb").read()
+    broken = bytearray(good)
+    broken[len(broken) * 3 // 4] ^= 0xFF  # past the first record: schema validation passes
+    path = tmp_path / "broken.tfrecord"
+    path.write_bytes(bytes(broken))
+    with pytest.raises(inputs.InputError, match="broken.tfrecord: corrupted TFRecord"):
+        run_pretraining(options(data, tmp_path / "out", input_file=f"{data['train']},{path}",
+                                do_eval=False, num_train_steps=200, train_batch_size=16))
