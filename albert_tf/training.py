@@ -316,7 +316,9 @@ def evaluate(strategy, model, task: Task, dataset_fn, metric_names,
     """Runs `task.loss` (training=False) over the dataset (at most `max_steps` batches)."""
     dataset = strategy.distribute_datasets_from_function(dataset_fn)
 
-    @tf.function
+    # No data-dependent Python control flow here, so no AutoGraph (which cannot
+    # convert this closure and would warn on every call).
+    @tf.function(autograph=False)
     def eval_step(features):
         def replica(features):
             ctx = tf.distribute.get_replica_context()
