@@ -39,7 +39,6 @@ Typical raw-text signature for a new task (see `ClassifierServingModule`):
 from __future__ import annotations
 
 import os
-import shutil
 import uuid
 from typing import Callable, Dict, Mapping, Optional, Sequence
 
@@ -182,7 +181,7 @@ def save_serving_model(export_dir: str, module: tf.Module,
     finally:
         for leftover in (tmp, old):
             if tf.io.gfile.exists(leftover):
-                shutil.rmtree(leftover, ignore_errors=True)
+                tf.io.gfile.rmtree(leftover)
     logging.info("exported SavedModel with signatures %s to %s", sorted(signatures), export_dir)
     return export_dir
 
