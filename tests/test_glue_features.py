@@ -157,3 +157,50 @@ def test_predict_logits_keeps_order_and_drops_padding(tmp_path, tokenizer, spm_p
     want = model({k: features[k] for k in export.TOKEN_FEATURES})["logits"].numpy()
     assert got.shape == (7, 3)
     np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+MIRRORED_EVAL = r"""
+import json, sys
+from albert_tf import distribute
+distribute.split_cpu(2)
+import numpy as np
+import tensorflow as tf
+from albert_tf import AlbertClassifier, AlbertConfig, export, tokenization
+from albert_tf.tasks import glue, glue_job
+
+spm, workdir = sys.argv[1], sys.argv[2]
+tok = tokenization.SentencePieceTokenizer(spm)
+config = AlbertConfig(vocab_size=8000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                      num_attention_heads=4, intermediate_size=64, max_position_embeddings=32)
+strategy = distribute.get_strategy("mirrored")
+with strategy.scope():
+    model = AlbertClassifier(config, num_labels=3)
+    model.build()
+spec = glue.TASKS["mnli"]
+examples = [glue.InputExample(str(i), f"sentence number {i}", f"other {i * 7}", "neutral")
+            for i in range(11)]
+path = glue.prepare_features(workdir, spec, "dev", examples, tok, 16, "v")
+data = glue.dataset(path, 16, False, 4, False, len(examples))
+got = glue_job.predict_logits(strategy, model, data, len(examples))
+features = glue.convert_examples(examples, tok, 16, spec.labels)
+want = model({k: features[k] for k in export.TOKEN_FEATURES})["logits"].numpy()
+print(json.dumps({"replicas": strategy.num_replicas_in_sync, "shape": list(got.shape),
+                  "max_diff": float(np.abs(got - want).max())}))
+"""
+
+
+@pytest.mark.slow
+def test_predict_logits_under_two_replicas_keeps_order(spm_path, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    done = subprocess.run([sys.executable, "-c", MIRRORED_EVAL, spm_path, str(tmp_path)],
+                          capture_output=True, text=True, cwd=REPO_ROOT,
+                          env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["replicas"] == 2 and result["shape"] == [11, 3]
+    assert result["max_diff"] < 1e-5
