@@ -44,20 +44,21 @@ class DemoConfig:
     vocab_size: int = 8000
     max_seq_length: int = 128
     max_predictions_per_seq: int = 20
-    dupe_factor: int = 3
+    dupe_factor: int = 10
+    heldout_dupe_factor: int = 3
     embedding_size: int = 128
-    hidden_size: int = 256
-    num_hidden_layers: int = 6
-    num_attention_heads: int = 4
-    intermediate_size: int = 1024
-    train_batch_size: int = 64
-    num_train_steps: int = 1500
-    num_warmup_steps: int = 150
+    hidden_size: int = 128
+    num_hidden_layers: int = 4
+    num_attention_heads: int = 2
+    intermediate_size: int = 512
+    train_batch_size: int = 32
+    num_train_steps: int = 3000
+    num_warmup_steps: int = 300
     learning_rate: float = 5e-3
     optimizer: str = "lamb"
     mixed_precision: str = "mixed_bfloat16"  # the fastest on this CPU (bench/pretraining.py)
-    save_checkpoints_steps: int = 250
-    iterations_per_loop: int = 50
+    save_checkpoints_steps: int = 500
+    iterations_per_loop: int = 100
     eval_batch_size: int = 64
     num_workers: int = 2
     seed: int = 12345
@@ -68,7 +69,7 @@ class DemoConfig:
         return cls(train_glob=os.path.join(REPO, "demo_corpus", "heldout", "pg3*.txt"),
                    heldout_glob=os.path.join(REPO, "demo_corpus", "heldout", "pg972.txt"),
                    vocab_size=400, max_seq_length=32, max_predictions_per_seq=5,
-                   dupe_factor=2, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                   dupe_factor=2, heldout_dupe_factor=1, embedding_size=16, hidden_size=32, num_hidden_layers=2,
                    num_attention_heads=2, intermediate_size=64, train_batch_size=8,
                    num_train_steps=20, num_warmup_steps=2, learning_rate=1e-3,
                    save_checkpoints_steps=10, iterations_per_loop=5, eval_batch_size=8,
@@ -137,7 +138,7 @@ def stage_data(cfg, out):
     from data_prep.masking import MaskingOptions
     from data_prep.text_input import ReaderOptions
     for split, pattern, dupe in (("train", cfg.train_glob, cfg.dupe_factor),
-                                 ("heldout", cfg.heldout_glob, 1)):
+                                 ("heldout", cfg.heldout_glob, cfg.heldout_dupe_factor)):
         options = runner.RunOptions(
             spm_model_file=os.path.join(out, "demo.model"),
             reader=ReaderOptions(input_format="raw"),
@@ -302,7 +303,8 @@ def run(cfg: DemoConfig, out: str):
     spm_fp = cfg.fingerprint("train_glob", "vocab_size")
     stages.run("spm", spm_fp, [os.path.join(out, "demo.model")], lambda: stage_spm(cfg, out))
     data_fp = cfg.fingerprint("train_glob", "heldout_glob", "max_seq_length",
-                              "max_predictions_per_seq", "dupe_factor", "seed") + spm_fp
+                              "max_predictions_per_seq", "dupe_factor", "heldout_dupe_factor",
+                              "seed") + spm_fp
     stages.run("data", data_fp, [os.path.join(out, "data", f"{s}.tfrecord")
                                  for s in ("train", "heldout")], lambda: stage_data(cfg, out))
     model_fields = [f.name for f in dataclasses.fields(cfg)
