@@ -5,7 +5,10 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-slow clean-venv
+BEAM_VENV := .venv-beam
+BEAM_STAMP := $(BEAM_VENV)/.installed-stamp
+
+.PHONY: demo test test-slow test-beam clean-venv
 
 $(STAMP): requirements.txt
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -22,5 +25,15 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(VPY) -m pytest -q -m slow tests
 
+# data_prep's Beam DirectRunner against the local runner (byte-identical output).
+$(BEAM_STAMP): requirements-beam.txt
+	test -x $(BEAM_VENV)/bin/python || $(PYTHON) -m venv $(BEAM_VENV)
+	$(BEAM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BEAM_VENV)/bin/python -m pip install --quiet -r requirements-beam.txt
+	touch $(BEAM_STAMP)
+
+test-beam: $(BEAM_STAMP)
+	$(BEAM_VENV)/bin/python -m pytest -q tests/test_data_prep_beam.py
+
 clean-venv:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(BEAM_VENV)
