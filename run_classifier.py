@@ -27,6 +27,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging  # noqa: E402
 
+from albert_tf import cli  # noqa: E402
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("data_dir", None, "Directory with the task's TSV files (GLUE layout: "
                     "<data_dir>/MRPC/train.tsv, ...; custom: <data_dir>/train.tsv or .csv).")
@@ -76,27 +78,12 @@ flags.DEFINE_string("id_column", None, "custom task: column of the example id wr
                     "predictions (default: row number).")
 flags.DEFINE_bool("has_header", True, "custom task: the files start with a header row.")
 flags.DEFINE_bool("regression", False, "custom task: float labels, squared-error loss.")
-flags.DEFINE_enum("strategy", "one_device",
-                  ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
-                  "Distribution strategy (multi_worker_mirrored reads TF_CONFIG).")
-flags.DEFINE_bool("use_tpu", False, "Same as --strategy=tpu (the original's flag).")
-flags.DEFINE_string("tpu_name", None, "TPU name or grpc:// address.")
-flags.DEFINE_string("tpu_zone", None, "GCE zone of the TPU.")
-flags.DEFINE_string("gcp_project", None, "GCP project of the TPU.")
-flags.DEFINE_string("master", None, "TPU master address (used when --tpu_name is not set).")
-flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility; TPUStrategy finds the "
-                     "cores.")
-flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
-                  "Keras dtype policy; mixed_float16 adds dynamic loss scaling.")
-flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA.")
-flags.DEFINE_integer("gradient_accumulation_steps", 1,
-                     "Micro-batches per optimizer step (train_batch_size is split into them).")
-flags.DEFINE_integer("seed", None, "Seed for initialisation, dropout and input shuffling.")
+cli.define_runtime_flags()
+flags.adopt_module_key_flags(cli)  # list them in --help
 
 
 def main(argv):
     del argv
-    from albert_tf import distribute
     from albert_tf.config import AlbertConfig
     from albert_tf.finetuning import FinetuningOptions
     from albert_tf.tasks.glue import CustomTaskOptions, GlueDataError
@@ -114,9 +101,7 @@ def main(argv):
             text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
             label_column=FLAGS.label_column, id_column=FLAGS.id_column,
             has_header=FLAGS.has_header, regression=FLAGS.regression)
-    strategy_name = "tpu" if FLAGS.use_tpu else FLAGS.strategy
-    strategy = distribute.get_strategy(strategy_name, tpu_address=FLAGS.tpu_name or FLAGS.master,
-                                       tpu_zone=FLAGS.tpu_zone, gcp_project=FLAGS.gcp_project)
+    strategy = cli.strategy_from_flags(FLAGS)
     finetuning = FinetuningOptions(
         output_dir=FLAGS.output_dir, init_checkpoint=FLAGS.init_checkpoint,
         init_from_group0=FLAGS.init_from_group0, do_train=FLAGS.do_train,

@@ -25,6 +25,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging  # noqa: E402
 
+from albert_tf import cli  # noqa: E402
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("data_dir", None, "Directory holding RACE/{train,dev,test}/{middle,high}.")
 flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model.")
@@ -67,26 +69,12 @@ flags.DEFINE_integer("iterations_per_loop", 1000,
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
 flags.DEFINE_string("export_dir", None, "Write a SavedModel (raw-text and token-id "
                     "signatures) of the best weights here.")
-flags.DEFINE_enum("strategy", "one_device",
-                  ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
-                  "Distribution strategy (multi_worker_mirrored reads TF_CONFIG).")
-flags.DEFINE_bool("use_tpu", False, "Same as --strategy=tpu (the original's flag).")
-flags.DEFINE_string("tpu_name", None, "TPU name or grpc:// address.")
-flags.DEFINE_string("tpu_zone", None, "GCE zone of the TPU.")
-flags.DEFINE_string("gcp_project", None, "GCP project of the TPU.")
-flags.DEFINE_string("master", None, "TPU master address (used when --tpu_name is not set).")
-flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility; TPUStrategy finds the cores.")
-flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
-                  "Keras dtype policy; mixed_float16 adds dynamic loss scaling.")
-flags.DEFINE_bool("jit_compile", False, "Compile the forward and backward pass with XLA.")
-flags.DEFINE_integer("gradient_accumulation_steps", 1,
-                     "Micro-batches per optimizer step (train_batch_size is split into them).")
-flags.DEFINE_integer("seed", None, "Seed for initialisation, dropout and input shuffling.")
+cli.define_runtime_flags()
+flags.adopt_module_key_flags(cli)  # list them in --help
 
 
 def main(argv):
     del argv
-    from albert_tf import distribute
     from albert_tf.config import AlbertConfig
     from albert_tf.tasks.race_job import RaceOptions, run_race
 
@@ -94,9 +82,7 @@ def main(argv):
     for name in ("data_dir", "albert_config_file", "spm_model_file", "output_dir"):
         if not getattr(FLAGS, name):
             raise app.UsageError(f"--{name} is required")
-    strategy_name = "tpu" if FLAGS.use_tpu else FLAGS.strategy
-    strategy = distribute.get_strategy(strategy_name, tpu_address=FLAGS.tpu_name or FLAGS.master,
-                                       tpu_zone=FLAGS.tpu_zone, gcp_project=FLAGS.gcp_project)
+    strategy = cli.strategy_from_flags(FLAGS)
     options = RaceOptions(
         data_dir=FLAGS.data_dir,
         albert_config=AlbertConfig.from_json_file(FLAGS.albert_config_file),

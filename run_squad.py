@@ -22,6 +22,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging  # noqa: E402
 
+from albert_tf import cli  # noqa: E402
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model.")
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model.")
@@ -66,27 +68,14 @@ flags.DEFINE_float("null_score_diff_threshold", None, "v2: answer \"\" when null
 flags.DEFINE_string("export_dir", None, "Write a SavedModel (raw question + context -> answer) "
                     "of the best weights here.")
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
-flags.DEFINE_enum("strategy", "one_device",
-                  ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
-                  "Distribution strategy (multi_worker_mirrored reads TF_CONFIG).")
-flags.DEFINE_bool("use_tpu", False, "Same as --strategy=tpu (the original's flag).")
-flags.DEFINE_string("tpu_name", None, "TPU name or grpc:// address.")
-flags.DEFINE_string("tpu_zone", None, "GCE zone of the TPU.")
-flags.DEFINE_string("gcp_project", None, "GCP project of the TPU.")
-flags.DEFINE_string("master", None, "TPU master address (used when --tpu_name is not set).")
-flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
-                  "Keras dtype policy; mixed_float16 adds dynamic loss scaling.")
-flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA.")
-flags.DEFINE_integer("gradient_accumulation_steps", 1,
-                     "Micro-batches per optimizer step (train_batch_size is split into them).")
-flags.DEFINE_integer("seed", None, "Seed for initialisation, dropout and input shuffling.")
+cli.define_runtime_flags()
+flags.adopt_module_key_flags(cli)  # list them in --help
 
 
 def main(argv):
     del argv
     import json
 
-    from albert_tf import distribute
     from albert_tf.config import AlbertConfig
     from albert_tf.tasks.squad_job import SquadOptions, run_squad
 
@@ -94,9 +83,7 @@ def main(argv):
     for name in ("albert_config_file", "spm_model_file", "output_dir"):
         if not getattr(FLAGS, name):
             raise app.UsageError(f"--{name} is required")
-    strategy_name = "tpu" if FLAGS.use_tpu else FLAGS.strategy
-    strategy = distribute.get_strategy(strategy_name, tpu_address=FLAGS.tpu_name or FLAGS.master,
-                                       tpu_zone=FLAGS.tpu_zone, gcp_project=FLAGS.gcp_project)
+    strategy = cli.strategy_from_flags(FLAGS)
     names = ("spm_model_file", "output_dir", "train_file", "predict_file", "train_feature_file",
              "predict_feature_file", "init_checkpoint", "init_from_group0", "do_lower_case",
              "max_seq_length", "doc_stride", "max_query_length", "do_train", "do_predict",
