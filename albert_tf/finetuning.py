@@ -149,6 +149,17 @@ class FinetuningOptions:
     gradient_accumulation_steps: int = 1
     seed: Optional[int] = None
 
+    @classmethod
+    def from_fields(cls, source, **overrides) -> "FinetuningOptions":
+        """Options taken field by field from a task's own options object `source`.
+
+        Every field not in `overrides` must exist on `source` (AttributeError otherwise).
+        """
+        values = {f.name: getattr(source, f.name) for f in dataclasses.fields(cls)
+                  if f.name not in overrides}
+        values.update(overrides)
+        return cls(**values)
+
     def validate(self, num_replicas: int) -> None:
         if not (self.do_train or self.do_eval or self.do_predict):
             raise ValueError("at least one of --do_train, --do_eval, --do_predict must be set")

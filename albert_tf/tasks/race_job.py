@@ -156,17 +156,7 @@ class RaceOptions:
                                      f"race_{self.split_of(purpose)}.tf_record")
 
     def finetuning_options(self) -> finetuning.FinetuningOptions:
-        return finetuning.FinetuningOptions(
-            output_dir=self.output_dir, init_checkpoint=self.init_checkpoint,
-            init_from_group0=self.init_from_group0, do_train=self.do_train,
-            do_eval=self.do_eval, do_predict=self.do_predict,
-            train_batch_size=self.train_batch_size, learning_rate=self.learning_rate,
-            train_step=self.train_step, warmup_step=self.warmup_step,
-            save_checkpoints_steps=self.save_checkpoints_steps,
-            keep_checkpoint_max=self.keep_checkpoint_max,
-            iterations_per_loop=self.iterations_per_loop, optimizer=self.optimizer,
-            mixed_precision=self.mixed_precision, jit_compile=self.jit_compile,
-            gradient_accumulation_steps=self.gradient_accumulation_steps, seed=self.seed)
+        return finetuning.FinetuningOptions.from_fields(self)
 
 
 def build_model(config: AlbertConfig, dropout_prob: float,

@@ -319,17 +319,9 @@ def run_squad(options: SquadOptions, strategy: Optional[tf.distribute.Strategy] 
             results_extra["answers"] = answers
             return answers
 
-    finetune = finetuning.FinetuningOptions(
-        output_dir=options.output_dir, init_checkpoint=options.init_checkpoint,
-        init_from_group0=options.init_from_group0, do_train=options.do_train,
-        do_eval=evaluate_fn is not None, do_predict=options.do_predict,
-        train_batch_size=options.train_batch_size, learning_rate=options.learning_rate,
-        train_step=train_step, warmup_step=warmup_step,
-        save_checkpoints_steps=options.save_checkpoints_steps,
-        keep_checkpoint_max=options.keep_checkpoint_max,
-        iterations_per_loop=options.iterations_per_loop, optimizer=options.optimizer,
-        mixed_precision=options.mixed_precision, jit_compile=options.jit_compile,
-        gradient_accumulation_steps=options.gradient_accumulation_steps, seed=options.seed)
+    finetune = finetuning.FinetuningOptions.from_fields(
+        options, do_eval=evaluate_fn is not None, train_step=train_step,
+        warmup_step=warmup_step)
     if not options.do_train and not options.init_checkpoint and not tf.io.gfile.exists(
             os.path.join(options.output_dir, finetuning.BEST_PREFIX + ".index")) and \
             tf.train.latest_checkpoint(os.path.join(options.output_dir,
