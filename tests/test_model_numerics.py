@@ -1,8 +1,10 @@
 """The Keras encoder and pretrainer against a NumPy reference written from the formulas."""
 import math
 
+import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import albert_tf
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer, layers, tf1_names
@@ -196,13 +198,66 @@ def test_gelu_is_the_tanh_approximation():
 def test_layer_norm_epsilon_is_1e_12():
     encoder = AlbertEncoder(tiny_config())
     encoder.build()
-    norms = [l for l in encoder._flatten_layers() if l.__class__.__name__ == "LayerNormalization"]
+    norms = [l for l in encoder._flatten_layers()
+             if isinstance(l, keras.layers.LayerNormalization)]
     assert norms and all(l.epsilon == 1e-12 for l in norms)
     # A row of tiny variance (1e-8): epsilon 1e-12 normalises it to unit variance,
     # a 1e-3 epsilon (Keras' default) would shrink it to ~0.003.
     x = np.array([[[1.0, 1.0 + 2e-4, 1.0 - 2e-4, 1.0]]], "float32")
     y = norms[0](np.tile(x, (1, 1, 4))).numpy()
     assert np.std(y) == pytest.approx(1.0, rel=1e-2)
+
+
+def _composite_gelu(x):
+    return 0.5 * x * (1.0 + tf.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def _composite_layer_norm(x, gamma, beta):
+    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
+    return (x - mean) * tf.math.rsqrt(variance + 1e-12) * gamma + beta
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_gelu_hand_written_gradient_matches_autodiff(dtype):
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.normal(scale=2.0, size=(4, 37)), tf.float32)
+    upstream = tf.constant(rng.normal(size=(4, 37)), tf.float32)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        x_in = tf.cast(x, dtype)
+        ours = tf.cast(layers.gelu_tanh(x_in), tf.float32)
+        reference = _composite_gelu(tf.cast(x_in, tf.float32))
+    assert layers.gelu_tanh(x_in).dtype == x_in.dtype
+    grad_ours = tape.gradient(ours, x, output_gradients=upstream)
+    grad_ref = tape.gradient(reference, x, output_gradients=upstream)
+    # float32: the same function up to rounding; bfloat16: ours is computed in float32
+    # and rounded once, so it is within one bf16 step of the float32 reference.
+    tol = 1e-5 if dtype == "float32" else 2e-2
+    np.testing.assert_allclose(ours.numpy(), reference.numpy(), atol=tol, rtol=tol)
+    np.testing.assert_allclose(grad_ours.numpy(), grad_ref.numpy(), atol=tol, rtol=tol)
+
+
+def test_layer_norm_hand_written_gradient_matches_autodiff():
+    rng = np.random.default_rng(1)
+    norm = layers.layer_norm("LayerNorm")
+    norm.build((None, 24))
+    norm.gamma.assign(rng.normal(size=24).astype("float32"))
+    norm.beta.assign(rng.normal(size=24).astype("float32"))
+    x = tf.constant(rng.normal(loc=3.0, scale=5.0, size=(2, 5, 24)), tf.float32)
+    upstream = tf.constant(rng.normal(size=(2, 5, 24)), tf.float32)
+    gamma, beta = norm.gamma, norm.beta
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        ours = norm(x)
+        reference = _composite_layer_norm(x, tf.convert_to_tensor(gamma),
+                                          tf.convert_to_tensor(beta))
+    np.testing.assert_allclose(ours.numpy(), reference.numpy(), atol=1e-5)
+    for a, b in zip(tape.gradient(ours, [x, gamma, beta], output_gradients=upstream),
+                    tape.gradient(reference, [x, gamma, beta],
+                                  output_gradients=upstream)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-4, rtol=1e-4)
+    # bf16 input: normalised in float32, returned as float32 (the layer's dtype).
+    assert norm(tf.cast(x, tf.bfloat16)).dtype == tf.float32
 
 
 def test_default_mask_and_segments():
