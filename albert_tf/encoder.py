@@ -35,6 +35,9 @@ class AlbertEncoder(keras.Model):
     """
 
     def __init__(self, config: AlbertConfig, **kwargs):
+        # No autocast scope in call(): the resident weights are read as float32 there;
+        # every sub-layer still autocasts in its own __call__.
+        kwargs.setdefault("autocast", False)
         super().__init__(**kwargs)
         if isinstance(config, dict):
             config = AlbertConfig.from_dict(config)
@@ -130,10 +133,17 @@ class AlbertEncoder(keras.Model):
         x = embedding_output
         if self.embedding_projection is not None:
             x = self.embedding_projection(x)
+        resident = {}
+        if self.compute_dtype != self.variable_dtype:
+            # Each block's weights cast to the compute dtype once, not once per layer.
+            resident = {block.name: block.resident_weights(self.compute_dtype)
+                        for block in self.attention_blocks + self.ffn_blocks}
         encoder_outputs = []
         for layer_index in range(self.config.num_hidden_layers):
             for attention, ffn in self.layer_blocks(layer_index):
-                x = ffn(attention(x, input_mask, training=training), training=training)
+                x = attention(x, input_mask, training=training,
+                              resident=resident.get(attention.name))
+                x = ffn(x, training=training, resident=resident.get(ffn.name))
                 encoder_outputs.append(x)
         pooled_output = self.pooler(x[:, 0])
         return {

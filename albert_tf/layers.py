@@ -132,6 +132,48 @@ def dense(units: int, initializer_range: float, name: str, activation=None,
                               bias_initializer="zeros", dtype=dtype)
 
 
+@tf.custom_gradient
+def _resident_use(cast_value, value):
+    """Forward: the weight already cast to the compute dtype. Backward: the gradient,
+    cast to the variable's dtype, goes to `value` (so summing the uses of a shared
+    weight happens in float32, as with a cast per use)."""
+
+    def grad(dy):
+        return None, tf.cast(dy, value.dtype)
+
+    return tf.identity(cast_value), grad
+
+
+class ResidentWeights:
+    """The kernels and biases of a block's Dense layers, cast once per forward pass.
+
+    ALBERT applies one block L times; under a mixed policy Keras would cast its
+    float32 weights to the compute dtype at every application (12 casts of every
+    shared weight per pass for ALBERT-base). Built where no autocast scope is
+    active (the encoder), from the raw variables.
+    """
+
+    def __init__(self, dense_layers, dtype):
+        self._values = {}
+        for layer in dense_layers:
+            for attr in ("kernel", "bias"):
+                value = tf.convert_to_tensor(getattr(layer, attr).value)
+                self._values[(layer.name, attr)] = (tf.stop_gradient(tf.cast(value, dtype)),
+                                                    value)
+
+    def get(self, layer_name: str, attr: str):
+        return _resident_use(*self._values[(layer_name, attr)])
+
+
+def apply_dense(layer: keras.layers.Dense, x, resident: "ResidentWeights | None"):
+    """`layer(x)` for a 2-D `x`, or the same product with `resident`'s pre-cast weights."""
+    if resident is None:
+        return layer(x)
+    y = tf.nn.bias_add(tf.matmul(x, resident.get(layer.name, "kernel")),
+                       resident.get(layer.name, "bias"))
+    return layer.activation(y)
+
+
 @keras.saving.register_keras_serializable(package="albert_tf")
 class FactorizedEmbedding(keras.layers.Layer):
     """Word (V x E) + token-type (T x E) + position (P x E) embeddings, LayerNorm, dropout.
@@ -223,16 +265,19 @@ class AttentionSublayer(keras.layers.Layer):
             layer.build(shape)
         self.built = True
 
-    def call(self, x, input_mask, training=False):
+    def resident_weights(self, dtype) -> ResidentWeights:
+        return ResidentWeights((self.query, self.key, self.value, self.output_dense), dtype)
+
+    def call(self, x, input_mask, training=False, resident=None):
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]
         # Dense layers see [B*S, H] matrices (as the original's reshape_to_matrix), so
         # grappler fuses each MatMul with its bias add; reshapes of contiguous
         # tensors are free.
         x_matrix = ops.reshape(x, (-1, self.hidden_size))
         heads = (batch, seq, self.num_attention_heads, self.head_size)
-        q = ops.reshape(self.query(x_matrix), heads)
-        k = ops.reshape(self.key(x_matrix), heads)
-        v = ops.reshape(self.value(x_matrix), heads)
+        q = ops.reshape(apply_dense(self.query, x_matrix, resident), heads)
+        k = ops.reshape(apply_dense(self.key, x_matrix, resident), heads)
+        v = ops.reshape(apply_dense(self.value, x_matrix, resident), heads)
         scores = ops.einsum("bfnd,btnd->bnft", q, k)
         # Softmax in float32 whatever the compute dtype (bf16 scores lose the mask adder).
         scores = ops.cast(scores, "float32") * (1.0 / math.sqrt(self.head_size))
@@ -241,7 +286,8 @@ class AttentionSublayer(keras.layers.Layer):
         probs = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
         context = ops.einsum("bnft,btnd->bfnd", probs, v)
         context = ops.reshape(context, (-1, self.hidden_size))
-        attention_output = self.output_dropout(self.output_dense(context), training=training)
+        attention_output = self.output_dropout(apply_dense(self.output_dense, context, resident),
+                                               training=training)
         normed = self.layer_norm(ops.cast(x_matrix, "float32")
                                  + ops.cast(attention_output, "float32"))
         return ops.reshape(normed, (batch, seq, self.hidden_size))
@@ -282,9 +328,13 @@ class FeedForwardSublayer(keras.layers.Layer):
         self.layer_norm.build((None, None, self.hidden_size))
         self.built = True
 
-    def call(self, x, training=False):
+    def resident_weights(self, dtype) -> ResidentWeights:
+        return ResidentWeights((self.intermediate, self.output_dense), dtype)
+
+    def call(self, x, training=False, resident=None):
         x_matrix = ops.reshape(x, (-1, self.hidden_size))  # [B*S, H]: fused MatMul+bias
-        ffn_output = self.dropout(self.output_dense(self.intermediate(x_matrix)),
+        hidden = apply_dense(self.intermediate, x_matrix, resident)
+        ffn_output = self.dropout(apply_dense(self.output_dense, hidden, resident),
                                   training=training)
         normed = self.layer_norm(ops.cast(x_matrix, "float32") + ops.cast(ffn_output, "float32"))
         return ops.reshape(normed, ops.shape(x))

@@ -357,4 +357,6 @@ def test_predict_probabilities_in_example_order(tmp_path, tokenizer, shared_data
     features = list(race.featurize(examples, tokenizer, 16, 6))
     batch = {k: np.stack([f[k] for f in features]) for k in ("input_ids", "input_mask",
                                                             "segment_ids")}
-    np.testing.assert_allclose(got, model(batch)["probabilities"].numpy(), atol=1e-6)
+    # Batches of 5 against one batch of all: oneDNN blocks the products differently,
+    # so float32 rounding differs slightly (seen up to ~1e-6).
+    np.testing.assert_allclose(got, model(batch)["probabilities"].numpy(), atol=1e-5)

@@ -1,0 +1,415 @@
+"""albert-tf against its peers, measured side by side on this machine.
+
+    .venv-bench/bin/python bench/run.py --suite quick|full [--output FILE] [--markdown FILE]
+
+(`make bench` builds .venv-bench from requirements.txt + bench/requirements.txt.)
+
+Every row starts one worker process per framework (bench/worker.py: ours,
+keras-hub's AlbertBackbone on TensorFlow, Hugging Face AlbertForPreTraining on
+PyTorch), lets each build and warm up, then times windows in turn, ours, peer,
+peer, ours, peer, peer, ... so that machine drift hits every framework alike.
+A row's value is the median of its window means. Rows:
+
+  probe     matmul peak (GFLOP/s) on the FFN's GEMM shapes, float32 and bf16
+  train     forward + MLM/SOP loss + backward + optimizer update (ours: LAMB via
+            the production Trainer; keras-hub: keras Lamb; HF: AdamW), s/step,
+            with the fraction of the probe's peak reached (bench/flops.py)
+  infer     encoder forward at batch 32 (sequences/s) and batch 1 (latency, ms),
+            in process and through the exported SavedModel
+  data      data_prep tokens/s (one worker) and the tf.data reader's examples/s,
+            which must be at least 20x the fastest training row's consumption
+
+Peers that are not installed, or cannot run a row (HF has no XLA or SavedModel
+path), show "n/a" with the reason in the JSON lines. Quick: ALBERT-base, seq
+128, 2 rounds (~25 min on 2 cores). Full: 3 rounds, XLA inference rows, and
+ALBERT-large at sequence 512 (batch 4).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import pathlib
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Optional
+
+BENCH_DIR = pathlib.Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+sys.path.insert(0, str(BENCH_DIR))
+
+import flops  # noqa: E402
+
+FRAMEWORKS = ("ours", "keras_hub", "hf")
+PEER_LABELS = {"ours": "albert-tf", "keras_hub": "keras-hub", "hf": "HF torch"}
+INPUT_PIPELINE_MIN_RATIO = 20.0
+
+# The official albert_{base,large}_v2 shapes (albert_tf.config presets; a test checks).
+MODELS = {
+    "base": dict(vocab_size=30000, embedding_size=128, hidden_size=768, num_hidden_layers=12,
+                 num_attention_heads=12, intermediate_size=3072, max_position_embeddings=512,
+                 type_vocab_size=2, num_hidden_groups=1, inner_group_num=1, hidden_act="gelu"),
+    "large": dict(vocab_size=30000, embedding_size=128, hidden_size=1024, num_hidden_layers=24,
+                  num_attention_heads=16, intermediate_size=4096, max_position_embeddings=512,
+                  type_vocab_size=2, num_hidden_groups=1, inner_group_num=1, hidden_act="gelu"),
+}
+PRECISION_LABELS = {"float32": "fp32", "mixed_bfloat16": "bf16"}
+
+
+@dataclasses.dataclass
+class Row:
+    """One line of the table: a case, the frameworks that run it, and the window size."""
+
+    name: str
+    case: dict
+    frameworks: tuple
+    window: int  # units (steps / forward passes / batches) per timed window
+    unit: str  # "s/step", "seq/s", "ms", "GFLOP/s", "examples/s"
+
+
+def model_case(kind, model, seq, batch, precision, jit=False, mode="in_process",
+               max_predictions=None) -> dict:
+    if max_predictions is None:  # the original's settings: 20 at seq 128, 76 at 512
+        max_predictions = max(1, round(seq * 0.15)) if seq != 128 else 20
+    return {"kind": kind, "model": MODELS[model], "model_name": model, "seq_length": seq,
+            "batch_size": batch, "max_predictions": max_predictions, "precision": precision,
+            "jit": jit, "mode": mode}
+
+
+def suite_rows(suite: str, tiny: bool = False) -> List[Row]:
+    """The rows of a suite. `tiny` swaps in a 2-layer H=32 model (for the harness's tests)."""
+    rows = [Row(f"probe {PRECISION_LABELS[p]}", {"kind": "probe", "precision": p}, ("ours",),
+                2, "GFLOP/s") for p in ("float32", "mixed_bfloat16")]
+    model = "tiny" if tiny else "base"
+    seq = 16 if tiny else 128
+    for jit in (False, True):
+        for p in ("float32", "mixed_bfloat16"):
+            rows.append(Row(f"train {model} s{seq} b16 {PRECISION_LABELS[p]}"
+                            f"{' xla' if jit else ''}",
+                            model_case("train", model, seq, 16, p, jit,
+                                       max_predictions=4 if tiny else None),
+                            FRAMEWORKS, 3, "s/step"))
+    infer_jit = (False, True) if suite == "full" else (False,)
+    for batch, unit, window in ((32, "seq/s", 3), (1, "ms", 20)):
+        for mode in ("in_process", "saved_model"):
+            for jit in infer_jit:
+                if jit and mode == "saved_model":
+                    continue
+                for p in ("float32", "mixed_bfloat16"):
+                    label = "SavedModel" if mode == "saved_model" else "in-process"
+                    rows.append(Row(
+                        f"infer {model} s{seq} b{batch} {label} {PRECISION_LABELS[p]}"
+                        f"{' xla' if jit else ''}",
+                        model_case("infer", model, seq, batch, p, jit, mode,
+                                   max_predictions=4 if tiny else None),
+                        FRAMEWORKS, window, unit))
+    if suite == "full":
+        for p in ("float32", "mixed_bfloat16"):
+            rows.append(Row(f"train large s512 b4 {PRECISION_LABELS[p]}",
+                            model_case("train", "large", 512, 4, p), FRAMEWORKS, 2, "s/step"))
+    return rows
+
+
+class Worker:
+    """A bench/worker.py process hosting one framework's runner for one row."""
+
+    def __init__(self, framework: str, case: dict, log_dir: pathlib.Path, python: str):
+        self.framework = framework
+        self.log_path = log_dir / f"{framework}-{os.getpid()}-{time.time_ns()}.log"
+        self._log = open(self.log_path, "w")
+        self.process = subprocess.Popen(
+            [python, str(BENCH_DIR / "worker.py"), "--framework", framework,
+             "--case", json.dumps(case)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True,
+            cwd=REPO)
+        self.status: Optional[dict] = None
+
+    def read(self) -> dict:
+        for line in self.process.stdout:
+            if line.startswith("@@ "):
+                return json.loads(line[3:])
+        return {"error": f"worker exited (code {self.process.wait()}); see {self.log_path}"}
+
+    def measure(self, units: int) -> List[float]:
+        self.process.stdin.write(f"measure {units}\n")
+        self.process.stdin.flush()
+        answer = self.read()
+        if "seconds" not in answer:
+            raise RuntimeError(f"{self.framework}: {answer.get('error', answer)}")
+        return answer["seconds"]
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.stdin.close()
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self._log.close()
+
+
+def run_row(row: Row, rounds: int, frameworks: tuple, log_dir: pathlib.Path, python: str,
+            log=print) -> Dict[str, dict]:
+    """Starts the row's workers together, then times `rounds` interleaved windows."""
+    workers = [Worker(f, row.case, log_dir, python) for f in row.frameworks if f in frameworks]
+    results: Dict[str, dict] = {}
+    try:
+        for worker in workers:
+            worker.status = worker.read()
+            if "ready" not in worker.status:
+                reason = worker.status.get("unavailable") or worker.status.get("error")
+                results[worker.framework] = {"status": "n/a", "reason": reason}
+                if "error" in worker.status:
+                    log(f"  {worker.framework}: ERROR {reason} (log: {worker.log_path})")
+        ready = [w for w in workers if w.status and "ready" in w.status]
+        windows = {w.framework: [] for w in ready}
+        for _ in range(rounds):
+            for worker in ready:
+                windows[worker.framework].append(worker.measure(row.window))
+        for worker in ready:
+            results[worker.framework] = summarize(row, windows[worker.framework],
+                                                  worker.status["setup_seconds"])
+    finally:
+        for worker in workers:
+            worker.close()
+    return results
+
+
+def summarize(row: Row, windows: List[List[float]], setup_seconds: float) -> dict:
+    """Median of the window means (unit seconds) and the row's headline value."""
+    unit_seconds = statistics.median(statistics.fmean(w) for w in windows)
+    if row.unit == "ms":  # latency: the median single call
+        unit_seconds = statistics.median(t for w in windows for t in w)
+    record = {"status": "ok", "unit_seconds": unit_seconds, "setup_seconds": setup_seconds,
+              "window_means": [statistics.fmean(w) for w in windows]}
+    case = row.case
+    if row.unit == "s/step":
+        record["value"] = unit_seconds
+        record["sequences_per_sec"] = case["batch_size"] / unit_seconds
+    elif row.unit == "seq/s":
+        record["value"] = case["batch_size"] / unit_seconds
+    elif row.unit == "ms":
+        record["value"] = 1000.0 * unit_seconds
+    elif row.unit == "GFLOP/s":
+        record["value"] = flops.probe_step_flops() / unit_seconds / 1e9
+    elif row.unit == "examples/s":
+        record["value"] = case["batch_size"] / unit_seconds
+    if case.get("kind") in ("train", "infer"):
+        record["gflop_per_unit"] = flops.case_flops(case) / 1e9
+    return record
+
+
+def speedup(row: Row, results: Dict[str, dict]) -> Optional[dict]:
+    """Ours against the fastest peer that ran: >1 means ours is faster."""
+    ours = results.get("ours", {})
+    peers = {f: r for f, r in results.items() if f != "ours" and r.get("status") == "ok"}
+    if ours.get("status") != "ok" or not peers:
+        return None
+    fastest = min(peers, key=lambda f: peers[f]["unit_seconds"])
+    return {"fastest_peer": fastest,
+            "ratio": peers[fastest]["unit_seconds"] / ours["unit_seconds"]}
+
+
+def machine_info() -> dict:
+    info = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "cpus": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform()}
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    from importlib import metadata
+    for package in ("tensorflow", "keras", "keras-hub", "torch", "transformers"):
+        try:
+            info[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            info[package] = None
+    return info
+
+
+def data_rows(python: str, log_dir: pathlib.Path, best_train_seq_per_sec: Optional[float],
+              log=print) -> List[dict]:
+    """data_prep tokens/s on the shared books, then the tf.data reader on its output."""
+    # bench/data_prep.py, loaded under another name: "data_prep" is the package it runs.
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bench_data_prep", BENCH_DIR / "data_prep.py")
+    data_prep_bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(data_prep_bench)
+    shared = data_prep_bench.SHARED
+    if not (shared / "corpus").is_dir():
+        return [{"row": "data", "status": "n/a", "reason": f"shared data not found at {shared}"}]
+    records = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        corpus = tmp / "books.txt"
+        data_prep_bench.build_corpus(corpus)
+        output = tmp / "pretraining.tfrecord"
+        result = data_prep_bench.run_once(corpus, output, workers=1)
+        records.append({"row": "data_prep (1 worker)", "unit": "tokens/s", "status": "ok",
+                        "value": result["tokens"] / result["wall"], "tokens": result["tokens"],
+                        "wall_seconds": result["wall"],
+                        "vs_original": result["tokens"] / result["wall"]
+                        / data_prep_bench.REFERENCE_TOKENS_PER_SECOND})
+        log(f"  data_prep: {records[-1]['value']:,.0f} tokens/s")
+        row = Row("tf.data reader b16", {"kind": "input_pipeline", "files": [str(output)],
+                                         "seq_length": 128, "max_predictions": 20,
+                                         "batch_size": 16}, ("ours",), 200, "examples/s")
+        result = run_row(row, 2, ("ours",), log_dir, python, log)["ours"]
+        record = {"row": row.name, "unit": "examples/s", **result}
+        if result.get("status") == "ok" and best_train_seq_per_sec:
+            record["x_training_consumption"] = result["value"] / best_train_seq_per_sec
+            record["meets_20x"] = record["x_training_consumption"] >= INPUT_PIPELINE_MIN_RATIO
+        records.append(record)
+    return records
+
+
+def format_value(unit: str, record: Optional[dict]) -> str:
+    if not record or record.get("status") != "ok":
+        return "n/a"
+    value = record["value"]
+    if unit == "s/step":
+        return f"{value:.3f}"
+    if unit in ("seq/s", "examples/s", "GFLOP/s"):
+        return f"{value:,.1f}"
+    return f"{value:.1f}"
+
+
+def peak_fraction(row: Row, record: Optional[dict], peaks: Dict[str, float]) -> Optional[float]:
+    """Analytic matmul FLOPs per second over the probe's peak for the row's precision."""
+    if not record or record.get("status") != "ok" or row.case.get("kind") != "train":
+        return None
+    peak = peaks.get(row.case["precision"])  # GFLOP/s
+    if not peak:
+        return None
+    return record["gflop_per_unit"] / record["unit_seconds"] / peak
+
+
+def markdown_table(info: dict, table: List[dict], data: List[dict]) -> str:
+    lines = [f"Measured {info['date'][:10]} on {info.get('cpu', 'unknown CPU')}, "
+             f"{info['cpus']} cores; TensorFlow {info['tensorflow']}, Keras {info['keras']}, "
+             f"keras-hub {info['keras-hub']}, PyTorch {info['torch']}, "
+             f"transformers {info['transformers']}. Medians of interleaved windows; "
+             "ratio = ours vs the fastest peer (>1: ours faster); % peak = analytic matmul "
+             "FLOPs / time / this run's matmul probe.", "",
+             "| row | unit | albert-tf | keras-hub | HF torch | ratio | % peak (ours / kh / hf) |",
+             "|---|---|---:|---:|---:|---:|---|"]
+    for entry in table:
+        lines.append(f"| {entry['row']} | {entry['unit']} | {entry['ours']} | "
+                     f"{entry['keras_hub']} | {entry['hf']} | {entry['ratio']} | "
+                     f"{entry['peak']} |")
+    for record in data:
+        if record.get("status") != "ok":
+            lines.append(f"| {record['row']} | | n/a ({record.get('reason')}) | | | | |")
+            continue
+        extra = ""
+        if "x_training_consumption" in record:
+            extra = f"{record['x_training_consumption']:.0f}x training consumption"
+        elif "vs_original" in record:
+            extra = f"{record['vs_original']:.1f}x the original script"
+        lines.append(f"| {record['row']} | {record['unit']} | {record['value']:,.0f} | | | "
+                     f"{extra} | |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suite", choices=["quick", "full"], default="quick")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="interleaved windows per framework (quick 2, full 3)")
+    parser.add_argument("--only", default="",
+                        help="comma list of substrings: run only rows whose name has one")
+    parser.add_argument("--frameworks", default=",".join(FRAMEWORKS))
+    parser.add_argument("--skip_data", action="store_true", help="skip the data rows")
+    parser.add_argument("--tiny", action="store_true",
+                        help="a 2-layer H=32 model instead of ALBERT-base (harness tests)")
+    parser.add_argument("--output", default=None,
+                        help="JSON lines (default bench/results/<suite>-<date>.jsonl)")
+    parser.add_argument("--markdown", default=None, help="also write the table as Markdown")
+    args = parser.parse_args(argv)
+    rounds = args.rounds or (3 if args.suite == "full" else 2)
+    frameworks = tuple(f for f in args.frameworks.split(",") if f)
+    unknown = set(frameworks) - set(FRAMEWORKS)
+    if unknown:
+        parser.error(f"--frameworks: unknown {', '.join(sorted(unknown))}")
+    if args.tiny:
+        MODELS["tiny"] = dict(MODELS["base"], vocab_size=1000, hidden_size=32,
+                              num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                              embedding_size=16)
+    rows = suite_rows(args.suite, tiny=args.tiny)
+    if args.only:
+        wanted = [w.strip() for w in args.only.split(",") if w.strip()]
+        # The probes always run: the train rows' % of peak needs them.
+        rows = [r for r in rows
+                if r.case["kind"] == "probe" or any(w in r.name for w in wanted)]
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    output = pathlib.Path(args.output or BENCH_DIR / "results" / f"{args.suite}-{stamp}.jsonl")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    partial = output.with_name(output.name + ".partial")
+    log_dir = pathlib.Path(tempfile.mkdtemp(prefix="albert_bench_logs_"))
+    info = dict(machine_info(), suite=args.suite, rounds=rounds)
+    print(f"albert-tf bench, suite {args.suite}, {rounds} rounds; "
+          f"{info.get('cpu', '?')}, {info['cpus']} cores; worker logs in {log_dir}", flush=True)
+    log = lambda message: print(message, flush=True)  # noqa: E731
+    peaks: Dict[str, float] = {}
+    table: List[dict] = []
+    best_train = None
+    started = time.time()
+    with open(partial, "w") as sink:
+        sink.write(json.dumps({"record": "machine", **info}) + "\n")
+        for row in rows:
+            log(f"{row.name} ...")
+            results = run_row(row, rounds, frameworks, log_dir, sys.executable, log)
+            if row.case["kind"] == "probe" and results.get("ours", {}).get("status") == "ok":
+                peaks[row.case["precision"]] = results["ours"]["value"]
+            ratio = speedup(row, results)
+            for framework, record in results.items():
+                fraction = peak_fraction(row, record, peaks)
+                if fraction is not None:
+                    record["fraction_of_peak"] = fraction
+                sink.write(json.dumps({"record": "result", "row": row.name, "unit": row.unit,
+                                       "framework": framework, "case": row.case,
+                                       **record}) + "\n")
+            if ratio:
+                sink.write(json.dumps({"record": "ratio", "row": row.name, **ratio}) + "\n")
+            sink.flush()
+            if row.case["kind"] == "train" and results.get("ours", {}).get("status") == "ok":
+                rate = results["ours"]["sequences_per_sec"]
+                best_train = max(best_train or 0.0, rate)
+            entry = {"row": row.name, "unit": row.unit,
+                     **{f: format_value(row.unit, results.get(f)) for f in FRAMEWORKS},
+                     "ratio": f"{ratio['ratio']:.2f}x" if ratio else "",
+                     "peak": " / ".join(f"{fraction:.0%}" for fraction in (
+                         peak_fraction(row, results.get(f), peaks) for f in FRAMEWORKS)
+                         if fraction is not None)}
+            table.append(entry)
+            log(f"  {'  '.join(f'{PEER_LABELS[f]} {entry[f]}' for f in FRAMEWORKS)}  "
+                f"{entry['ratio']}  {entry['peak']}")
+        data = [] if args.skip_data else data_rows(sys.executable, log_dir, best_train, log)
+        for record in data:
+            sink.write(json.dumps({"record": "data", **record}) + "\n")
+    os.replace(partial, output)
+    markdown = markdown_table(info, table, data)
+    print("\n" + markdown)
+    print(f"JSON lines: {output}  ({(time.time() - started) / 60:.1f} min)")
+    if args.markdown:
+        tmp = pathlib.Path(args.markdown + ".tmp")
+        tmp.write_text(markdown)
+        os.replace(tmp, args.markdown)
+    failed = [r for r in data if r.get("meets_20x") is False]
+    if failed:
+        print("FAIL: the tf.data reader is slower than 20x the training consumption")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

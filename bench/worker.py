@@ -1,0 +1,83 @@
+"""One benchmark runner in its own process, driven line by line by bench/run.py.
+
+    python bench/worker.py --framework ours|keras_hub|hf --case '<json>'
+
+Builds the runner (warm-up included) and prints `@@ {"ready": ..., "setup_seconds": ...}`,
+or `@@ {"unavailable": "<reason>"}` when the framework cannot run the case (not
+installed, or NotSupported). Then for each stdin line `measure <n>` it runs n
+units and prints `@@ {"seconds": [t_1, ..., t_n]}`; EOF ends it. Only lines
+starting with "@@ " are protocol, so library output on stdout is harmless.
+Keeping the runner alive between windows is what lets run.py interleave
+frameworks (ours, peer, ours, peer) without paying set-up twice.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, BENCH_DIR)
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+
+def reply(message: dict) -> None:
+    sys.stdout.write("@@ " + json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def build(framework: str, case: dict):
+    if framework == "ours":
+        import ours
+        return ours.make_any_runner(case)
+    import peers
+    return peers.make_runner(framework, case)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--framework", required=True, choices=["ours", "keras_hub", "hf"])
+    parser.add_argument("--case", required=True, help="the case as a JSON object")
+    args = parser.parse_args()
+    case = json.loads(args.case)
+    start = time.perf_counter()
+    try:
+        runner = build(args.framework, case)
+    except ImportError as err:
+        reply({"unavailable": f"not installed ({err.name or err}); pip install -r "
+                              "bench/requirements.txt"})
+        return
+    except NotImplementedError as err:
+        reply({"unavailable": str(err)})
+        return
+    except Exception as err:  # noqa: BLE001 - reported to the driver, which decides
+        if type(err).__name__ == "NotSupported":
+            reply({"unavailable": str(err)})
+            return
+        reply({"error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()})
+        return
+    reply({"ready": True, "setup_seconds": time.perf_counter() - start})
+    for line in sys.stdin:
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] != "measure" or len(parts) != 2:
+            reply({"error": f"unknown command {line.strip()!r}"})
+            continue
+        seconds = []
+        for _ in range(int(parts[1])):
+            begin = time.perf_counter()
+            runner.step()
+            seconds.append(time.perf_counter() - begin)
+        reply({"seconds": seconds})
+    close = getattr(runner, "close", None)
+    if close:
+        close()
+
+
+if __name__ == "__main__":
+    main()

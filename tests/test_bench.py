@@ -1,0 +1,91 @@
+"""The benchmark harness (bench/): FLOP formulas, ratios, and one tiny end-to-end run."""
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from albert_tf import AlbertConfig
+from tests.conftest import REPO_ROOT
+
+sys.path.insert(0, str(pathlib.Path(REPO_ROOT) / "bench"))
+import flops  # noqa: E402
+import run as bench_run  # noqa: E402
+
+
+@pytest.mark.parametrize("name,preset", [("base", "albert_base_v2"), ("large", "albert_large_v2")])
+def test_bench_models_are_the_official_shapes(name, preset):
+    config = AlbertConfig.from_preset(preset).to_dict()
+    for key, value in bench_run.MODELS[name].items():
+        assert config[key] == value, key
+
+
+def test_flop_count_of_albert_base_by_hand():
+    model = bench_run.MODELS["base"]
+    tokens = 16 * 128
+    per_layer = (4 * 2 * tokens * 768 * 768 + 2 * 2 * 16 * 128 * 128 * 768
+                 + 2 * 2 * tokens * 768 * 3072)
+    encoder = 2 * tokens * 128 * 768 + 12 * per_layer + 2 * 16 * 768 * 768
+    assert flops.encoder_forward_flops(model, 16, 128) == encoder
+    head = 2 * 320 * 768 * 128 + 2 * 320 * 128 * 30000 + 2 * 16 * 768 * 2
+    assert flops.training_step_flops(model, 16, 128, 20) == 3 * (encoder + head)
+    # ~1.08 TFLOP per step: the figure the issue's peak fractions are based on.
+    assert 1.05e12 < flops.training_step_flops(model, 16, 128, 20) < 1.1e12
+    # Sharing does not change the arithmetic; inner groups multiply the layers.
+    assert flops.encoder_forward_flops(dict(model, inner_group_num=2), 1, 8) > \
+        flops.encoder_forward_flops(model, 1, 8)
+
+
+def test_speedup_is_against_the_fastest_peer_and_skips_missing_ones():
+    row = bench_run.Row("r", {"kind": "train"}, bench_run.FRAMEWORKS, 1, "s/step")
+    results = {"ours": {"status": "ok", "unit_seconds": 2.0},
+               "keras_hub": {"status": "ok", "unit_seconds": 3.0},
+               "hf": {"status": "ok", "unit_seconds": 2.5}}
+    assert bench_run.speedup(row, results) == {"fastest_peer": "hf", "ratio": 1.25}
+    results["hf"] = {"status": "n/a", "reason": "not installed"}
+    assert bench_run.speedup(row, results)["fastest_peer"] == "keras_hub"
+    results["keras_hub"] = {"status": "n/a", "reason": "not installed"}
+    assert bench_run.speedup(row, results) is None
+
+
+def test_summary_takes_the_median_window_and_latency_the_median_call():
+    case = {"kind": "infer", "batch_size": 4, "seq_length": 8,
+            "model": bench_run.MODELS["base"]}
+    throughput = bench_run.summarize(bench_run.Row("t", case, (), 2, "seq/s"),
+                                     [[1.0, 3.0], [2.0, 2.0], [9.0, 9.0]], 0.0)
+    assert throughput["unit_seconds"] == 2.0 and throughput["value"] == 2.0
+    latency = bench_run.summarize(bench_run.Row("l", case, (), 2, "ms"),
+                                  [[0.001, 0.003], [0.002, 0.100]], 0.0)
+    assert latency["value"] == pytest.approx(2.5)
+
+
+def test_tiny_run_end_to_end(tmp_path):
+    """Ours on a 2-layer model, one round; a peer that is not installed shows as n/a."""
+    output = tmp_path / "bench.jsonl"
+    markdown = tmp_path / "bench.md"
+    has_keras_hub = subprocess.run([sys.executable, "-c", "import keras_hub"],
+                                   capture_output=True).returncode == 0
+    result = subprocess.run(
+        [sys.executable, "bench/run.py", "--tiny", "--skip_data", "--rounds", "1",
+         "--frameworks", "ours,keras_hub", "--only", "train tiny s16 b16 fp32,b1 in-process fp32",
+         f"--output={output}", f"--markdown={markdown}"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    records = [json.loads(line) for line in output.read_text().splitlines()]
+    assert records[0]["record"] == "machine" and records[0]["cpus"] >= 1
+    results = {(r["row"], r["framework"]): r for r in records if r["record"] == "result"}
+    assert {row for row, _ in results} == {"probe fp32", "probe bf16", "train tiny s16 b16 fp32",
+                                           "train tiny s16 b16 fp32 xla",
+                                           "infer tiny s16 b1 in-process fp32"}
+    train = results[("train tiny s16 b16 fp32", "ours")]
+    assert train["status"] == "ok" and train["unit_seconds"] > 0
+    assert 0 < train["fraction_of_peak"] < 1
+    assert train["gflop_per_unit"] == pytest.approx(flops.case_flops(train["case"]) / 1e9)
+    assert results[("probe fp32", "ours")]["value"] > 1.0  # GFLOP/s
+    peer = results[("train tiny s16 b16 fp32", "keras_hub")]
+    if not has_keras_hub:
+        assert peer["status"] == "n/a" and "not installed" in peer["reason"]
+    table = markdown.read_text()
+    assert "| train tiny s16 b16 fp32 | s/step |" in table
+    assert not list(tmp_path.glob("*.partial"))
