@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Dict, List, Tuple
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from albert_tf import layers
@@ -32,9 +33,15 @@ class AlbertEncoder(keras.Model):
       `pooled_output`   [B, H]    tanh(dense(sequence_output[:, 0]))
       `encoder_outputs` list of L * inner_group_num tensors [B, S, H], one per applied sub-layer
       `embedding_output` [B, S, E] (after LayerNorm and dropout, before the projection)
+
+    `recompute_layers=True` wraps each layer in `tf.recompute_grad` when training:
+    only the layer inputs are kept for the backward pass, and each layer's forward
+    is run again there. Activation memory drops from O(L * B * S * (I + N * S)) to
+    O(L * B * S * H) plus one layer's, for about a third more compute: an option for
+    long sequences (bench/memory.py measures it).
     """
 
-    def __init__(self, config: AlbertConfig, **kwargs):
+    def __init__(self, config: AlbertConfig, recompute_layers: bool = False, **kwargs):
         # No autocast scope in call(): the resident weights are read as float32 there;
         # every sub-layer still autocasts in its own __call__.
         kwargs.setdefault("autocast", False)
@@ -42,6 +49,7 @@ class AlbertEncoder(keras.Model):
         if isinstance(config, dict):
             config = AlbertConfig.from_dict(config)
         self.config = config
+        self.recompute_layers = bool(recompute_layers)
         c = config
         self.embeddings = layers.FactorizedEmbedding(
             c.vocab_size, c.embedding_size, c.max_position_embeddings, c.type_vocab_size,
@@ -133,18 +141,30 @@ class AlbertEncoder(keras.Model):
         x = embedding_output
         if self.embedding_projection is not None:
             x = self.embedding_projection(x)
+        recompute = self.recompute_layers and training
         resident = {}
-        if self.compute_dtype != self.variable_dtype:
+        # Not with recompute_grad: it differentiates only its inputs and the variables
+        # read inside the function, so weights cast outside would get no gradient.
+        if self.compute_dtype != self.variable_dtype and not recompute:
             # Each block's weights cast to the compute dtype once, not once per layer.
             resident = {block.name: block.resident_weights(self.compute_dtype)
                         for block in self.attention_blocks + self.ffn_blocks}
         encoder_outputs = []
         for layer_index in range(self.config.num_hidden_layers):
-            for attention, ffn in self.layer_blocks(layer_index):
-                x = attention(x, input_mask, training=training,
-                              resident=resident.get(attention.name))
-                x = ffn(x, training=training, resident=resident.get(ffn.name))
-                encoder_outputs.append(x)
+            blocks = self.layer_blocks(layer_index)
+
+            def run_layer(h, blocks=blocks):
+                outputs = []
+                for attention, ffn in blocks:
+                    h = attention(h, input_mask, training=training,
+                                  resident=resident.get(attention.name))
+                    h = ffn(h, training=training, resident=resident.get(ffn.name))
+                    outputs.append(h)
+                return outputs
+
+            outputs = tf.recompute_grad(run_layer)(x) if recompute else run_layer(x)
+            encoder_outputs.extend(outputs)
+            x = outputs[-1]
         pooled_output = self.pooler(x[:, 0])
         return {
             "sequence_output": x,
@@ -163,8 +183,11 @@ class AlbertEncoder(keras.Model):
 
 def serialize_model_config(model) -> Dict:
     """`get_config` of a model whose constructor is (AlbertConfig, name, dtype)."""
-    return {"config": model.config.to_dict(), "name": model.name,
-            "dtype": keras.dtype_policies.serialize(model.dtype_policy)}
+    values = {"config": model.config.to_dict(), "name": model.name,
+              "dtype": keras.dtype_policies.serialize(model.dtype_policy)}
+    if getattr(model, "recompute_layers", False):
+        values["recompute_layers"] = True
+    return values
 
 
 def deserialize_model_config(config: Dict) -> Dict:

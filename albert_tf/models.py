@@ -39,12 +39,14 @@ class AlbertPretrainer(keras.Model):
       `sop_logits` float32 [B, 2]
     """
 
-    def __init__(self, config: AlbertConfig, **kwargs):
+    def __init__(self, config: AlbertConfig, recompute_layers: bool = False, **kwargs):
         super().__init__(**kwargs)
         if isinstance(config, dict):
             config = AlbertConfig.from_dict(config)
         self.config = config
-        self.encoder = AlbertEncoder(config, name="encoder", dtype=self.dtype_policy)
+        self.recompute_layers = bool(recompute_layers)
+        self.encoder = AlbertEncoder(config, recompute_layers=recompute_layers, name="encoder",
+                                     dtype=self.dtype_policy)
         self.masked_lm = heads.MaskedLMHead(config.vocab_size, config.embedding_size,
                                             config.hidden_size, config.hidden_act,
                                             config.initializer_range, name="predictions",

@@ -60,10 +60,11 @@ def synthetic_features(case: dict) -> dict:
 class TrainRunner:
     """One Trainer step per `step()` on a repeated in-memory batch."""
 
-    def __init__(self, case: dict):
+    def __init__(self, case: dict, recompute_layers: bool = False):
         config = albert_config(case)
         strategy = tf.distribute.get_strategy()
-        self.model = AlbertPretrainer(config, dtype=case["precision"])
+        self.model = AlbertPretrainer(config, dtype=case["precision"],
+                                      recompute_layers=recompute_layers)
         self.model.build()
         optimizer = optimization.create_optimizer(1e-4, 10 ** 6, 0, clip_norm=None)
         task = PretrainingTask()

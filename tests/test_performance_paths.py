@@ -1,0 +1,122 @@
+"""The speed-oriented code paths compute the same thing as the plain ones.
+
+* `recompute_layers=True` (tf.recompute_grad per layer) gives the same outputs and
+  gradients as storing every activation.
+* Under a mixed policy, a shared block's weights are cast once per pass (resident
+  weights) yet every variable still gets its full float32 gradient.
+"""
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import AlbertPretrainer
+from tests.test_model_numerics import random_batch, randomize, tiny_config
+
+
+def _pretraining_batch(config):
+    batch = random_batch(config)
+    batch["masked_lm_positions"] = np.array([[1, 3], [2, 5], [0, 1]], "int32")
+    return batch
+
+
+def _loss_and_gradients(model, batch):
+    with tf.GradientTape() as tape:
+        outputs = model(batch, training=True)
+        loss = (tf.reduce_sum(tf.square(tf.cast(outputs["mlm_logits"], tf.float32)))
+                + tf.reduce_sum(tf.cast(outputs["sop_logits"], tf.float32))
+                + tf.reduce_sum(tf.cast(outputs["sequence_output"], tf.float32)))
+    grads = tape.gradient(loss, model.trainable_variables)
+    return loss, {v.path.split("/", 1)[1]: g for v, g in zip(model.trainable_variables, grads)}
+
+
+def _twin_models(config, dtype="float32", **kwargs):
+    plain = AlbertPretrainer(config, dtype=dtype)
+    plain.build()
+    randomize(plain.weights)
+    other = AlbertPretrainer(config, dtype=dtype, **kwargs)
+    other.build()
+    for a, b in zip(other.weights, plain.weights):
+        a.assign(b)
+    return plain, other
+
+
+@pytest.mark.parametrize("changes", [{}, {"parameter_sharing": "none", "num_hidden_groups": 1,
+                                          "inner_group_num": 1}])
+def test_recompute_layers_gives_the_same_outputs_and_gradients(changes):
+    config = tiny_config(**changes)
+    plain, recomputed = _twin_models(config, recompute_layers=True)
+    batch = _pretraining_batch(config)
+    loss_plain, grads_plain = _loss_and_gradients(plain, batch)
+    loss_re, grads_re = _loss_and_gradients(recomputed, batch)
+    np.testing.assert_allclose(loss_re.numpy(), loss_plain.numpy(), rtol=1e-6)
+    assert set(grads_re) == set(grads_plain)
+    for path, grad in grads_plain.items():
+        assert grads_re[path] is not None, path
+        np.testing.assert_allclose(tf.convert_to_tensor(grads_re[path]).numpy(),
+                                   tf.convert_to_tensor(grad).numpy(), rtol=1e-4, atol=1e-5,
+                                   err_msg=path)
+    # Inference is unaffected by the option.
+    np.testing.assert_allclose(recomputed(batch)["sequence_output"].numpy(),
+                               plain(batch)["sequence_output"].numpy(), atol=1e-6)
+
+
+def test_recompute_layers_under_mixed_precision_trains_every_variable():
+    config = tiny_config()
+    plain, recomputed = _twin_models(config, dtype="mixed_bfloat16", recompute_layers=True)
+    batch = _pretraining_batch(config)
+    _, grads_plain = _loss_and_gradients(plain, batch)
+    _, grads_re = _loss_and_gradients(recomputed, batch)
+    for path, grad in grads_plain.items():
+        got = tf.convert_to_tensor(grads_re[path]).numpy()
+        want = tf.convert_to_tensor(grad).numpy()
+        assert got.dtype == np.float32 and np.any(got != 0), path
+        np.testing.assert_allclose(got, want, rtol=0.05, atol=0.05 * np.abs(want).max(),
+                                   err_msg=path)
+
+
+def test_recompute_layers_round_trips_through_get_config():
+    model = AlbertPretrainer(tiny_config(), recompute_layers=True)
+    clone = AlbertPretrainer.from_config(model.get_config())
+    assert clone.recompute_layers and clone.encoder.recompute_layers
+    assert "recompute_layers" not in AlbertPretrainer(tiny_config()).get_config()
+
+
+def test_resident_weights_give_float32_gradients_equal_to_per_use_casts():
+    """Mixed bf16: the encoder casts each shared weight once; gradients must match a
+    cast-per-use computation (the same maths) and stay float32."""
+    config = tiny_config()
+    model = AlbertPretrainer(config, dtype="mixed_bfloat16")
+    model.build()
+    randomize(model.weights)
+    batch = _pretraining_batch(config)
+    _, resident = _loss_and_gradients(model, batch)
+    # Per-use casts: the same model with the resident path switched off by recompute's
+    # code path is covered above; here compare against float32 weights cast per use
+    # by running each block's Dense layers directly (resident=None).
+    encoder = model.encoder
+    original = encoder.call
+
+    def call_without_resident(inputs, training=False):
+        from albert_tf import encoder as encoder_module
+        input_ids, input_mask, segment_ids = encoder_module.unpack_inputs(inputs)
+        x = encoder.embeddings(input_ids, segment_ids, training=training)
+        x = encoder.embedding_projection(x)
+        for layer_index in range(config.num_hidden_layers):
+            for attention, ffn in encoder.layer_blocks(layer_index):
+                x = ffn(attention(x, input_mask, training=training), training=training)
+        return {"sequence_output": x, "pooled_output": encoder.pooler(x[:, 0]),
+                "encoder_outputs": [], "embedding_output": None}
+
+    encoder.call = call_without_resident
+    try:
+        _, per_use = _loss_and_gradients(model, batch)
+    finally:
+        encoder.call = original
+    for path, grad in per_use.items():
+        got = tf.convert_to_tensor(resident[path])
+        assert got.dtype == tf.float32, path
+        np.testing.assert_allclose(got.numpy(), tf.convert_to_tensor(grad).numpy(),
+                                   rtol=1e-2, atol=1e-2 * float(tf.reduce_max(tf.abs(grad))),
+                                   err_msg=path)
+    assert isinstance(model.encoder.attention_blocks[0], keras.layers.Layer)
