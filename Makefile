@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 BEAM_VENV := .venv-beam
 BEAM_STAMP := $(BEAM_VENV)/.installed-stamp
 
-.PHONY: demo test test-slow test-beam clean-venv
+.PHONY: demo test test-slow test-beam bench clean-venv
 
 $(STAMP): requirements.txt
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -35,5 +35,19 @@ $(BEAM_STAMP): requirements-beam.txt
 test-beam: $(BEAM_STAMP)
 	$(BEAM_VENV)/bin/python -m pytest -q tests/test_data_prep_beam.py
 
+# Side-by-side performance against keras-hub and Hugging Face (optional peers, own venv).
+BENCH_VENV := .venv-bench
+BENCH_STAMP := $(BENCH_VENV)/.installed-stamp
+SUITE ?= quick
+
+$(BENCH_STAMP): requirements.txt bench/requirements.txt
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet -r requirements.txt -r bench/requirements.txt
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(BENCH_VENV)/bin/python bench/run.py --suite $(SUITE)
+
 clean-venv:
-	rm -rf $(VENV) $(BEAM_VENV)
+	rm -rf $(VENV) $(BEAM_VENV) $(BENCH_VENV)

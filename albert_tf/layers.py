@@ -289,9 +289,13 @@ class AttentionSublayer(keras.layers.Layer):
         q = ops.reshape(apply_dense(self.query, x_matrix, resident), heads)
         k = ops.reshape(apply_dense(self.key, x_matrix, resident), heads)
         v = ops.reshape(apply_dense(self.value, x_matrix, resident), heads)
+        # The original scales the scores by 1/sqrt(D); scaling q instead is the same
+        # product (exact in bf16 too when D is a power of 4, e.g. 64) and touches
+        # [B, S, H] values instead of [B, N, S, S].
+        q = q * ops.cast(1.0 / math.sqrt(self.head_size), q.dtype)
         scores = ops.einsum("bfnd,btnd->bnft", q, k)
         # Softmax in float32 whatever the compute dtype (bf16 scores lose the mask adder).
-        scores = ops.cast(scores, "float32") * (1.0 / math.sqrt(self.head_size))
+        scores = ops.cast(scores, "float32")
         mask = ops.cast(input_mask, "float32")[:, None, None, :]  # [B, 1, 1, T]
         probs = ops.softmax(scores + (1.0 - mask) * ATTENTION_MASK_ADDER, axis=-1)
         probs = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)

@@ -150,7 +150,7 @@ class Trainer:
         replicas = float(self.strategy.num_replicas_in_sync)
         if self._loss_scaled:
             grads = [g * (scale / replicas) for g in grads]
-        else:
+        elif replicas != 1.0:  # (a pass over every gradient saved on one device)
             grads = [g / replicas for g in grads]
         self.optimizer.apply(grads, self.model.trainable_variables)
         sums = dict(sums)
