@@ -56,7 +56,7 @@ class DemoConfig:
     num_warmup_steps: int = 300
     learning_rate: float = 5e-3
     optimizer: str = "lamb"
-    mixed_precision: str = "mixed_bfloat16"  # the fastest on this CPU (bench/pretraining.py)
+    mixed_precision: str = "mixed_bfloat16"  # the fastest on this CPU (docs/performance.md)
     save_checkpoints_steps: int = 500
     iterations_per_loop: int = 100
     eval_batch_size: int = 64

@@ -166,17 +166,22 @@ class ResidentWeights:
 
 
 def apply_dense(layer: keras.layers.Dense, x, resident: "ResidentWeights | None",
-                activation: bool = True):
+                activation: bool = True, scale: "float | None" = None):
     """`layer(x)` for a 2-D `x`, or the same product with `resident`'s pre-cast weights.
 
-    `activation=False` stops after the bias add.
+    `activation=False` stops after the bias add. `scale` multiplies kernel and bias
+    (not the [B*S, units] output) and implies no activation.
     """
     if resident is None:
-        if activation:
+        if activation and scale is None:
             return layer(x)
         kernel, bias = layer.kernel, layer.bias  # autocast by the caller's scope
     else:
         kernel, bias = resident.get(layer.name, "kernel"), resident.get(layer.name, "bias")
+    if scale is not None:
+        kernel = kernel * ops.cast(scale, kernel.dtype)
+        bias = bias * ops.cast(scale, bias.dtype)
+        activation = False
     y = tf.nn.bias_add(tf.matmul(x, kernel), bias)
     return layer.activation(y) if activation else y
 
@@ -286,13 +291,13 @@ class AttentionSublayer(keras.layers.Layer):
         # tensors are free.
         x_matrix = ops.reshape(x, (-1, self.hidden_size))
         heads = (batch, seq, self.num_attention_heads, self.head_size)
-        q = ops.reshape(apply_dense(self.query, x_matrix, resident), heads)
+        # The original scales the [B, N, S, S] scores by 1/sqrt(D); scaling the query
+        # kernel and bias ([H, H] and [H] values) is the same product, and exact
+        # when 1/sqrt(D) is a power of two (D = 64 in every published model but xlarge).
+        scale = 1.0 / math.sqrt(self.head_size)
+        q = ops.reshape(apply_dense(self.query, x_matrix, resident, scale=scale), heads)
         k = ops.reshape(apply_dense(self.key, x_matrix, resident), heads)
         v = ops.reshape(apply_dense(self.value, x_matrix, resident), heads)
-        # The original scales the scores by 1/sqrt(D); scaling q instead is the same
-        # product (exact in bf16 too when D is a power of 4, e.g. 64) and touches
-        # [B, S, H] values instead of [B, N, S, S].
-        q = q * ops.cast(1.0 / math.sqrt(self.head_size), q.dtype)
         scores = ops.einsum("bfnd,btnd->bnft", q, k)
         # Softmax in float32 whatever the compute dtype (bf16 scores lose the mask adder).
         scores = ops.cast(scores, "float32")

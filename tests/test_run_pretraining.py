@@ -142,6 +142,17 @@ def test_precision_and_xla_runs(data, tmp_path, precision, jit):
     assert np.isfinite(results["eval"]["loss"])
 
 
+def test_recompute_layers_trains_to_the_same_weights(data, tmp_path):
+    plain = run_pretraining(options(data, tmp_path / "plain", do_eval=False, num_train_steps=10))
+    recomputed = run_pretraining(options(data, tmp_path / "recompute", do_eval=False,
+                                         num_train_steps=10, recompute_layers=True))
+    assert recomputed["train"]["loss"] == pytest.approx(plain["train"]["loss"], rel=1e-4)
+    want = read_tf1(str(tmp_path / "plain" / "model.ckpt-best"))
+    got = read_tf1(str(tmp_path / "recompute" / "model.ckpt-best"))
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], atol=1e-5, err_msg=name)
+
+
 def test_init_checkpoint_from_a_previous_run(data, tmp_path):
     run_pretraining(options(data, tmp_path / "first", do_eval=False, num_train_steps=10))
     first = read_tf1(str(tmp_path / "first" / "model.ckpt-best"))
