@@ -5,10 +5,10 @@
 
 Each variant runs in a fresh process (peak RSS is per process): build the model,
 record the resident set size, run `--steps` training steps through the
-production Trainer loop (bench/ours.py), then read the peak RSS. "step peak" =
-peak RSS - RSS before the first step: what the training step itself (activations
-kept for the backward pass, gradients, optimizer slots, workspace) adds. Prints a
-table and one JSON line per variant.
+production Trainer loop (bench/ours.py; 15% of the positions masked), then read
+the peak RSS. "step peak" = peak RSS - RSS before the first step: what the
+training step itself (activations kept for the backward pass, gradients,
+optimizer slots, workspace) adds. Prints a table and one JSON line per variant.
 """
 from __future__ import annotations
 
