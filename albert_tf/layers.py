@@ -353,7 +353,7 @@ class FeedForwardSublayer(keras.layers.Layer):
 
     def call(self, x, training=False, resident=None):
         x_matrix = ops.reshape(x, (-1, self.hidden_size))  # [B*S, H]: fused MatMul+bias
-        if not training and self.hidden_act in ("gelu", "gelu_new"):
+        if not training and self.intermediate.activation is gelu_tanh:
             # Inference: MatMul + BiasAdd + tf.nn.gelu(approximate=True) is a pattern
             # grappler fuses into one oneDNN op (the tanh GELU evaluated on the float32
             # accumulator). Training keeps gelu_tanh, whose backward needs the input.
