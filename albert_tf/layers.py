@@ -16,12 +16,11 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from albert_tf import fused_ops
+from albert_tf.fused_ops import GELU_A, GELU_C
+
 LAYER_NORM_EPSILON = 1e-12  # tf.contrib.layers.layer_norm's epsilon, used by the original
 ATTENTION_MASK_ADDER = -10000.0  # added to the scores of padded key positions
-
-
-_GELU_C = math.sqrt(2.0 / math.pi)
-_GELU_A = 0.044715
 
 
 @tf.custom_gradient
@@ -36,10 +35,10 @@ def _gelu_tanh_float32(x):
     ~25 (or 17 with the tanh form), and closer to the float64 formula.
     """
     x2 = x * x
-    s = tf.math.sigmoid(x * ((2.0 * _GELU_C) + (2.0 * _GELU_C * _GELU_A) * x2))
+    s = tf.math.sigmoid(x * ((2.0 * GELU_C) + (2.0 * GELU_C * GELU_A) * x2))
 
     def grad(dy):
-        slope = (6.0 * _GELU_C * _GELU_A) * x2 + (2.0 * _GELU_C)
+        slope = (6.0 * GELU_C * GELU_A) * x2 + (2.0 * GELU_C)
         return dy * s + tf.raw_ops.SigmoidGrad(y=s, dy=dy * x * slope)
 
     return x * s, grad
@@ -114,6 +113,18 @@ class LayerNorm(keras.layers.LayerNormalization):
         gamma = tf.cast(self.gamma, tf.float32)
         beta = tf.cast(self.beta, tf.float32)
         return _layer_norm_float32(x, gamma, beta, tf.constant(self.epsilon, tf.float32))
+
+    def add_and_normalize(self, x, residual, training=False):
+        """`self(float32(x) + float32(residual))` for [N, H] inputs of any float dtype.
+
+        In a traced training graph this is one XLA kernel each way
+        (`fused_ops.add_layer_norm`); otherwise the plain ops.
+        """
+        if fused_ops.use_fused(training):
+            return fused_ops.add_layer_norm(
+                x, residual, tf.cast(tf.convert_to_tensor(self.gamma), tf.float32),
+                tf.cast(tf.convert_to_tensor(self.beta), tf.float32), self.epsilon)
+        return self(ops.cast(x, "float32") + ops.cast(residual, "float32"))
 
 
 def layer_norm(name: str) -> LayerNorm:
@@ -300,16 +311,18 @@ class AttentionSublayer(keras.layers.Layer):
         v = ops.reshape(apply_dense(self.value, x_matrix, resident), heads)
         scores = ops.einsum("bfnd,btnd->bnft", q, k)
         # Softmax in float32 whatever the compute dtype (bf16 scores lose the mask adder).
-        scores = ops.cast(scores, "float32")
-        mask = ops.cast(input_mask, "float32")[:, None, None, :]  # [B, 1, 1, T]
-        probs = ops.softmax(scores + (1.0 - mask) * ATTENTION_MASK_ADDER, axis=-1)
+        if fused_ops.use_fused(training):
+            probs = fused_ops.masked_softmax(scores, input_mask, ATTENTION_MASK_ADDER)
+        else:
+            scores = ops.cast(scores, "float32")
+            mask = ops.cast(input_mask, "float32")[:, None, None, :]  # [B, 1, 1, T]
+            probs = ops.softmax(scores + (1.0 - mask) * ATTENTION_MASK_ADDER, axis=-1)
         probs = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
         context = ops.einsum("bnft,btnd->bfnd", probs, v)
         context = ops.reshape(context, (-1, self.hidden_size))
         attention_output = self.output_dropout(apply_dense(self.output_dense, context, resident),
                                                training=training)
-        normed = self.layer_norm(ops.cast(x_matrix, "float32")
-                                 + ops.cast(attention_output, "float32"))
+        normed = self.layer_norm.add_and_normalize(x_matrix, attention_output, training)
         return ops.reshape(normed, (batch, seq, self.hidden_size))
 
     def get_config(self):
@@ -359,11 +372,14 @@ class FeedForwardSublayer(keras.layers.Layer):
             # accumulator). Training keeps gelu_tanh, whose backward needs the input.
             hidden = tf.nn.gelu(apply_dense(self.intermediate, x_matrix, resident,
                                             activation=False), approximate=True)
+        elif self.intermediate.activation is gelu_tanh and fused_ops.use_fused(training):
+            hidden = fused_ops.gelu_tanh(apply_dense(self.intermediate, x_matrix, resident,
+                                                     activation=False))
         else:
             hidden = apply_dense(self.intermediate, x_matrix, resident)
         ffn_output = self.dropout(apply_dense(self.output_dense, hidden, resident),
                                   training=training)
-        normed = self.layer_norm(ops.cast(x_matrix, "float32") + ops.cast(ffn_output, "float32"))
+        normed = self.layer_norm.add_and_normalize(x_matrix, ffn_output, training)
         return ops.reshape(normed, ops.shape(x))
 
     def get_config(self):

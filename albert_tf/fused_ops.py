@@ -1,0 +1,161 @@
+"""XLA-fused elementwise kernels for the training pass: GELU, residual add + LayerNorm,
+and the masked attention softmax, each with a hand-written backward.
+
+Why: on CPU, TensorFlow runs every elementwise op as its own pass over memory,
+and the glue between ALBERT's matmuls (the tanh GELU over [B*S, I], the
+LayerNorms, the float32 softmax over [B, N, S, S], and the casts around them
+under mixed precision) cost as much as the matmuls themselves. Each function
+here compiles one small XLA cluster for the forward and one for the backward
+(`tf.function(jit_compile=True)`), so a chain of ~15 passes becomes one read
+of the inputs and one write of the outputs, while the matmuls stay on
+oneDNN (whole-model XLA is 2-3x slower on CPU; docs/performance.md).
+
+Numerics: everything is computed in float32 from the inputs as given (bf16
+or float32), with the same formulas as the unfused code in `albert_tf.layers`;
+the backward recomputes what it needs from the inputs instead of saving
+float32 intermediates, which also keeps 3-6x less activation memory. Outputs
+take the dtype of the inputs they stand for. Used only inside a traced
+training graph (`use_fused(training)`): eager calls, inference and exported
+SavedModels run the plain ops.
+"""
+from __future__ import annotations
+
+import math
+
+import tensorflow as tf
+
+GELU_C = math.sqrt(2.0 / math.pi)
+GELU_A = 0.044715
+
+
+def use_fused(training) -> bool:
+    """True in a traced training graph (XLA clusters pay off there, and only there:
+    eager calls would compile per shape, and serving keeps the plain graph)."""
+    return training is True and not tf.executing_eagerly()
+
+
+# ----------------------------------------------------------------------------- GELU
+
+
+def _gelu_sigmoid(x):
+    """sigmoid(2z), z = sqrt(2/pi) (x + 0.044715 x^3): 0.5 (1 + tanh(z)) of the tanh GELU."""
+    return tf.math.sigmoid(x * ((2.0 * GELU_C) + (2.0 * GELU_C * GELU_A) * (x * x)))
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _gelu_forward(h):
+    x = tf.cast(h, tf.float32)
+    return tf.cast(x * _gelu_sigmoid(x), h.dtype)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _gelu_backward(h, dy):
+    # d/dx x s(x) = s + x s (1 - s) (2c + 6ca x^2)
+    x = tf.cast(h, tf.float32)
+    s = _gelu_sigmoid(x)
+    slope = (6.0 * GELU_C * GELU_A) * (x * x) + (2.0 * GELU_C)
+    dx = tf.cast(dy, tf.float32) * (s + s * (1.0 - s) * x * slope)
+    return tf.cast(dx, dy.dtype)
+
+
+@tf.custom_gradient
+def gelu_tanh(h):
+    """tanh-GELU of `h` (any float dtype, any shape), evaluated in float32, returned in
+    h's dtype. The backward keeps only `h`."""
+
+    def grad(dy):
+        return _gelu_backward(h, dy)
+
+    return _gelu_forward(h), grad
+
+
+# ---------------------------------------------------------------- add + LayerNorm
+
+
+def _normalize(x, residual, epsilon):
+    """(xhat, inv_std) of LayerNorm over the last axis of float32(x) + float32(residual)."""
+    z = tf.cast(x, tf.float32) + tf.cast(residual, tf.float32)
+    mean = tf.reduce_mean(z, axis=-1, keepdims=True)
+    centered = z - mean
+    inv_std = tf.math.rsqrt(tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
+                            + epsilon)
+    return centered * inv_std, inv_std
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _add_layer_norm_forward(x, residual, gamma, beta, epsilon):
+    xhat, _ = _normalize(x, residual, epsilon)
+    return xhat * gamma + beta
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _add_layer_norm_backward(x, residual, gamma, epsilon, dy):
+    # dz = inv_std (g - mean(g) - xhat mean(g xhat)), g = dy * gamma
+    xhat, inv_std = _normalize(x, residual, epsilon)
+    dy = tf.cast(dy, tf.float32)
+    g = dy * gamma
+    dz = inv_std * (g - tf.reduce_mean(g, axis=-1, keepdims=True)
+                    - xhat * tf.reduce_mean(g * xhat, axis=-1, keepdims=True))
+    return (tf.cast(dz, x.dtype), tf.cast(dz, residual.dtype),
+            tf.reduce_sum(dy * xhat, axis=0), tf.reduce_sum(dy, axis=0))
+
+
+def add_layer_norm(x, residual, gamma, beta, epsilon: float):
+    """LayerNorm(x + residual) * gamma + beta over the last axis, in float32.
+
+    x, residual: [N, H] of any float dtypes; gamma, beta: float32 [H]. Returns
+    float32 [N, H]. The sum is formed in float32 inside the kernel, so the
+    inputs are never cast in separate passes.
+    """
+    epsilon = tf.constant(epsilon, tf.float32)
+
+    @tf.custom_gradient
+    def fused(x, residual, gamma, beta):
+        def grad(dy):
+            return _add_layer_norm_backward(x, residual, gamma, epsilon, dy)
+
+        return _add_layer_norm_forward(x, residual, gamma, beta, epsilon), grad
+
+    return fused(x, residual, gamma, beta)
+
+
+# ------------------------------------------------------------- masked softmax
+
+
+def _masked_probs(scores, input_mask, mask_adder):
+    """float32 softmax over the last axis of scores [B, N, F, T] + adder for padded keys."""
+    mask = tf.cast(input_mask, tf.float32)[:, None, None, :]
+    return tf.nn.softmax(tf.cast(scores, tf.float32) + (1.0 - mask) * mask_adder, axis=-1)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _masked_softmax_forward(scores, input_mask, mask_adder):
+    return tf.cast(_masked_probs(scores, input_mask, mask_adder), scores.dtype)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _masked_softmax_backward(scores, input_mask, mask_adder, dprobs):
+    # The float32 probabilities are recomputed, not read back rounded to bf16.
+    probs = _masked_probs(scores, input_mask, mask_adder)
+    dprobs = tf.cast(dprobs, tf.float32)
+    dscores = probs * (dprobs - tf.reduce_sum(dprobs * probs, axis=-1, keepdims=True))
+    return tf.cast(dscores, scores.dtype)
+
+
+def masked_softmax(scores, input_mask, mask_adder: float):
+    """softmax(scores + (1 - mask) * mask_adder) over the last axis, in float32.
+
+    scores: [B, N, F, T] (bf16 or float32); input_mask: int [B, T], 1 for real
+    keys. Returns probabilities in scores' dtype.
+    """
+    input_mask = tf.cast(input_mask, tf.int32)
+    adder = tf.constant(mask_adder, tf.float32)
+
+    @tf.custom_gradient
+    def fused(scores):
+        def grad(dprobs):
+            return _masked_softmax_backward(scores, input_mask, adder, dprobs)
+
+        return _masked_softmax_forward(scores, input_mask, adder), grad
+
+    return fused(scores)

@@ -1,0 +1,153 @@
+"""The XLA-fused training kernels (albert_tf.fused_ops) against autodiff of the plain
+formulas, and the encoder's traced training pass (which uses them) against its eager
+pass (which does not)."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import AlbertPretrainer, fused_ops
+from tests.test_model_numerics import randomize, tiny_config
+from tests.test_performance_paths import _loss_and_gradients, _pretraining_batch
+
+RNG = np.random.default_rng(7)
+
+
+def _composite_gelu(x):
+    return 0.5 * x * (1.0 + tf.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def _composite_add_layer_norm(x, residual, gamma, beta):
+    z = tf.cast(x, tf.float32) + tf.cast(residual, tf.float32)
+    mean, variance = tf.nn.moments(z, axes=[-1], keepdims=True)
+    return (z - mean) * tf.math.rsqrt(variance + 1e-12) * gamma + beta
+
+
+def _composite_masked_softmax(scores, input_mask):
+    mask = tf.cast(input_mask, tf.float32)[:, None, None, :]
+    return tf.nn.softmax(tf.cast(scores, tf.float32) + (1.0 - mask) * -10000.0, axis=-1)
+
+
+def _value_and_grads(fn, inputs, upstream):
+    """fn(*inputs) and d(sum(fn * upstream))/d(inputs), all as float32 numpy."""
+    inputs = [tf.convert_to_tensor(x) for x in inputs]
+    with tf.GradientTape() as tape:
+        tape.watch(inputs)
+        out = fn(*inputs)
+    grads = tape.gradient(out, inputs, output_gradients=tf.cast(upstream, out.dtype))
+    return (tf.cast(out, tf.float32).numpy(),
+            [tf.cast(g, tf.float32).numpy() for g in grads])
+
+
+def _in_graph(fn):
+    """fn traced: the fused kernels are used only where a graph is being built."""
+    return tf.function(fn, autograph=False)
+
+
+def _assert_close(got, want, tol):
+    np.testing.assert_allclose(got, want, atol=tol * max(1.0, np.abs(want).max()), rtol=tol)
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("bfloat16", 1e-2)])
+def test_fused_gelu_matches_autodiff_of_the_tanh_formula(dtype, tol):
+    x = tf.cast(RNG.normal(scale=2.0, size=(6, 40)), dtype)
+    upstream = RNG.normal(size=(6, 40)).astype("float32")
+    got, (grad,) = _value_and_grads(_in_graph(fused_ops.gelu_tanh), [x], upstream)
+    # The reference sees the same (rounded) input, in float32.
+    want, (want_grad,) = _value_and_grads(_composite_gelu, [tf.cast(x, tf.float32)], upstream)
+    assert fused_ops.gelu_tanh(x).dtype == x.dtype
+    _assert_close(got, want, tol)
+    _assert_close(grad, want_grad, tol)
+
+
+@pytest.mark.parametrize("dtypes,tol", [(("float32", "float32"), 1e-5),
+                                        (("bfloat16", "bfloat16"), 1e-2),
+                                        (("bfloat16", "float32"), 1e-2)])
+def test_fused_add_layer_norm_matches_autodiff(dtypes, tol):
+    x = tf.cast(RNG.normal(loc=2.0, scale=3.0, size=(10, 24)), dtypes[0])
+    residual = tf.cast(RNG.normal(size=(10, 24)), dtypes[1])
+    gamma = tf.constant(RNG.normal(size=24), tf.float32)
+    beta = tf.constant(RNG.normal(size=24), tf.float32)
+    upstream = RNG.normal(size=(10, 24)).astype("float32")
+
+    def fused(x, residual, gamma, beta):
+        return fused_ops.add_layer_norm(x, residual, gamma, beta, 1e-12)
+
+    got, grads = _value_and_grads(_in_graph(fused), [x, residual, gamma, beta], upstream)
+    want, want_grads = _value_and_grads(
+        _composite_add_layer_norm,
+        [tf.cast(x, tf.float32), tf.cast(residual, tf.float32), gamma, beta], upstream)
+    assert fused(x, residual, gamma, beta).dtype == tf.float32
+    _assert_close(got, want, 1e-5)  # the forward reads the rounded inputs exactly
+    for name, g, w in zip(("x", "residual", "gamma", "beta"), grads, want_grads):
+        _assert_close(g, w, tol if name in ("x", "residual") else 1e-5)
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("bfloat16", 1e-2)])
+def test_fused_masked_softmax_matches_autodiff(dtype, tol):
+    scores = tf.cast(RNG.normal(scale=3.0, size=(2, 3, 5, 5)), dtype)
+    input_mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], "int32")
+    upstream = RNG.normal(size=(2, 3, 5, 5)).astype("float32")
+
+    def fused(scores):
+        return fused_ops.masked_softmax(scores, input_mask, -10000.0)
+
+    got, (grad,) = _value_and_grads(_in_graph(fused), [scores], upstream)
+    want, (want_grad,) = _value_and_grads(
+        lambda s: _composite_masked_softmax(s, input_mask), [tf.cast(scores, tf.float32)],
+        upstream)
+    assert fused(scores).dtype == scores.dtype
+    _assert_close(got, want, tol)
+    _assert_close(grad, want_grad, tol)
+    assert np.all(got[0, :, :, 3:] < 1e-3)  # padded keys get (almost) no weight
+
+
+def test_fused_kernels_are_used_only_in_traced_training_graphs():
+    assert not fused_ops.use_fused(True)  # eager
+    seen = {}
+
+    @tf.function
+    def probe():
+        seen["training"] = fused_ops.use_fused(True)
+        seen["inference"] = fused_ops.use_fused(False)
+        return tf.constant(0)
+
+    probe()
+    assert seen == {"training": True, "inference": False}
+
+
+@pytest.mark.parametrize("dtype,floor", [("float32", 1e-5), ("mixed_bfloat16", 1e-2)])
+def test_traced_training_pass_matches_the_eager_one(dtype, floor, monkeypatch):
+    """The traced pass (fused kernels) gives the eager pass's (plain ops) loss and
+    gradients, as closely as the traced pass with the plain ops does.
+
+    With random weights the deep layers' softmax saturates, so some gradients are
+    tiny differences of large terms (and the key bias's is exactly zero up to
+    rounding): a fixed tolerance would be too tight for those and too loose for
+    the rest, hence the comparison with the plain ops' own graph-vs-eager error.
+    """
+    config = tiny_config()
+    model = AlbertPretrainer(config, dtype=dtype)
+    model.build()
+    randomize(model.weights)
+    batch = _pretraining_batch(config)
+    loss_eager, grads_eager = _loss_and_gradients(model, batch)
+    traced = tf.function(_loss_and_gradients)
+    graph = traced.get_concrete_function(model, batch).graph
+    fused_calls = [op for op in graph.get_operations()
+                   if op.type in ("StatefulPartitionedCall", "PartitionedCall")
+                   and "_forward" in op.get_attr("f").name]
+    assert len(fused_calls) >= 3 * config.num_hidden_layers, "fused kernels not used"
+    loss_fused, grads_fused = traced(model, batch)
+    monkeypatch.setattr(fused_ops, "use_fused", lambda training: False)
+    loss_plain, grads_plain = tf.function(_loss_and_gradients)(model, batch)
+    rel = 1e-6 if dtype == "float32" else 1e-2
+    np.testing.assert_allclose(loss_fused.numpy(), loss_eager.numpy(), rtol=rel)
+    np.testing.assert_allclose(loss_plain.numpy(), loss_eager.numpy(), rtol=rel)
+    for path, grad in grads_eager.items():
+        want = tf.convert_to_tensor(grad).numpy()
+        got = tf.convert_to_tensor(grads_fused[path]).numpy()
+        plain = tf.convert_to_tensor(grads_plain[path]).numpy()
+        assert got.dtype == np.float32, path
+        error = np.abs(got - want).max()
+        allowed = 3.0 * np.abs(plain - want).max() + max(floor * np.abs(want).max(), 1e-6)
+        assert error <= allowed, (path, error, allowed)
