@@ -1,5 +1,6 @@
-"""XLA-fused elementwise kernels for the training pass: GELU, residual add + LayerNorm,
-and the masked attention softmax, each with a hand-written backward.
+"""XLA-fused elementwise kernels for the training pass: bias add + GELU, bias add +
+residual add + LayerNorm, and the masked attention softmax, each with a
+hand-written backward.
 
 Why: on CPU, TensorFlow runs every elementwise op as its own pass over memory,
 and the glue between ALBERT's matmuls (the tanh GELU over [B*S, I], the
@@ -43,38 +44,40 @@ def _gelu_sigmoid(x):
 
 
 @tf.function(jit_compile=True, autograph=False)
-def _gelu_forward(h):
-    x = tf.cast(h, tf.float32)
+def _bias_gelu_forward(h, bias):
+    x = tf.cast(h, tf.float32) + tf.cast(bias, tf.float32)
     return tf.cast(x * _gelu_sigmoid(x), h.dtype)
 
 
 @tf.function(jit_compile=True, autograph=False)
-def _gelu_backward(h, dy):
+def _bias_gelu_backward(h, bias, dy):
     # d/dx x s(x) = s + x s (1 - s) (2c + 6ca x^2)
-    x = tf.cast(h, tf.float32)
+    x = tf.cast(h, tf.float32) + tf.cast(bias, tf.float32)
     s = _gelu_sigmoid(x)
     slope = (6.0 * GELU_C * GELU_A) * (x * x) + (2.0 * GELU_C)
     dx = tf.cast(dy, tf.float32) * (s + s * (1.0 - s) * x * slope)
-    return tf.cast(dx, dy.dtype)
+    return tf.cast(dx, h.dtype), tf.cast(tf.reduce_sum(dx, axis=0), bias.dtype)
 
 
 @tf.custom_gradient
-def gelu_tanh(h):
-    """tanh-GELU of `h` (any float dtype, any shape), evaluated in float32, returned in
-    h's dtype. The backward keeps only `h`."""
+def bias_gelu(h, bias):
+    """tanh-GELU(h + bias) for h [N, I] and bias [I] of any float dtypes, evaluated in
+    float32 and returned in h's dtype: a Dense layer's bias add and activation in
+    one pass. The backward keeps only `h` and returns the bias gradient summed in
+    float32 (in place of a separate BiasAddGrad pass)."""
 
     def grad(dy):
-        return _gelu_backward(h, dy)
+        return _bias_gelu_backward(h, bias, dy)
 
-    return _gelu_forward(h), grad
+    return _bias_gelu_forward(h, bias), grad
 
 
 # ---------------------------------------------------------------- add + LayerNorm
 
 
-def _normalize(x, residual, epsilon):
-    """(xhat, inv_std) of LayerNorm over the last axis of float32(x) + float32(residual)."""
-    z = tf.cast(x, tf.float32) + tf.cast(residual, tf.float32)
+def _normalize(x, residual, bias, epsilon):
+    """(xhat, inv_std) of LayerNorm over the last axis of x + residual + bias, in float32."""
+    z = tf.cast(x, tf.float32) + tf.cast(residual, tf.float32) + tf.cast(bias, tf.float32)
     mean = tf.reduce_mean(z, axis=-1, keepdims=True)
     centered = z - mean
     inv_std = tf.math.rsqrt(tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
@@ -83,40 +86,43 @@ def _normalize(x, residual, epsilon):
 
 
 @tf.function(jit_compile=True, autograph=False)
-def _add_layer_norm_forward(x, residual, gamma, beta, epsilon):
-    xhat, _ = _normalize(x, residual, epsilon)
+def _add_layer_norm_forward(x, residual, bias, gamma, beta, epsilon):
+    xhat, _ = _normalize(x, residual, bias, epsilon)
     return xhat * gamma + beta
 
 
 @tf.function(jit_compile=True, autograph=False)
-def _add_layer_norm_backward(x, residual, gamma, epsilon, dy):
+def _add_layer_norm_backward(x, residual, bias, gamma, epsilon, dy):
     # dz = inv_std (g - mean(g) - xhat mean(g xhat)), g = dy * gamma
-    xhat, inv_std = _normalize(x, residual, epsilon)
+    xhat, inv_std = _normalize(x, residual, bias, epsilon)
     dy = tf.cast(dy, tf.float32)
     g = dy * gamma
     dz = inv_std * (g - tf.reduce_mean(g, axis=-1, keepdims=True)
                     - xhat * tf.reduce_mean(g * xhat, axis=-1, keepdims=True))
     return (tf.cast(dz, x.dtype), tf.cast(dz, residual.dtype),
+            tf.cast(tf.reduce_sum(dz, axis=0), bias.dtype),
             tf.reduce_sum(dy * xhat, axis=0), tf.reduce_sum(dy, axis=0))
 
 
-def add_layer_norm(x, residual, gamma, beta, epsilon: float):
-    """LayerNorm(x + residual) * gamma + beta over the last axis, in float32.
+def add_layer_norm(x, residual, bias, gamma, beta, epsilon: float):
+    """LayerNorm(x + residual + bias) * gamma + beta over the last axis, in float32.
 
-    x, residual: [N, H] of any float dtypes; gamma, beta: float32 [H]. Returns
-    float32 [N, H]. The sum is formed in float32 inside the kernel, so the
-    inputs are never cast in separate passes.
+    x, residual: [N, H] of any float dtypes (the sub-layer input and its output
+    before the bias add); bias: [H], any float dtype; gamma, beta: float32 [H].
+    Returns float32 [N, H]. The sum is formed in float32 inside the kernel, so
+    the inputs are never cast in separate passes, and the bias gradient is the
+    float32 column sum of the residual's (no separate BiasAddGrad pass).
     """
     epsilon = tf.constant(epsilon, tf.float32)
 
     @tf.custom_gradient
-    def fused(x, residual, gamma, beta):
+    def fused(x, residual, bias, gamma, beta):
         def grad(dy):
-            return _add_layer_norm_backward(x, residual, gamma, epsilon, dy)
+            return _add_layer_norm_backward(x, residual, bias, gamma, epsilon, dy)
 
-        return _add_layer_norm_forward(x, residual, gamma, beta, epsilon), grad
+        return _add_layer_norm_forward(x, residual, bias, gamma, beta, epsilon), grad
 
-    return fused(x, residual, gamma, beta)
+    return fused(x, residual, bias, gamma, beta)
 
 
 # ------------------------------------------------------------- masked softmax

@@ -114,16 +114,21 @@ class LayerNorm(keras.layers.LayerNormalization):
         beta = tf.cast(self.beta, tf.float32)
         return _layer_norm_float32(x, gamma, beta, tf.constant(self.epsilon, tf.float32))
 
-    def add_and_normalize(self, x, residual, training=False):
-        """`self(float32(x) + float32(residual))` for [N, H] inputs of any float dtype.
+    def add_and_normalize(self, x, residual, training=False, bias=None):
+        """`self(float32(x) + float32(residual + bias))` for [N, H] inputs of any float
+        dtype; `bias` [H] is optional (a Dense layer's bias, not yet added).
 
         In a traced training graph this is one XLA kernel each way
         (`fused_ops.add_layer_norm`); otherwise the plain ops.
         """
         if fused_ops.use_fused(training):
+            if bias is None:
+                bias = tf.zeros([ops.shape(residual)[-1]], residual.dtype)
             return fused_ops.add_layer_norm(
-                x, residual, tf.cast(tf.convert_to_tensor(self.gamma), tf.float32),
+                x, residual, bias, tf.cast(tf.convert_to_tensor(self.gamma), tf.float32),
                 tf.cast(tf.convert_to_tensor(self.beta), tf.float32), self.epsilon)
+        if bias is not None:
+            residual = tf.nn.bias_add(residual, bias)
         return self(ops.cast(x, "float32") + ops.cast(residual, "float32"))
 
 
@@ -176,6 +181,14 @@ class ResidentWeights:
         return _resident_use(*self._values[(layer_name, attr)])
 
 
+def dense_weights(layer: keras.layers.Dense, resident: "ResidentWeights | None"):
+    """(kernel, bias) of `layer` in the compute dtype: `resident`'s pre-cast copies, or
+    the variables (autocast by the caller's scope)."""
+    if resident is None:
+        return layer.kernel, layer.bias
+    return resident.get(layer.name, "kernel"), resident.get(layer.name, "bias")
+
+
 def apply_dense(layer: keras.layers.Dense, x, resident: "ResidentWeights | None",
                 activation: bool = True, scale: "float | None" = None):
     """`layer(x)` for a 2-D `x`, or the same product with `resident`'s pre-cast weights.
@@ -183,18 +196,30 @@ def apply_dense(layer: keras.layers.Dense, x, resident: "ResidentWeights | None"
     `activation=False` stops after the bias add. `scale` multiplies kernel and bias
     (not the [B*S, units] output) and implies no activation.
     """
-    if resident is None:
-        if activation and scale is None:
-            return layer(x)
-        kernel, bias = layer.kernel, layer.bias  # autocast by the caller's scope
-    else:
-        kernel, bias = resident.get(layer.name, "kernel"), resident.get(layer.name, "bias")
+    if resident is None and activation and scale is None:
+        return layer(x)
+    kernel, bias = dense_weights(layer, resident)
     if scale is not None:
         kernel = kernel * ops.cast(scale, kernel.dtype)
         bias = bias * ops.cast(scale, bias.dtype)
         activation = False
     y = tf.nn.bias_add(tf.matmul(x, kernel), bias)
     return layer.activation(y) if activation else y
+
+
+def add_output_and_normalize(output_dense, dropout, layer_norm, x, y, resident, training):
+    """A post-LN sub-layer's end: layer_norm(x + dropout(output_dense(y))), float32 [N, H].
+
+    x: the sub-layer input [N, H]; y: the input of `output_dense` [N, K]. In a
+    traced training graph without dropout, the bias add joins the fused
+    add + LayerNorm kernel (dropout must see the biased output, so with dropout
+    the bias is added first).
+    """
+    if fused_ops.use_fused(training) and dropout.rate == 0:
+        kernel, bias = dense_weights(output_dense, resident)
+        return layer_norm.add_and_normalize(x, tf.matmul(y, kernel), training, bias=bias)
+    output = dropout(apply_dense(output_dense, y, resident), training=training)
+    return layer_norm.add_and_normalize(x, output, training)
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -320,9 +345,9 @@ class AttentionSublayer(keras.layers.Layer):
         probs = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
         context = ops.einsum("bnft,btnd->bfnd", probs, v)
         context = ops.reshape(context, (-1, self.hidden_size))
-        attention_output = self.output_dropout(apply_dense(self.output_dense, context, resident),
-                                               training=training)
-        normed = self.layer_norm.add_and_normalize(x_matrix, attention_output, training)
+        normed = add_output_and_normalize(self.output_dense, self.output_dropout,
+                                          self.layer_norm, x_matrix, context, resident,
+                                          training)
         return ops.reshape(normed, (batch, seq, self.hidden_size))
 
     def get_config(self):
@@ -373,13 +398,12 @@ class FeedForwardSublayer(keras.layers.Layer):
             hidden = tf.nn.gelu(apply_dense(self.intermediate, x_matrix, resident,
                                             activation=False), approximate=True)
         elif self.intermediate.activation is gelu_tanh and fused_ops.use_fused(training):
-            hidden = fused_ops.gelu_tanh(apply_dense(self.intermediate, x_matrix, resident,
-                                                     activation=False))
+            kernel, bias = dense_weights(self.intermediate, resident)
+            hidden = fused_ops.bias_gelu(tf.matmul(x_matrix, kernel), bias)
         else:
             hidden = apply_dense(self.intermediate, x_matrix, resident)
-        ffn_output = self.dropout(apply_dense(self.output_dense, hidden, resident),
-                                  training=training)
-        normed = self.layer_norm.add_and_normalize(x_matrix, ffn_output, training)
+        normed = add_output_and_normalize(self.output_dense, self.dropout, self.layer_norm,
+                                          x_matrix, hidden, resident, training)
         return ops.reshape(normed, ops.shape(x))
 
     def get_config(self):

@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertPretrainer, fused_ops
+import keras
+
+from albert_tf import AlbertPretrainer, fused_ops, layers
 from tests.test_model_numerics import randomize, tiny_config
 from tests.test_performance_paths import _loss_and_gradients, _pretraining_batch
 
@@ -48,15 +50,19 @@ def _assert_close(got, want, tol):
 
 
 @pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("bfloat16", 1e-2)])
-def test_fused_gelu_matches_autodiff_of_the_tanh_formula(dtype, tol):
-    x = tf.cast(RNG.normal(scale=2.0, size=(6, 40)), dtype)
+def test_fused_bias_gelu_matches_autodiff_of_the_tanh_formula(dtype, tol):
+    h = tf.cast(RNG.normal(scale=2.0, size=(6, 40)), dtype)
+    bias = tf.cast(RNG.normal(size=40), dtype)
     upstream = RNG.normal(size=(6, 40)).astype("float32")
-    got, (grad,) = _value_and_grads(_in_graph(fused_ops.gelu_tanh), [x], upstream)
-    # The reference sees the same (rounded) input, in float32.
-    want, (want_grad,) = _value_and_grads(_composite_gelu, [tf.cast(x, tf.float32)], upstream)
-    assert fused_ops.gelu_tanh(x).dtype == x.dtype
+    got, grads = _value_and_grads(_in_graph(fused_ops.bias_gelu), [h, bias], upstream)
+    # The reference sees the same (rounded) inputs, added and evaluated in float32.
+    want, want_grads = _value_and_grads(
+        lambda h, b: _composite_gelu(h + b), [tf.cast(h, tf.float32), tf.cast(bias, tf.float32)],
+        upstream)
+    assert fused_ops.bias_gelu(h, bias).dtype == h.dtype
     _assert_close(got, want, tol)
-    _assert_close(grad, want_grad, tol)
+    for g, w in zip(grads, want_grads):
+        _assert_close(g, w, tol)
 
 
 @pytest.mark.parametrize("dtypes,tol", [(("float32", "float32"), 1e-5),
@@ -65,21 +71,22 @@ def test_fused_gelu_matches_autodiff_of_the_tanh_formula(dtype, tol):
 def test_fused_add_layer_norm_matches_autodiff(dtypes, tol):
     x = tf.cast(RNG.normal(loc=2.0, scale=3.0, size=(10, 24)), dtypes[0])
     residual = tf.cast(RNG.normal(size=(10, 24)), dtypes[1])
+    bias = tf.cast(RNG.normal(size=24), dtypes[1])
     gamma = tf.constant(RNG.normal(size=24), tf.float32)
     beta = tf.constant(RNG.normal(size=24), tf.float32)
     upstream = RNG.normal(size=(10, 24)).astype("float32")
 
-    def fused(x, residual, gamma, beta):
-        return fused_ops.add_layer_norm(x, residual, gamma, beta, 1e-12)
+    def fused(x, residual, bias, gamma, beta):
+        return fused_ops.add_layer_norm(x, residual, bias, gamma, beta, 1e-12)
 
-    got, grads = _value_and_grads(_in_graph(fused), [x, residual, gamma, beta], upstream)
+    got, grads = _value_and_grads(_in_graph(fused), [x, residual, bias, gamma, beta], upstream)
     want, want_grads = _value_and_grads(
-        _composite_add_layer_norm,
-        [tf.cast(x, tf.float32), tf.cast(residual, tf.float32), gamma, beta], upstream)
-    assert fused(x, residual, gamma, beta).dtype == tf.float32
+        lambda x, r, b, gamma, beta: _composite_add_layer_norm(x, r + b, gamma, beta),
+        [tf.cast(v, tf.float32) for v in (x, residual, bias)] + [gamma, beta], upstream)
+    assert fused(x, residual, bias, gamma, beta).dtype == tf.float32
     _assert_close(got, want, 1e-5)  # the forward reads the rounded inputs exactly
-    for name, g, w in zip(("x", "residual", "gamma", "beta"), grads, want_grads):
-        _assert_close(g, w, tol if name in ("x", "residual") else 1e-5)
+    for name, g, w in zip(("x", "residual", "bias", "gamma", "beta"), grads, want_grads):
+        _assert_close(g, w, tol if name in ("x", "residual", "bias") else 1e-5)
 
 
 @pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("bfloat16", 1e-2)])
@@ -151,3 +158,27 @@ def test_traced_training_pass_matches_the_eager_one(dtype, floor, monkeypatch):
         error = np.abs(got - want).max()
         allowed = 3.0 * np.abs(plain - want).max() + max(floor * np.abs(want).max(), 1e-6)
         assert error <= allowed, (path, error, allowed)
+
+
+class _DoublingDropout:
+    """A stand-in dropout with rate > 0 that is deterministic: it doubles its input."""
+    rate = 0.5
+
+    def __call__(self, x, training=False):
+        return 2.0 * x if training else x
+
+
+def test_sub_layer_end_adds_the_bias_before_dropout_in_the_fused_path():
+    dense = layers.dense(8, 0.5, "output_dense")
+    dense.build((None, 6))
+    dense.bias.assign(RNG.normal(size=8).astype("float32"))
+    norm = layers.layer_norm("LayerNorm")
+    norm.build((None, 8))
+    x = tf.constant(RNG.normal(size=(5, 8)), tf.float32)
+    y = tf.constant(RNG.normal(size=(5, 6)), tf.float32)
+    for dropout in (_DoublingDropout(), keras.layers.Dropout(0.0)):
+        scale = 2.0 if dropout.rate else 1.0
+        expected = norm(x + scale * (tf.matmul(y, dense.kernel) + dense.bias)).numpy()
+        traced = tf.function(lambda: layers.add_output_and_normalize(
+            dense, dropout, norm, x, y, None, True))
+        np.testing.assert_allclose(traced().numpy(), expected, atol=1e-5)
