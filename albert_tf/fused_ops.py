@@ -1,23 +1,24 @@
-"""XLA-fused elementwise kernels for the training pass: bias add + GELU, bias add +
-residual add + LayerNorm, and the masked attention softmax, each with a
-hand-written backward.
+"""XLA-fused elementwise kernels of the encoder: bias add + GELU, and bias add +
+residual add + LayerNorm, each with a hand-written backward.
 
 Why: on CPU, TensorFlow runs every elementwise op as its own pass over memory,
 and the glue between ALBERT's matmuls (the tanh GELU over [B*S, I], the
-LayerNorms, the float32 softmax over [B, N, S, S], and the casts around them
-under mixed precision) cost as much as the matmuls themselves. Each function
+LayerNorms, and the casts around them under mixed precision) cost as much as
+the matmuls themselves. Each function
 here compiles one small XLA cluster for the forward and one for the backward
 (`tf.function(jit_compile=True)`), so a chain of ~15 passes becomes one read
 of the inputs and one write of the outputs, while the matmuls stay on
-oneDNN (whole-model XLA is 2-3x slower on CPU; docs/performance.md).
+oneDNN (whole-model XLA is 2-3x slower on CPU; docs/performance.md). The
+attention softmax stays on oneDNN's softmax kernel: an XLA version was no
+faster (float32) or slower (bf16), forward and backward.
 
 Numerics: everything is computed in float32 from the inputs as given (bf16
 or float32), with the same formulas as the unfused code in `albert_tf.layers`;
 the backward recomputes what it needs from the inputs instead of saving
 float32 intermediates, which also keeps 3-6x less activation memory. Outputs
-take the dtype of the inputs they stand for. Used only inside a traced
-training graph (`use_fused(training)`): eager calls, inference and exported
-SavedModels run the plain ops.
+take the dtype of the inputs they stand for. Used only in traced graphs that
+are not being exported (`use_fused()`): eager calls and SavedModels run the
+plain ops, which compute the same values.
 """
 from __future__ import annotations
 
@@ -29,10 +30,17 @@ GELU_C = math.sqrt(2.0 / math.pi)
 GELU_A = 0.044715
 
 
-def use_fused(training) -> bool:
-    """True in a traced training graph (XLA clusters pay off there, and only there:
-    eager calls would compile per shape, and serving keeps the plain graph)."""
-    return training is True and not tf.executing_eagerly()
+def use_fused() -> bool:
+    """True where these kernels pay off and are safe: in a graph being traced (a
+    `tf.function`: training steps, `predict`, in-process serving), except one traced
+    for a SavedModel. Eager calls would compile per shape; exported graphs stay
+    plain TensorFlow because TF Serving runs no XLA by default
+    (`--xla_cpu_compilation_enabled`) and converters do not take XLA clusters."""
+    if tf.executing_eagerly():
+        return False
+    # TF's own marker, set while tf.saved_model.save (and Keras export) traces.
+    from tensorflow.python.saved_model import save_context
+    return not save_context.in_save_context()
 
 
 # ----------------------------------------------------------------------------- GELU
@@ -123,45 +131,3 @@ def add_layer_norm(x, residual, bias, gamma, beta, epsilon: float):
         return _add_layer_norm_forward(x, residual, bias, gamma, beta, epsilon), grad
 
     return fused(x, residual, bias, gamma, beta)
-
-
-# ------------------------------------------------------------- masked softmax
-
-
-def _masked_probs(scores, input_mask, mask_adder):
-    """float32 softmax over the last axis of scores [B, N, F, T] + adder for padded keys."""
-    mask = tf.cast(input_mask, tf.float32)[:, None, None, :]
-    return tf.nn.softmax(tf.cast(scores, tf.float32) + (1.0 - mask) * mask_adder, axis=-1)
-
-
-@tf.function(jit_compile=True, autograph=False)
-def _masked_softmax_forward(scores, input_mask, mask_adder):
-    return tf.cast(_masked_probs(scores, input_mask, mask_adder), scores.dtype)
-
-
-@tf.function(jit_compile=True, autograph=False)
-def _masked_softmax_backward(scores, input_mask, mask_adder, dprobs):
-    # The float32 probabilities are recomputed, not read back rounded to bf16.
-    probs = _masked_probs(scores, input_mask, mask_adder)
-    dprobs = tf.cast(dprobs, tf.float32)
-    dscores = probs * (dprobs - tf.reduce_sum(dprobs * probs, axis=-1, keepdims=True))
-    return tf.cast(dscores, scores.dtype)
-
-
-def masked_softmax(scores, input_mask, mask_adder: float):
-    """softmax(scores + (1 - mask) * mask_adder) over the last axis, in float32.
-
-    scores: [B, N, F, T] (bf16 or float32); input_mask: int [B, T], 1 for real
-    keys. Returns probabilities in scores' dtype.
-    """
-    input_mask = tf.cast(input_mask, tf.int32)
-    adder = tf.constant(mask_adder, tf.float32)
-
-    @tf.custom_gradient
-    def fused(scores):
-        def grad(dprobs):
-            return _masked_softmax_backward(scores, input_mask, adder, dprobs)
-
-        return _masked_softmax_forward(scores, input_mask, adder), grad
-
-    return fused(scores)

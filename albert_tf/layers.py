@@ -114,14 +114,14 @@ class LayerNorm(keras.layers.LayerNormalization):
         beta = tf.cast(self.beta, tf.float32)
         return _layer_norm_float32(x, gamma, beta, tf.constant(self.epsilon, tf.float32))
 
-    def add_and_normalize(self, x, residual, training=False, bias=None):
+    def add_and_normalize(self, x, residual, bias=None):
         """`self(float32(x) + float32(residual + bias))` for [N, H] inputs of any float
         dtype; `bias` [H] is optional (a Dense layer's bias, not yet added).
 
-        In a traced training graph this is one XLA kernel each way
-        (`fused_ops.add_layer_norm`); otherwise the plain ops.
+        In a traced graph this is one XLA kernel each way (`fused_ops.add_layer_norm`,
+        see `fused_ops.use_fused`); otherwise the plain ops.
         """
-        if fused_ops.use_fused(training):
+        if fused_ops.use_fused():
             if bias is None:
                 bias = tf.zeros([ops.shape(residual)[-1]], residual.dtype)
             return fused_ops.add_layer_norm(
@@ -211,15 +211,14 @@ def add_output_and_normalize(output_dense, dropout, layer_norm, x, y, resident, 
     """A post-LN sub-layer's end: layer_norm(x + dropout(output_dense(y))), float32 [N, H].
 
     x: the sub-layer input [N, H]; y: the input of `output_dense` [N, K]. In a
-    traced training graph without dropout, the bias add joins the fused
-    add + LayerNorm kernel (dropout must see the biased output, so with dropout
-    the bias is added first).
+    traced graph the bias add joins the fused add + LayerNorm kernel, unless
+    dropout is active (it must see the biased output, so the bias is added first).
     """
-    if fused_ops.use_fused(training) and dropout.rate == 0:
+    if fused_ops.use_fused() and (dropout.rate == 0 or not training):
         kernel, bias = dense_weights(output_dense, resident)
-        return layer_norm.add_and_normalize(x, tf.matmul(y, kernel), training, bias=bias)
+        return layer_norm.add_and_normalize(x, tf.matmul(y, kernel), bias=bias)
     output = dropout(apply_dense(output_dense, y, resident), training=training)
-    return layer_norm.add_and_normalize(x, output, training)
+    return layer_norm.add_and_normalize(x, output)
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -336,12 +335,9 @@ class AttentionSublayer(keras.layers.Layer):
         v = ops.reshape(apply_dense(self.value, x_matrix, resident), heads)
         scores = ops.einsum("bfnd,btnd->bnft", q, k)
         # Softmax in float32 whatever the compute dtype (bf16 scores lose the mask adder).
-        if fused_ops.use_fused(training):
-            probs = fused_ops.masked_softmax(scores, input_mask, ATTENTION_MASK_ADDER)
-        else:
-            scores = ops.cast(scores, "float32")
-            mask = ops.cast(input_mask, "float32")[:, None, None, :]  # [B, 1, 1, T]
-            probs = ops.softmax(scores + (1.0 - mask) * ATTENTION_MASK_ADDER, axis=-1)
+        scores = ops.cast(scores, "float32")
+        mask = ops.cast(input_mask, "float32")[:, None, None, :]  # [B, 1, 1, T]
+        probs = ops.softmax(scores + (1.0 - mask) * ATTENTION_MASK_ADDER, axis=-1)
         probs = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
         context = ops.einsum("bnft,btnd->bfnd", probs, v)
         context = ops.reshape(context, (-1, self.hidden_size))
@@ -397,7 +393,7 @@ class FeedForwardSublayer(keras.layers.Layer):
             # accumulator). Training keeps gelu_tanh, whose backward needs the input.
             hidden = tf.nn.gelu(apply_dense(self.intermediate, x_matrix, resident,
                                             activation=False), approximate=True)
-        elif self.intermediate.activation is gelu_tanh and fused_ops.use_fused(training):
+        elif self.intermediate.activation is gelu_tanh and fused_ops.use_fused():
             kernel, bias = dense_weights(self.intermediate, resident)
             hidden = fused_ops.bias_gelu(tf.matmul(x_matrix, kernel), bias)
         else:

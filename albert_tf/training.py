@@ -158,7 +158,12 @@ class Trainer:
         sums["nonfinite"] = tf.cast(tf.logical_not(tf.math.is_finite(loss)), tf.float32)
         return sums
 
-    def _build_train_fn(self):
+    def build_train_function(self):
+        """The compiled loop `train_loop(iterator, num_steps)` that `train()` runs: it
+        takes `num_steps` (int32 scalar tensor) optimizer steps on batches from
+        `iterator` and returns the summed metrics, `loss_sum`, `nonfinite` and `steps`
+        (float32 scalars). Public for benchmarks and custom loops; no checkpoints,
+        summaries or logging happen in it."""
         names = self.metric_names + ["loss_sum", "nonfinite", "steps"]
 
         @tf.function
@@ -205,7 +210,7 @@ class Trainer:
         checkpoint = self.make_checkpoint(iterator if save_iterator else None)
         manager = self._restore(checkpoint)
         if self._train_fn is None:
-            self._train_fn = self._build_train_fn()
+            self._train_fn = self.build_train_function()
         writer = tf.summary.create_file_writer(
             cfg.summary_dir or os.path.join(cfg.output_dir, "train")) if self.is_chief \
             else tf.summary.create_noop_writer()

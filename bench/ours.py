@@ -77,7 +77,7 @@ class TrainRunner:
         features = synthetic_features(case)
         dataset = tf.data.Dataset.from_tensors(features).repeat().prefetch(2)
         self._iterator = iter(dataset)
-        self._train_fn = self.trainer._build_train_fn()
+        self._train_fn = self.trainer.build_train_function()
         self._one = tf.constant(1)
         for _ in range(WARMUP_STEPS):
             self.step()

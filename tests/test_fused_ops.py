@@ -1,13 +1,14 @@
-"""The XLA-fused training kernels (albert_tf.fused_ops) against autodiff of the plain
-formulas, and the encoder's traced training pass (which uses them) against its eager
-pass (which does not)."""
+"""The XLA-fused kernels (albert_tf.fused_ops) against autodiff of the plain formulas;
+the encoder's traced passes (which use them) against its eager pass and its exported
+SavedModel (which do not)."""
+import os
+
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import keras
-
-from albert_tf import AlbertPretrainer, fused_ops, layers
+from albert_tf import AlbertPretrainer, fused_ops, hub_export, layers
 from tests.test_model_numerics import randomize, tiny_config
 from tests.test_performance_paths import _loss_and_gradients, _pretraining_batch
 
@@ -22,11 +23,6 @@ def _composite_add_layer_norm(x, residual, gamma, beta):
     z = tf.cast(x, tf.float32) + tf.cast(residual, tf.float32)
     mean, variance = tf.nn.moments(z, axes=[-1], keepdims=True)
     return (z - mean) * tf.math.rsqrt(variance + 1e-12) * gamma + beta
-
-
-def _composite_masked_softmax(scores, input_mask):
-    mask = tf.cast(input_mask, tf.float32)[:, None, None, :]
-    return tf.nn.softmax(tf.cast(scores, tf.float32) + (1.0 - mask) * -10000.0, axis=-1)
 
 
 def _value_and_grads(fn, inputs, upstream):
@@ -89,37 +85,59 @@ def test_fused_add_layer_norm_matches_autodiff(dtypes, tol):
         _assert_close(g, w, tol if name in ("x", "residual", "bias") else 1e-5)
 
 
-@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("bfloat16", 1e-2)])
-def test_fused_masked_softmax_matches_autodiff(dtype, tol):
-    scores = tf.cast(RNG.normal(scale=3.0, size=(2, 3, 5, 5)), dtype)
-    input_mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], "int32")
-    upstream = RNG.normal(size=(2, 3, 5, 5)).astype("float32")
-
-    def fused(scores):
-        return fused_ops.masked_softmax(scores, input_mask, -10000.0)
-
-    got, (grad,) = _value_and_grads(_in_graph(fused), [scores], upstream)
-    want, (want_grad,) = _value_and_grads(
-        lambda s: _composite_masked_softmax(s, input_mask), [tf.cast(scores, tf.float32)],
-        upstream)
-    assert fused(scores).dtype == scores.dtype
-    _assert_close(got, want, tol)
-    _assert_close(grad, want_grad, tol)
-    assert np.all(got[0, :, :, 3:] < 1e-3)  # padded keys get (almost) no weight
-
-
-def test_fused_kernels_are_used_only_in_traced_training_graphs():
-    assert not fused_ops.use_fused(True)  # eager
-    seen = {}
+def test_fused_kernels_are_used_in_traced_graphs_but_not_eagerly_or_in_exports(tmp_path):
+    assert not fused_ops.use_fused()  # eager
+    seen = []
 
     @tf.function
-    def probe():
-        seen["training"] = fused_ops.use_fused(True)
-        seen["inference"] = fused_ops.use_fused(False)
+    def traced():
+        seen.append(fused_ops.use_fused())
         return tf.constant(0)
 
-    probe()
-    assert seen == {"training": True, "inference": False}
+    traced()
+    assert seen == [True]
+
+    class Export(tf.Module):
+        @tf.function(input_signature=[])
+        def serve(self):
+            seen.append(fused_ops.use_fused())
+            return tf.constant(0)
+
+    tf.saved_model.save(Export(), str(tmp_path / "probe"))
+    assert len(seen) > 1 and not any(seen[1:])
+
+
+def _xla_functions(saved_model_dir):
+    from tensorflow.core.protobuf import saved_model_pb2
+    proto = saved_model_pb2.SavedModel()
+    with open(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as handle:
+        proto.ParseFromString(handle.read())
+    library = proto.meta_graphs[0].graph_def.library
+    return [f.signature.name for f in library.function
+            if f.attr["_XlaMustCompile"].b]
+
+
+def test_exported_saved_model_is_plain_tensorflow_and_matches_in_process_inference(tmp_path):
+    config = tiny_config()
+    model = AlbertPretrainer(config)
+    model.build()
+    randomize(model.weights)
+    config_file = tmp_path / "albert_config.json"
+    config.to_json_file(str(config_file))
+    spm_file = tmp_path / "spm.model"
+    spm_file.write_bytes(b"placeholder")
+    batch = _pretraining_batch(config)
+    traced = tf.function(lambda b: model.encoder(b, training=False)["sequence_output"])
+    in_process = traced({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")})
+    export_dir = hub_export.export_pretrainer(model, str(config_file), str(spm_file),
+                                              str(tmp_path / "export"))
+    assert _xla_functions(export_dir) == []
+    loaded = tf.saved_model.load(export_dir)
+    exported = loaded.signatures["tokens"](
+        **{k: tf.constant(batch[k]) for k in ("input_ids", "input_mask", "segment_ids")})
+    eager = model.encoder(batch, training=False)["sequence_output"]
+    np.testing.assert_allclose(in_process.numpy(), eager.numpy(), atol=1e-5)
+    np.testing.assert_allclose(exported["sequence_output"].numpy(), eager.numpy(), atol=1e-5)
 
 
 @pytest.mark.parametrize("dtype,floor", [("float32", 1e-5), ("mixed_bfloat16", 1e-2)])
@@ -145,7 +163,7 @@ def test_traced_training_pass_matches_the_eager_one(dtype, floor, monkeypatch):
                    and "_forward" in op.get_attr("f").name]
     assert len(fused_calls) >= 3 * config.num_hidden_layers, "fused kernels not used"
     loss_fused, grads_fused = traced(model, batch)
-    monkeypatch.setattr(fused_ops, "use_fused", lambda training: False)
+    monkeypatch.setattr(fused_ops, "use_fused", lambda: False)
     loss_plain, grads_plain = tf.function(_loss_and_gradients)(model, batch)
     rel = 1e-6 if dtype == "float32" else 1e-2
     np.testing.assert_allclose(loss_fused.numpy(), loss_eager.numpy(), rtol=rel)

@@ -158,3 +158,19 @@ def test_multi_worker_mirrored_matches_one_process(tmp_path):
         np.testing.assert_allclose(got[name], want[name], atol=1e-5, err_msg=name)
     # Only the chief wrote checkpoints into the shared output directory.
     assert tf.train.latest_checkpoint(str(tmp_path / "multi")).endswith("ckpt-3")
+
+
+def test_build_train_function_runs_the_requested_steps_and_sums_metrics(tmp_path):
+    """The public compiled loop (used by bench/ours.py): N optimizer steps per call."""
+    trainer = make_trainer(tmp_path, 10, 100)
+    iterator = iter(fixed_dataset_fn(make_examples(16, seed=2), 4)(None))
+    train_loop = trainer.build_train_function()
+    before = [v.numpy().copy() for v in trainer.model.trainable_variables]
+    totals = train_loop(iterator, tf.constant(3))
+    assert trainer.step == 3
+    assert float(totals["steps"]) == 3.0 and float(totals["nonfinite"]) == 0.0
+    assert np.isfinite(float(totals["loss_sum"])) and float(totals["loss_sum"]) > 0
+    assert any(np.any(a != b.numpy()) for a, b in zip(before, trainer.model.trainable_variables))
+    train_loop(iterator, tf.constant(2))
+    assert trainer.step == 5
+    assert not os.listdir(tmp_path)  # no checkpoints or summaries from the bare loop
