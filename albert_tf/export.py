@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Callable, Dict, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 import tensorflow as tf
 from absl import logging
@@ -164,6 +164,11 @@ def save_serving_model(export_dir: str, module: tf.Module,
     export there is replaced. `signatures` maps signature names to
     `tf.function`s with an input_signature (or concrete functions); include
     "serving_default". Returns export_dir.
+
+    Let the signatures be traced here, not by calls beforehand: graphs traced
+    for a SavedModel leave out the XLA kernels of `albert_tf.fused_ops`, which
+    TF Serving does not run by default. A warning names any XLA function that
+    reaches the export anyway.
     """
     if "serving_default" not in signatures:
         raise ValueError(f"signatures need a 'serving_default' entry, got {sorted(signatures)}")
@@ -175,6 +180,7 @@ def save_serving_model(export_dir: str, module: tf.Module,
     old = os.path.join(parent, f".{os.path.basename(export_dir)}.old-{tag}")
     try:
         tf.saved_model.save(module, tmp, signatures=dict(signatures))
+        warn_about_xla_functions(tmp)
         if tf.io.gfile.exists(export_dir):
             tf.io.gfile.rename(export_dir, old)
         tf.io.gfile.rename(tmp, export_dir)
@@ -184,6 +190,24 @@ def save_serving_model(export_dir: str, module: tf.Module,
                 tf.io.gfile.rmtree(leftover)
     logging.info("exported SavedModel with signatures %s to %s", sorted(signatures), export_dir)
     return export_dir
+
+
+def xla_function_names(saved_model_dir: str) -> List[str]:
+    """Names of the functions in a SavedModel that must be compiled by XLA."""
+    from tensorflow.core.protobuf import saved_model_pb2
+    proto = saved_model_pb2.SavedModel()
+    with tf.io.gfile.GFile(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as handle:
+        proto.ParseFromString(handle.read())
+    return sorted(f.signature.name for graph in proto.meta_graphs
+                  for f in graph.graph_def.library.function if f.attr["_XlaMustCompile"].b)
+
+
+def warn_about_xla_functions(saved_model_dir: str) -> None:
+    names = xla_function_names(saved_model_dir)
+    if names:
+        logging.warning("the SavedModel holds %d XLA-compiled functions (%s...), which TF "
+                        "Serving runs only with --xla_cpu_compilation_enabled; were its "
+                        "signatures called before export?", len(names), names[0])
 
 
 class ClassifierServingModule(tf.Module):

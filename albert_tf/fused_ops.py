@@ -32,15 +32,21 @@ GELU_A = 0.044715
 
 def use_fused() -> bool:
     """True where these kernels pay off and are safe: in a graph being traced (a
-    `tf.function`: training steps, `predict`, in-process serving), except one traced
-    for a SavedModel. Eager calls would compile per shape; exported graphs stay
-    plain TensorFlow because TF Serving runs no XLA by default
-    (`--xla_cpu_compilation_enabled`) and converters do not take XLA clusters."""
+    `tf.function`: training steps, `predict`, in-process serving), except
+      * a graph traced for a SavedModel: exports stay plain TensorFlow because TF
+        Serving runs no XLA by default (`--xla_cpu_compilation_enabled`);
+      * a graph that XLA compiles whole (`jit_compile=True`, TPUs): XLA fuses the
+        plain ops itself, and faster (ALBERT-base fp32 step 3.97 vs 4.40 s here).
+    Eager calls would compile per shape. TF's internal markers are the only way
+    to see the last two contexts while tracing."""
     if tf.executing_eagerly():
         return False
-    # TF's own marker, set while tf.saved_model.save (and Keras export) traces.
+    from tensorflow.python.framework import ops as tf_ops
+    from tensorflow.python.ops import control_flow_util
     from tensorflow.python.saved_model import save_context
-    return not save_context.in_save_context()
+    if save_context.in_save_context():
+        return False
+    return not control_flow_util.GraphOrParentsInXlaContext(tf_ops.get_default_graph())
 
 
 # ----------------------------------------------------------------------------- GELU

@@ -17,6 +17,7 @@ import uuid
 
 import tensorflow as tf
 
+from albert_tf import export
 from albert_tf.models import AlbertPretrainer
 
 
@@ -80,6 +81,7 @@ def export_pretrainer(model: AlbertPretrainer, config_file: str, spm_model_file:
         tf.saved_model.save(module, tmp, signatures={
             "serving_default": module.mlm, "mlm": module.mlm, "sop": module.sop,
             "tokens": module.tokens, "tokenization_info": module.tokenization_info})
+        export.warn_about_xla_functions(tmp)
         if os.path.exists(export_dir):
             shutil.rmtree(export_dir)
         os.replace(tmp, export_dir)

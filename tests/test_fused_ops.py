@@ -1,14 +1,12 @@
 """The XLA-fused kernels (albert_tf.fused_ops) against autodiff of the plain formulas;
 the encoder's traced passes (which use them) against its eager pass and its exported
 SavedModel (which do not)."""
-import os
-
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertPretrainer, fused_ops, hub_export, layers
+from albert_tf import AlbertPretrainer, export, fused_ops, hub_export, layers
 from tests.test_model_numerics import randomize, tiny_config
 from tests.test_performance_paths import _loss_and_gradients, _pretraining_batch
 
@@ -85,7 +83,8 @@ def test_fused_add_layer_norm_matches_autodiff(dtypes, tol):
         _assert_close(g, w, tol if name in ("x", "residual", "bias") else 1e-5)
 
 
-def test_fused_kernels_are_used_in_traced_graphs_but_not_eagerly_or_in_exports(tmp_path):
+def test_fused_kernels_are_used_in_traced_graphs_but_not_eagerly_in_xla_or_in_exports(
+        tmp_path):
     assert not fused_ops.use_fused()  # eager
     seen = []
 
@@ -97,6 +96,14 @@ def test_fused_kernels_are_used_in_traced_graphs_but_not_eagerly_or_in_exports(t
     traced()
     assert seen == [True]
 
+    @tf.function(jit_compile=True)
+    def compiled():  # XLA fuses the plain ops of a whole-XLA graph itself
+        seen.append(fused_ops.use_fused())
+        return tf.constant(0)
+
+    compiled()
+    assert seen == [True, False]
+
     class Export(tf.Module):
         @tf.function(input_signature=[])
         def serve(self):
@@ -104,17 +111,7 @@ def test_fused_kernels_are_used_in_traced_graphs_but_not_eagerly_or_in_exports(t
             return tf.constant(0)
 
     tf.saved_model.save(Export(), str(tmp_path / "probe"))
-    assert len(seen) > 1 and not any(seen[1:])
-
-
-def _xla_functions(saved_model_dir):
-    from tensorflow.core.protobuf import saved_model_pb2
-    proto = saved_model_pb2.SavedModel()
-    with open(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as handle:
-        proto.ParseFromString(handle.read())
-    library = proto.meta_graphs[0].graph_def.library
-    return [f.signature.name for f in library.function
-            if f.attr["_XlaMustCompile"].b]
+    assert len(seen) > 2 and not any(seen[2:])
 
 
 def test_exported_saved_model_is_plain_tensorflow_and_matches_in_process_inference(tmp_path):
@@ -131,7 +128,7 @@ def test_exported_saved_model_is_plain_tensorflow_and_matches_in_process_inferen
     in_process = traced({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")})
     export_dir = hub_export.export_pretrainer(model, str(config_file), str(spm_file),
                                               str(tmp_path / "export"))
-    assert _xla_functions(export_dir) == []
+    assert export.xla_function_names(export_dir) == []
     loaded = tf.saved_model.load(export_dir)
     exported = loaded.signatures["tokens"](
         **{k: tf.constant(batch[k]) for k in ("input_ids", "input_mask", "segment_ids")})
@@ -200,3 +197,17 @@ def test_sub_layer_end_adds_the_bias_before_dropout_in_the_fused_path():
         traced = tf.function(lambda: layers.add_output_and_normalize(
             dense, dropout, norm, x, y, None, True))
         np.testing.assert_allclose(traced().numpy(), expected, atol=1e-5)
+
+
+def test_export_warns_about_xla_functions_that_reach_the_saved_model(tmp_path, caplog):
+    class Compiled(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)], jit_compile=True)
+        def serve(self, x):
+            return {"y": x * 2.0}
+
+    module = Compiled()
+    with caplog.at_level("WARNING"):
+        export.save_serving_model(str(tmp_path / "compiled"), module,
+                                  {"serving_default": module.serve})
+    assert export.xla_function_names(str(tmp_path / "compiled"))
+    assert "XLA-compiled functions" in caplog.text
