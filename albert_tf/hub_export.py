@@ -11,10 +11,6 @@ The export is written to a temporary directory and renamed into place.
 """
 from __future__ import annotations
 
-import os
-import shutil
-import uuid
-
 import tensorflow as tf
 
 from albert_tf import export
@@ -74,18 +70,6 @@ def export_pretrainer(model: AlbertPretrainer, config_file: str, spm_model_file:
                       export_dir: str, do_lower_case: bool = True) -> str:
     """Writes the SavedModel to `export_dir` (replacing it only once complete)."""
     module = _PretrainerModule(model, config_file, spm_model_file, do_lower_case)
-    parent = os.path.dirname(os.path.abspath(export_dir))
-    os.makedirs(parent, exist_ok=True)
-    tmp = os.path.join(parent, f".{os.path.basename(export_dir)}.tmp-{uuid.uuid4().hex[:8]}")
-    try:
-        tf.saved_model.save(module, tmp, signatures={
-            "serving_default": module.mlm, "mlm": module.mlm, "sop": module.sop,
-            "tokens": module.tokens, "tokenization_info": module.tokenization_info})
-        export.warn_about_xla_functions(tmp)
-        if os.path.exists(export_dir):
-            shutil.rmtree(export_dir)
-        os.replace(tmp, export_dir)
-    finally:
-        if os.path.exists(tmp):
-            shutil.rmtree(tmp)
-    return export_dir
+    return export.save_serving_model(export_dir, module, {
+        "serving_default": module.mlm, "mlm": module.mlm, "sop": module.sop,
+        "tokens": module.tokens, "tokenization_info": module.tokenization_info})
