@@ -52,24 +52,29 @@ def use_fused() -> bool:
 # ----------------------------------------------------------------------------- GELU
 
 
-def _gelu_sigmoid(x):
-    """sigmoid(2z), z = sqrt(2/pi) (x + 0.044715 x^3): 0.5 (1 + tanh(z)) of the tanh GELU."""
-    return tf.math.sigmoid(x * ((2.0 * GELU_C) + (2.0 * GELU_C * GELU_A) * (x * x)))
+def gelu_sigmoid(x, x2):
+    """sigmoid(2z), z = sqrt(2/pi) (x + 0.044715 x^3), given x2 = x * x: the
+    0.5 (1 + tanh(z)) factor of the tanh GELU, so GELU(x) = x * gelu_sigmoid."""
+    return tf.math.sigmoid(x * ((2.0 * GELU_C) + (2.0 * GELU_C * GELU_A) * x2))
+
+
+def gelu_slope(x2):
+    """2c + 6ca x^2: with s = gelu_sigmoid, d/dx GELU(x) = s + x s (1 - s) gelu_slope."""
+    return (6.0 * GELU_C * GELU_A) * x2 + (2.0 * GELU_C)
 
 
 @tf.function(jit_compile=True, autograph=False)
 def _bias_gelu_forward(h, bias):
     x = tf.cast(h, tf.float32) + tf.cast(bias, tf.float32)
-    return tf.cast(x * _gelu_sigmoid(x), h.dtype)
+    return tf.cast(x * gelu_sigmoid(x, x * x), h.dtype)
 
 
 @tf.function(jit_compile=True, autograph=False)
 def _bias_gelu_backward(h, bias, dy):
-    # d/dx x s(x) = s + x s (1 - s) (2c + 6ca x^2)
     x = tf.cast(h, tf.float32) + tf.cast(bias, tf.float32)
-    s = _gelu_sigmoid(x)
-    slope = (6.0 * GELU_C * GELU_A) * (x * x) + (2.0 * GELU_C)
-    dx = tf.cast(dy, tf.float32) * (s + s * (1.0 - s) * x * slope)
+    x2 = x * x
+    s = gelu_sigmoid(x, x2)
+    dx = tf.cast(dy, tf.float32) * (s + s * (1.0 - s) * x * gelu_slope(x2))
     return tf.cast(dx, h.dtype), tf.cast(tf.reduce_sum(dx, axis=0), bias.dtype)
 
 
@@ -89,14 +94,26 @@ def bias_gelu(h, bias):
 # ---------------------------------------------------------------- add + LayerNorm
 
 
-def _normalize(x, residual, bias, epsilon):
-    """(xhat, inv_std) of LayerNorm over the last axis of x + residual + bias, in float32."""
-    z = tf.cast(x, tf.float32) + tf.cast(residual, tf.float32) + tf.cast(bias, tf.float32)
-    mean = tf.reduce_mean(z, axis=-1, keepdims=True)
-    centered = z - mean
+def layer_norm_moments(z, epsilon):
+    """(xhat, inv_std) of LayerNorm over the last axis of float32 z:
+    xhat = (z - mean) * inv_std, inv_std = rsqrt(var + epsilon)."""
+    centered = z - tf.reduce_mean(z, axis=-1, keepdims=True)
     inv_std = tf.math.rsqrt(tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
                             + epsilon)
     return centered * inv_std, inv_std
+
+
+def layer_norm_input_grad(g, xhat, inv_std):
+    """d LayerNorm / d z for g = dy * gamma: inv_std (g - mean(g) - xhat mean(g xhat)),
+    a few passes instead of the dozen that autodiff of the moments emits."""
+    return inv_std * (g - tf.reduce_mean(g, axis=-1, keepdims=True)
+                      - xhat * tf.reduce_mean(g * xhat, axis=-1, keepdims=True))
+
+
+def _normalize(x, residual, bias, epsilon):
+    """(xhat, inv_std) of LayerNorm over the last axis of x + residual + bias, in float32."""
+    z = tf.cast(x, tf.float32) + tf.cast(residual, tf.float32) + tf.cast(bias, tf.float32)
+    return layer_norm_moments(z, epsilon)
 
 
 @tf.function(jit_compile=True, autograph=False)
@@ -107,12 +124,9 @@ def _add_layer_norm_forward(x, residual, bias, gamma, beta, epsilon):
 
 @tf.function(jit_compile=True, autograph=False)
 def _add_layer_norm_backward(x, residual, bias, gamma, epsilon, dy):
-    # dz = inv_std (g - mean(g) - xhat mean(g xhat)), g = dy * gamma
     xhat, inv_std = _normalize(x, residual, bias, epsilon)
     dy = tf.cast(dy, tf.float32)
-    g = dy * gamma
-    dz = inv_std * (g - tf.reduce_mean(g, axis=-1, keepdims=True)
-                    - xhat * tf.reduce_mean(g * xhat, axis=-1, keepdims=True))
+    dz = layer_norm_input_grad(dy * gamma, xhat, inv_std)
     return (tf.cast(dz, x.dtype), tf.cast(dz, residual.dtype),
             tf.cast(tf.reduce_sum(dz, axis=0), bias.dtype),
             tf.reduce_sum(dy * xhat, axis=0), tf.reduce_sum(dy, axis=0))

@@ -17,7 +17,6 @@ import tensorflow as tf
 from keras import ops
 
 from albert_tf import fused_ops
-from albert_tf.fused_ops import GELU_A, GELU_C
 
 LAYER_NORM_EPSILON = 1e-12  # tf.contrib.layers.layer_norm's epsilon, used by the original
 ATTENTION_MASK_ADDER = -10000.0  # added to the scores of padded key positions
@@ -35,11 +34,10 @@ def _gelu_tanh_float32(x):
     ~25 (or 17 with the tanh form), and closer to the float64 formula.
     """
     x2 = x * x
-    s = tf.math.sigmoid(x * ((2.0 * GELU_C) + (2.0 * GELU_C * GELU_A) * x2))
+    s = fused_ops.gelu_sigmoid(x, x2)
 
     def grad(dy):
-        slope = (6.0 * GELU_C * GELU_A) * x2 + (2.0 * GELU_C)
-        return dy * s + tf.raw_ops.SigmoidGrad(y=s, dy=dy * x * slope)
+        return dy * s + tf.raw_ops.SigmoidGrad(y=s, dy=dy * x * fused_ops.gelu_slope(x2))
 
     return x * s, grad
 
@@ -86,17 +84,11 @@ def _layer_norm_float32(x, gamma, beta, epsilon):
       dx = rsqrt(var + eps) * (g - mean(g) - xhat * mean(g * xhat))
     which is a few passes instead of the dozen that autodiff of the moments emits.
     """
-    mean = tf.reduce_mean(x, axis=-1, keepdims=True)
-    centered = x - mean
-    variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
-    inv_std = tf.math.rsqrt(variance + epsilon)
-    normalized = centered * inv_std
+    normalized, inv_std = fused_ops.layer_norm_moments(x, epsilon)
 
     def grad(dy):
         reduce_axes = list(range(len(dy.shape) - 1))
-        g = dy * gamma
-        dx = inv_std * (g - tf.reduce_mean(g, axis=-1, keepdims=True)
-                        - normalized * tf.reduce_mean(g * normalized, axis=-1, keepdims=True))
+        dx = fused_ops.layer_norm_input_grad(dy * gamma, normalized, inv_std)
         return (dx, tf.reduce_sum(dy * normalized, axis=reduce_axes),
                 tf.reduce_sum(dy, axis=reduce_axes), None)
 
