@@ -142,27 +142,54 @@ class AlbertEncoder(keras.Model):
         if self.embedding_projection is not None:
             x = self.embedding_projection(x)
         recompute = self.recompute_layers and training
-        resident = {}
-        # Not with recompute_grad: it differentiates only its inputs and the variables
-        # read inside the function, so weights cast outside would get no gradient.
-        if self.compute_dtype != self.variable_dtype and not recompute:
-            # Each block's weights cast to the compute dtype once, not once per layer.
-            resident = {block.name: block.resident_weights(self.compute_dtype)
-                        for block in self.attention_blocks + self.ffn_blocks}
+        unique_blocks = self.attention_blocks + self.ffn_blocks
+        shared = {}
+        # Training: each block's weights reach its applications through a chain that
+        # sums their gradients as the backward pass produces them (one partial sum per
+        # weight alive, not L gradients). Mixed precision: the weights are cast to the
+        # compute dtype once per pass, not once per application.
+        if training or self.compute_dtype != self.variable_dtype:
+            uses = {block.name: 0 for block in unique_blocks}
+            for layer_index in range(self.config.num_hidden_layers):
+                for attention, ffn in self.layer_blocks(layer_index):
+                    uses[attention.name] += 1
+                    uses[ffn.name] += 1
+            shared = {block.name: block.resident_weights(self.compute_dtype, uses[block.name])
+                      for block in unique_blocks if uses[block.name]}
+
+        def next_use(block):
+            weights = shared.get(block.name)
+            return None if weights is None else weights.next_use()
+
         encoder_outputs = []
         for layer_index in range(self.config.num_hidden_layers):
             blocks = self.layer_blocks(layer_index)
+            weights = [(next_use(attention), next_use(ffn)) for attention, ffn in blocks]
+            flat = [t for pair in weights for use in pair if use is not None
+                    for t in use.tensors()]
 
-            def run_layer(h, blocks=blocks):
+            def run_layer(h, *tensors, blocks=blocks, weights=weights):
+                # The weights come in as tensors, not read from the variables in here,
+                # so that tf.recompute_grad hands their gradients back to the chain.
+                tensors = list(tensors)
+
+                def rebuilt(use):
+                    if use is None:
+                        return None
+                    count = len(use.tensors())
+                    own, tensors[:count] = tensors[:count], []
+                    return use.with_tensors(own)
+
                 outputs = []
-                for attention, ffn in blocks:
+                for (attention, ffn), (attention_use, ffn_use) in zip(blocks, weights):
                     h = attention(h, input_mask, training=training,
-                                  resident=resident.get(attention.name))
-                    h = ffn(h, training=training, resident=resident.get(ffn.name))
+                                  resident=rebuilt(attention_use))
+                    h = ffn(h, training=training, resident=rebuilt(ffn_use))
                     outputs.append(h)
                 return outputs
 
-            outputs = tf.recompute_grad(run_layer)(x) if recompute else run_layer(x)
+            outputs = (tf.recompute_grad(run_layer)(x, *flat) if recompute
+                       else run_layer(x, *flat))
             encoder_outputs.extend(outputs)
             x = outputs[-1]
         pooled_output = self.pooler(x[:, 0])

@@ -140,40 +140,94 @@ def dense(units: int, initializer_range: float, name: str, activation=None,
                               bias_initializer="zeros", dtype=dtype)
 
 
-@tf.custom_gradient
-def _resident_use(cast_value, value):
-    """Forward: the weight already cast to the compute dtype. Backward: the gradient,
-    cast to the variable's dtype, goes to `value` (so summing the uses of a shared
-    weight happens in float32, as with a cast per use)."""
+def _as_float(grad, dtype):
+    """A weight gradient (None, IndexedSlices or dense, any float dtype) as a dense `dtype`."""
+    return tf.cast(tf.convert_to_tensor(grad), dtype)
 
-    def grad(dy):
-        return None, tf.cast(dy, value.dtype)
+
+@tf.custom_gradient
+def _final_use(cast_value, carry):
+    """Forward: the weight already cast to the compute dtype. Backward: the gradient
+    of this use, in the variable's dtype, goes to `carry`."""
+
+    def grad(d_use):
+        return None, _as_float(d_use, carry.dtype)
 
     return tf.identity(cast_value), grad
 
 
-class ResidentWeights:
-    """The kernels and biases of a block's Dense layers, cast once per forward pass.
+@tf.custom_gradient
+def _chained_use(cast_value, carry):
+    """Forward: (the weight cast to the compute dtype, `carry` passed on to the next
+    use). Backward: `carry` gets this use's gradient plus the later uses' running sum,
+    in the variable's dtype."""
 
-    ALBERT applies one block L times; under a mixed policy Keras would cast its
-    float32 weights to the compute dtype at every application (12 casts of every
-    shared weight per pass for ALBERT-base). Built where no autocast scope is
-    active (the encoder), from the raw variables.
+    def grad(d_use, d_later):
+        return None, _as_float(d_later, carry.dtype) + _as_float(d_use, carry.dtype)
+
+    return (tf.identity(cast_value), tf.identity(carry)), grad
+
+
+class ResidentWeights:
+    """The kernels and biases of a block's Dense layers, cast to the compute dtype once
+    per forward pass and handed to each of the block's `uses` applications in turn
+    (`next_use()`, in forward order).
+
+    ALBERT applies one block L times. Keras would cast its float32 weights at every
+    application under a mixed policy (12 casts of every shared weight per pass for
+    ALBERT-base), and autodiff would keep the L per-application weight gradients
+    until it sums them at the variable (12 x 28 MB for ALBERT-base in float32, held
+    across the whole backward pass). Here the applications are chained: in the
+    backward pass each application's gradient is added, in the variable's dtype, to
+    the running sum of the later ones as soon as it exists, so one partial sum per
+    weight is alive. Built where no autocast scope is active (the encoder), from the
+    raw variables.
     """
 
-    def __init__(self, dense_layers, dtype):
-        self._values = {}
+    def __init__(self, dense_layers, dtype, uses: int = 1):
+        if uses < 1:
+            raise ValueError(f"uses must be >= 1, got {uses}")
+        self._cast = {}
+        self._carry = {}
         for layer in dense_layers:
             for attr in ("kernel", "bias"):
                 value = tf.convert_to_tensor(getattr(layer, attr).value)
-                self._values[(layer.name, attr)] = (tf.stop_gradient(tf.cast(value, dtype)),
-                                                    value)
+                self._cast[(layer.name, attr)] = tf.stop_gradient(tf.cast(value, dtype))
+                self._carry[(layer.name, attr)] = value
+        self._remaining = uses
+
+    def next_use(self) -> "WeightUse":
+        """The weights for the block's next application."""
+        if self._remaining == 0:
+            raise RuntimeError("more applications than the `uses` this was built for")
+        self._remaining -= 1
+        values = {}
+        for key, cast_value in self._cast.items():
+            if self._remaining == 0:
+                values[key] = _final_use(cast_value, self._carry[key])
+            else:
+                values[key], self._carry[key] = _chained_use(cast_value, self._carry[key])
+        return WeightUse(values)
+
+
+class WeightUse:
+    """One application's weights: `get(layer_name, "kernel" | "bias")`. `tensors()` and
+    `with_tensors()` flatten and rebuild it (to pass it through `tf.recompute_grad`)."""
+
+    def __init__(self, values):
+        self._values = dict(values)
 
     def get(self, layer_name: str, attr: str):
-        return _resident_use(*self._values[(layer_name, attr)])
+        return self._values[(layer_name, attr)]
+
+    def tensors(self) -> list:
+        return list(self._values.values())
+
+    def with_tensors(self, tensors) -> "WeightUse":
+        return WeightUse(zip(self._values.keys(), tensors))
 
 
-def dense_weights(layer: keras.layers.Dense, resident: "ResidentWeights | None"):
+def dense_weights(layer: keras.layers.Dense, resident: "WeightUse | None"):
     """(kernel, bias) of `layer` in the compute dtype: `resident`'s pre-cast copies, or
     the variables (autocast by the caller's scope)."""
     if resident is None:
@@ -181,7 +235,7 @@ def dense_weights(layer: keras.layers.Dense, resident: "ResidentWeights | None")
     return resident.get(layer.name, "kernel"), resident.get(layer.name, "bias")
 
 
-def apply_dense(layer: keras.layers.Dense, x, resident: "ResidentWeights | None",
+def apply_dense(layer: keras.layers.Dense, x, resident: "WeightUse | None",
                 activation: bool = True, scale: "float | None" = None):
     """`layer(x)` for a 2-D `x`, or the same product with `resident`'s pre-cast weights.
 
@@ -308,8 +362,9 @@ class AttentionSublayer(keras.layers.Layer):
             layer.build(shape)
         self.built = True
 
-    def resident_weights(self, dtype) -> ResidentWeights:
-        return ResidentWeights((self.query, self.key, self.value, self.output_dense), dtype)
+    def resident_weights(self, dtype, uses: int = 1) -> ResidentWeights:
+        return ResidentWeights((self.query, self.key, self.value, self.output_dense), dtype,
+                               uses)
 
     def call(self, x, input_mask, training=False, resident=None):
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]
@@ -374,8 +429,8 @@ class FeedForwardSublayer(keras.layers.Layer):
         self.layer_norm.build((None, None, self.hidden_size))
         self.built = True
 
-    def resident_weights(self, dtype) -> ResidentWeights:
-        return ResidentWeights((self.intermediate, self.output_dense), dtype)
+    def resident_weights(self, dtype, uses: int = 1) -> ResidentWeights:
+        return ResidentWeights((self.intermediate, self.output_dense), dtype, uses)
 
     def call(self, x, training=False, resident=None):
         x_matrix = ops.reshape(x, (-1, self.hidden_size))  # [B*S, H]: fused MatMul+bias

@@ -45,20 +45,31 @@ def make_toy(name="bias_named_model"):
     return toy
 
 
+@pytest.mark.parametrize("traced", [False, True], ids=["eager", "traced"])
 @pytest.mark.parametrize("kind", ["lamb", "adamw"])
-def test_two_updates_match_numpy(kind):
+def test_two_updates_match_numpy(kind, traced):
+    """Eagerly the update runs as plain ops; in a traced step as one XLA kernel per
+    variable (`_update_xla`): both against the NumPy transcription."""
     toy = make_toy()
     variables = [toy.kernel, toy.bias, toy.gamma, toy.zero]
     cls = Lamb if kind == "lamb" else AdamWeightDecay
     opt = cls(learning_rate=0.05, weight_decay_rate=0.01, epsilon=1e-6,
               exclude_from_weight_decay=EXCLUDE)
+    apply = lambda grads: opt.apply(grads, variables)  # noqa: E731
+    if traced:
+        apply = tf.function(apply)
+        graph = apply.get_concrete_function([tf.TensorSpec(v.shape) for v in variables]).graph
+        kernels = [op for op in graph.get_operations()
+                   if op.type in ("StatefulPartitionedCall", "PartitionedCall")
+                   and "_update" in op.get_attr("f").name]
+        assert len(kernels) == len(variables), "the update should be one XLA call per variable"
     state = {v.path: (v.numpy().astype(np.float64), np.zeros(v.shape), np.zeros(v.shape))
              for v in variables}
     rng = np.random.default_rng(1)
     for _ in range(2):
         grads = [rng.normal(0, 1, v.shape).astype("float32") for v in variables]
         grads[3] = np.zeros(2, "float32")  # zero weights, zero gradient: ratio falls back to 1
-        opt.apply(grads, variables)
+        apply(grads)
         for v, g in zip(variables, grads):
             w, m, vv = state[v.path]
             state[v.path] = numpy_update(kind, w, g.astype(np.float64), m, vv, 0.05,

@@ -4,6 +4,9 @@
   gradients as storing every activation.
 * Under a mixed policy, a shared block's weights are cast once per pass (resident
   weights) yet every variable still gets its full float32 gradient.
+* In training, a shared block's per-application weight gradients are summed as they
+  are produced (a chain), with the same result as summing them all at the variable,
+  and without keeping L of them alive.
 """
 import numpy as np
 import pytest
@@ -93,7 +96,7 @@ def test_resident_weights_give_float32_gradients_equal_to_per_use_casts(monkeypa
     # Without resident weights every block's Dense layers autocast their own weights
     # at each application (Keras' per-use cast).
     for block in model.encoder.attention_blocks + model.encoder.ffn_blocks:
-        monkeypatch.setattr(block, "resident_weights", lambda dtype: None)
+        monkeypatch.setattr(block, "resident_weights", lambda *args: None)
     _, per_use = _loss_and_gradients(model, batch)
     for path, grad in per_use.items():
         got = tf.convert_to_tensor(resident[path])
@@ -101,3 +104,76 @@ def test_resident_weights_give_float32_gradients_equal_to_per_use_casts(monkeypa
         np.testing.assert_allclose(got.numpy(), tf.convert_to_tensor(grad).numpy(),
                                    rtol=1e-2, atol=1e-2 * float(tf.reduce_max(tf.abs(grad))),
                                    err_msg=path)
+
+
+def _without_chain(monkeypatch, model):
+    """Every block's Dense layers read their variables at each application, as plain
+    Keras would: autodiff then sums the L per-application gradients at the variable."""
+    for block in model.encoder.attention_blocks + model.encoder.ffn_blocks:
+        monkeypatch.setattr(block, "resident_weights", lambda *args: None)
+
+
+@pytest.mark.parametrize("changes", [
+    {},  # 3 layers over 2 groups of 2 inner blocks: uses 2 and 1 per block
+    {"num_hidden_layers": 4, "num_hidden_groups": 1, "inner_group_num": 1},
+    {"parameter_sharing": "attention", "num_hidden_groups": 1, "inner_group_num": 1},
+    {"parameter_sharing": "none", "num_hidden_groups": 1, "inner_group_num": 1},
+])
+@pytest.mark.parametrize("recompute", [False, True])
+def test_chained_weight_gradients_equal_summing_at_the_variable(monkeypatch, changes,
+                                                                recompute):
+    config = tiny_config(**changes)
+    model = AlbertPretrainer(config, recompute_layers=recompute)
+    model.build()
+    randomize(model.weights)
+    batch = _pretraining_batch(config)
+    loss_chain, chained = tf.function(_loss_and_gradients)(model, batch)
+    _without_chain(monkeypatch, model)
+    loss_plain, at_variable = tf.function(_loss_and_gradients)(model, batch)
+    np.testing.assert_allclose(loss_chain.numpy(), loss_plain.numpy(), rtol=1e-6)
+    assert set(chained) == set(at_variable)
+    for path, grad in at_variable.items():
+        want = tf.convert_to_tensor(grad).numpy()
+        np.testing.assert_allclose(tf.convert_to_tensor(chained[path]).numpy(), want,
+                                   rtol=1e-5, atol=1e-6 * np.abs(want).max(), err_msg=path)
+
+
+def _gradient_peak_bytes(model, batch):
+    """Allocator peak above the resting level while computing the loss's gradients."""
+    step = tf.function(lambda: _loss_and_gradients(model, batch)[1])
+    step()  # trace, optimise and allocate once
+    tf.config.experimental.reset_memory_stats("CPU:0")
+    before = tf.config.experimental.get_memory_info("CPU:0")["current"]
+    step()
+    return tf.config.experimental.get_memory_info("CPU:0")["peak"] - before
+
+
+def test_shared_weight_gradients_are_summed_as_they_are_produced(monkeypatch):
+    """With one shared block applied L times, the gradient pass holds one partial sum
+    per weight: its peak memory must not grow by a weight gradient per extra layer (the
+    control, summing at the variable, grows by about that)."""
+    try:
+        tf.config.experimental.get_memory_info("CPU:0")
+    except (ValueError, tf.errors.OpError) as error:
+        pytest.skip(f"this TensorFlow build keeps no CPU allocator statistics: {error}")
+    # Weights dominate (3.1 MB of gradients per application), activations are tiny.
+    sizes = dict(vocab_size=64, embedding_size=32, hidden_size=256, num_attention_heads=4,
+                 intermediate_size=1024, num_hidden_groups=1, inner_group_num=1,
+                 max_position_embeddings=16)
+    per_layer = 4 * (4 * 256 * 256 + 2 * 256 * 1024 + 4 * 256 + 1024 + 256)
+    peaks = {}
+    for chained in (True, False):
+        with monkeypatch.context() as patch:
+            for layers in (2, 12):
+                config = tiny_config(num_hidden_layers=layers, **sizes)
+                model = AlbertPretrainer(config)
+                model.build()
+                if not chained:
+                    _without_chain(patch, model)
+                batch = random_batch(config, batch=2, seq=8)
+                batch["masked_lm_positions"] = np.array([[1, 3], [2, 5]], "int32")
+                peaks[chained, layers] = _gradient_peak_bytes(model, batch)
+    growth = {chained: (peaks[chained, 12] - peaks[chained, 2]) / per_layer
+              for chained in (True, False)}
+    assert growth[False] > 8, f"the control should hold ~10 extra gradients: {growth}"
+    assert growth[True] < 4, f"extra weight gradients held per 10 more layers: {growth}"
