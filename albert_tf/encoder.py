@@ -36,7 +36,8 @@ class AlbertEncoder(keras.Model):
 
     `recompute_layers=True` wraps each layer in `tf.recompute_grad` when training:
     only the layer inputs are kept for the backward pass, and each layer's forward
-    is run again there. Activation memory drops from O(L * B * S * (I + N * S)) to
+    is run again there (except the last layer's, which the backward needs at once).
+    Activation memory drops from O(L * B * S * (I + N * S)) to
     O(L * B * S * H) plus one layer's, for about a third more compute: an option for
     long sequences (bench/memory.py measures it).
     """
@@ -188,7 +189,10 @@ class AlbertEncoder(keras.Model):
                     outputs.append(h)
                 return outputs
 
-            outputs = (tf.recompute_grad(run_layer)(x, *flat) if recompute
+            # The last layer is not recomputed: the backward pass starts there, so its
+            # activations would be rebuilt at once and live at the same moment anyway.
+            last = layer_index == self.config.num_hidden_layers - 1
+            outputs = (tf.recompute_grad(run_layer)(x, *flat) if recompute and not last
                        else run_layer(x, *flat))
             encoder_outputs.extend(outputs)
             x = outputs[-1]
