@@ -39,7 +39,10 @@ class AlbertEncoder(keras.Model):
     is run again there (except the last layer's, which the backward needs at once).
     Activation memory drops from O(L * B * S * (I + N * S)) to
     O(L * B * S * H) plus one layer's, for about a third more compute: an option for
-    long sequences (bench/memory.py measures it).
+    long sequences (bench/memory.py measures it). The block weights enter each
+    recomputed layer as arguments (so their gradients join the chain of
+    `layers.ResidentWeights`); tf.recompute_grad's backward makes one transient copy
+    of them per layer (28 MB for base in float32).
     """
 
     def __init__(self, config: AlbertConfig, recompute_layers: bool = False, **kwargs):
@@ -155,7 +158,8 @@ class AlbertEncoder(keras.Model):
                 for attention, ffn in self.layer_blocks(layer_index):
                     uses[attention.name] += 1
                     uses[ffn.name] += 1
-            shared = {block.name: block.resident_weights(self.compute_dtype, uses[block.name])
+            shared = {block.name: block.resident_weights(self.compute_dtype, uses[block.name],
+                                                         chained=bool(training))
                       for block in unique_blocks if uses[block.name]}
 
         def next_use(block):

@@ -151,3 +151,20 @@ def add_layer_norm(x, residual, bias, gamma, beta, epsilon: float):
         return _add_layer_norm_forward(x, residual, bias, gamma, beta, epsilon), grad
 
     return fused(x, residual, bias, gamma, beta)
+
+
+# --------------------------------------------------------------- gradient sums
+
+
+@tf.function(experimental_attributes={"_noinline": True})
+def _add(total, term):
+    return total + term
+
+
+def accumulate(total, term):
+    """`total + term` for a running sum of gradients that must stay one addition per
+    term. In a graph, grappler's arithmetic optimizer would rewrite a chain of adds
+    into one AddN over every term (AddOpsRewrite), which keeps all terms alive until
+    the last exists; it does not look inside a function call that is not inlined.
+    Plain add eagerly and inside whole-XLA graphs, which schedule buffers themselves."""
+    return _add(total, term) if use_fused() else total + term

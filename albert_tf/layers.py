@@ -141,7 +141,7 @@ def dense(units: int, initializer_range: float, name: str, activation=None,
 
 
 def _as_float(grad, dtype):
-    """A weight gradient (None, IndexedSlices or dense, any float dtype) as a dense `dtype`."""
+    """A weight gradient (dense or IndexedSlices, any float dtype) as a dense `dtype`."""
     return tf.cast(tf.convert_to_tensor(grad), dtype)
 
 
@@ -163,7 +163,8 @@ def _chained_use(cast_value, carry):
     in the variable's dtype."""
 
     def grad(d_use, d_later):
-        return None, _as_float(d_later, carry.dtype) + _as_float(d_use, carry.dtype)
+        return None, fused_ops.accumulate(_as_float(d_later, carry.dtype),
+                                          _as_float(d_use, carry.dtype))
 
     return (tf.identity(cast_value), tf.identity(carry)), grad
 
@@ -177,14 +178,15 @@ class ResidentWeights:
     application under a mixed policy (12 casts of every shared weight per pass for
     ALBERT-base), and autodiff would keep the L per-application weight gradients
     until it sums them at the variable (12 x 28 MB for ALBERT-base in float32, held
-    across the whole backward pass). Here the applications are chained: in the
-    backward pass each application's gradient is added, in the variable's dtype, to
-    the running sum of the later ones as soon as it exists, so one partial sum per
-    weight is alive. Built where no autocast scope is active (the encoder), from the
-    raw variables.
+    across the whole backward pass). With `chained=True` (training) the applications
+    are chained: in the backward pass each application's gradient is added, in the
+    variable's dtype, to the running sum of the later ones as soon as it exists, so
+    one partial sum per weight is alive. Otherwise every application's gradient goes
+    straight to the variable. Built where no autocast scope is active (the encoder),
+    from the raw variables.
     """
 
-    def __init__(self, dense_layers, dtype, uses: int = 1):
+    def __init__(self, dense_layers, dtype, uses: int = 1, chained: bool = True):
         if uses < 1:
             raise ValueError(f"uses must be >= 1, got {uses}")
         self._cast = {}
@@ -195,6 +197,7 @@ class ResidentWeights:
                 self._cast[(layer.name, attr)] = tf.stop_gradient(tf.cast(value, dtype))
                 self._carry[(layer.name, attr)] = value
         self._remaining = uses
+        self._chained = chained
 
     def next_use(self) -> "WeightUse":
         """The weights for the block's next application."""
@@ -203,7 +206,7 @@ class ResidentWeights:
         self._remaining -= 1
         values = {}
         for key, cast_value in self._cast.items():
-            if self._remaining == 0:
+            if self._remaining == 0 or not self._chained:
                 values[key] = _final_use(cast_value, self._carry[key])
             else:
                 values[key], self._carry[key] = _chained_use(cast_value, self._carry[key])
@@ -362,9 +365,9 @@ class AttentionSublayer(keras.layers.Layer):
             layer.build(shape)
         self.built = True
 
-    def resident_weights(self, dtype, uses: int = 1) -> ResidentWeights:
+    def resident_weights(self, dtype, uses: int = 1, chained: bool = True) -> ResidentWeights:
         return ResidentWeights((self.query, self.key, self.value, self.output_dense), dtype,
-                               uses)
+                               uses, chained)
 
     def call(self, x, input_mask, training=False, resident=None):
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]
@@ -429,8 +432,8 @@ class FeedForwardSublayer(keras.layers.Layer):
         self.layer_norm.build((None, None, self.hidden_size))
         self.built = True
 
-    def resident_weights(self, dtype, uses: int = 1) -> ResidentWeights:
-        return ResidentWeights((self.intermediate, self.output_dense), dtype, uses)
+    def resident_weights(self, dtype, uses: int = 1, chained: bool = True) -> ResidentWeights:
+        return ResidentWeights((self.intermediate, self.output_dense), dtype, uses, chained)
 
     def call(self, x, training=False, resident=None):
         x_matrix = ops.reshape(x, (-1, self.hidden_size))  # [B*S, H]: fused MatMul+bias

@@ -99,8 +99,8 @@ def _update(gradient, w, m, v, lr, beta_1: float, beta_2: float, epsilon: float,
     return next_m, next_v, lr * update
 
 
-# Python floats and bools are part of the trace key: one kernel per variable shape
-# and exclusion pattern. (Assigning the variables inside the kernel was tried: it
+# Python floats and bools are part of the trace key: one kernel per variable shape,
+# exclusion pattern and device. (Assigning the variables inside the kernel was tried: it
 # was slower, 47 vs 36 ms, and no smaller.)
 _update_xla = tf.function(_update, jit_compile=True)
 
@@ -148,7 +148,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     def update_step(self, gradient, variable, learning_rate):
         index = self._get_variable_index(variable)
         m, v = self._m[index], self._v[index]
-        gradient = ops.cast(gradient, variable.dtype)
+        gradient = tf.cast(tf.convert_to_tensor(gradient), variable.dtype)  # IndexedSlices too
         lr = ops.cast(learning_rate, variable.dtype)
         # In a traced training step the update is one XLA kernel: one read of g, w, m
         # and v and one write of the new m, v and the step, instead of ~12 passes

@@ -103,7 +103,11 @@ def test_rerun_skips_completed_stages_and_recovers_an_interrupted_one(tmp_path):
     proc = subprocess.Popen(DEMO + [f"--output_dir={out}"], cwd=REPO_ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 300
-    while not (out / "checkpoints" / "ckpt-10.index").exists():  # half-way through pretraining
+    # Half-way through pretraining: wait for the checkpoint state file (written after the
+    # checkpoint's data and index, by rename) to name ckpt-10; killing between the index
+    # and the state update would leave ckpt-10 unlisted, and the rerun would start over.
+    state = out / "checkpoints" / "checkpoint"
+    while not (state.exists() and "ckpt-10" in state.read_text()):
         assert proc.poll() is None, proc.stderr.read()[-2000:]
         assert time.time() < deadline
         time.sleep(0.05)
@@ -114,7 +118,8 @@ def test_rerun_skips_completed_stages_and_recovers_an_interrupted_one(tmp_path):
     second = run_demo(out)
     assert "[spm] complete, skipped" in second.stderr
     assert "[data] complete, skipped" in second.stderr
-    assert "[pretrain] running" in second.stderr and "resumed from" in second.stderr
+    assert "[pretrain] running" in second.stderr, second.stderr[-3000:]
+    assert "resumed from" in second.stderr, second.stderr[-3000:]
     third = run_demo(out)
     for stage in ("spm", "data", "pretrain", "export", "plot"):
         assert f"[{stage}] complete, skipped" in third.stderr, stage

@@ -96,7 +96,7 @@ def test_resident_weights_give_float32_gradients_equal_to_per_use_casts(monkeypa
     # Without resident weights every block's Dense layers autocast their own weights
     # at each application (Keras' per-use cast).
     for block in model.encoder.attention_blocks + model.encoder.ffn_blocks:
-        monkeypatch.setattr(block, "resident_weights", lambda *args: None)
+        monkeypatch.setattr(block, "resident_weights", lambda *args, **kwargs: None)
     _, per_use = _loss_and_gradients(model, batch)
     for path, grad in per_use.items():
         got = tf.convert_to_tensor(resident[path])
@@ -110,13 +110,14 @@ def _without_chain(monkeypatch, model):
     """Every block's Dense layers read their variables at each application, as plain
     Keras would: autodiff then sums the L per-application gradients at the variable."""
     for block in model.encoder.attention_blocks + model.encoder.ffn_blocks:
-        monkeypatch.setattr(block, "resident_weights", lambda *args: None)
+        monkeypatch.setattr(block, "resident_weights", lambda *args, **kwargs: None)
 
 
 @pytest.mark.parametrize("changes", [
     {},  # 3 layers over 2 groups of 2 inner blocks: uses 2 and 1 per block
     {"num_hidden_layers": 4, "num_hidden_groups": 1, "inner_group_num": 1},
     {"parameter_sharing": "attention", "num_hidden_groups": 1, "inner_group_num": 1},
+    {"parameter_sharing": "ffn", "num_hidden_groups": 1, "inner_group_num": 1},
     {"parameter_sharing": "none", "num_hidden_groups": 1, "inner_group_num": 1},
 ])
 @pytest.mark.parametrize("recompute", [False, True])
@@ -136,6 +137,27 @@ def test_chained_weight_gradients_equal_summing_at_the_variable(monkeypatch, cha
         want = tf.convert_to_tensor(grad).numpy()
         np.testing.assert_allclose(tf.convert_to_tensor(chained[path]).numpy(), want,
                                    rtol=1e-5, atol=1e-6 * np.abs(want).max(), err_msg=path)
+
+
+@pytest.mark.parametrize("recompute", [False, True])
+def test_chained_weight_gradients_under_mixed_precision_in_a_traced_step(monkeypatch,
+                                                                         recompute):
+    """bf16 compute: the chain sums each application's bf16 gradient in float32; the
+    per-use Keras autocast path gets the same maths (up to bf16 rounding)."""
+    config = tiny_config()
+    model = AlbertPretrainer(config, dtype="mixed_bfloat16", recompute_layers=recompute)
+    model.build()
+    randomize(model.weights)
+    batch = _pretraining_batch(config)
+    _, chained = tf.function(_loss_and_gradients)(model, batch)
+    _without_chain(monkeypatch, model)
+    _, at_variable = tf.function(_loss_and_gradients)(model, batch)
+    for path, grad in at_variable.items():
+        got = tf.convert_to_tensor(chained[path]).numpy()
+        want = tf.convert_to_tensor(grad).numpy()
+        assert got.dtype == np.float32 and np.any(got != 0), path
+        np.testing.assert_allclose(got, want, rtol=0.05, atol=0.05 * np.abs(want).max(),
+                                   err_msg=path)
 
 
 def _gradient_peak_bytes(model, batch):
@@ -173,7 +195,10 @@ def test_shared_weight_gradients_are_summed_as_they_are_produced(monkeypatch):
                 batch = random_batch(config, batch=2, seq=8)
                 batch["masked_lm_positions"] = np.array([[1, 3], [2, 5]], "int32")
                 peaks[chained, layers] = _gradient_peak_bytes(model, batch)
+    if not peaks[False, 12]:
+        pytest.skip("this TensorFlow build reports no CPU allocator peak")
     growth = {chained: (peaks[chained, 12] - peaks[chained, 2]) / per_layer
               for chained in (True, False)}
+    # Measured: the control ~10 (every per-layer gradient alive), the chain ~0.2.
     assert growth[False] > 8, f"the control should hold ~10 extra gradients: {growth}"
-    assert growth[True] < 4, f"extra weight gradients held per 10 more layers: {growth}"
+    assert growth[True] < 1, f"extra weight gradients held per 10 more layers: {growth}"
