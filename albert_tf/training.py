@@ -294,7 +294,10 @@ class Trainer:
     def _log(self, writer, totals, elapsed, start_step, start_time) -> Dict[str, float]:
         cfg = self.config
         steps = max(totals["steps"], 1.0)
-        metrics = self.task.finalize(totals)
+        # Tasks name their metrics for evaluation (eval_loss, eval_accuracy: the keys of
+        # the original's eval_results.txt); here they are the training window's.
+        metrics = {name[len("eval_"):] if name.startswith("eval_") else name: value
+                   for name, value in self.task.finalize(totals).items()}
         metrics["loss"] = totals["loss_sum"] / steps
         examples = totals.get("examples", 0.0)
         metrics["sequences_per_sec"] = examples / elapsed if elapsed > 0 else 0.0

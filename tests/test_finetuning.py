@@ -78,6 +78,11 @@ def test_train_eval_best_predict(tmp_path):
     best = json.loads((tmp_path / "best_eval.json").read_text())
     assert best["eval_accuracy"] == max(results["best"]["eval_accuracy"], 0.0)
     assert best["eval_accuracy"] > 0.8  # the toy task is learnable
+    # The training log names the window's metrics without the eval_ prefix.
+    logged = [json.loads(line) for line in
+              (tmp_path / "train" / "metrics.jsonl").read_text().splitlines()]
+    assert logged and all(not key.startswith("eval_") for row in logged for key in row)
+    assert {"loss", "accuracy", "step"} <= set(logged[-1])
     trial = (tmp_path / "best_trial.txt").read_text().strip().split(":")
     assert int(trial[0]) == best["global_step"]
     # Prediction used the best weights, which model.ckpt-best holds.
