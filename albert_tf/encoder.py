@@ -176,14 +176,11 @@ class AlbertEncoder(keras.Model):
             def run_layer(h, *tensors, blocks=blocks, weights=weights):
                 # The weights come in as tensors, not read from the variables in here,
                 # so that tf.recompute_grad hands their gradients back to the chain.
-                tensors = list(tensors)
+                tensors = iter(tensors)
 
                 def rebuilt(use):
-                    if use is None:
-                        return None
-                    count = len(use.tensors())
-                    own, tensors[:count] = tensors[:count], []
-                    return use.with_tensors(own)
+                    return None if use is None else use.with_tensors(
+                        [next(tensors) for _ in use.tensors()])
 
                 outputs = []
                 for (attention, ffn), (attention_use, ffn_use) in zip(blocks, weights):

@@ -84,6 +84,25 @@ def test_recompute_layers_round_trips_through_get_config():
     assert "recompute_layers" not in AlbertPretrainer(tiny_config()).get_config()
 
 
+def _without_chain(monkeypatch, model):
+    """Every block's Dense layers read their variables at each application, as plain
+    Keras would: autodiff then sums the L per-application gradients at the variable."""
+    for block in model.encoder.attention_blocks + model.encoder.ffn_blocks:
+        monkeypatch.setattr(block, "resident_weights", lambda *args, **kwargs: None)
+
+
+def _traced_with_and_without_chain(monkeypatch, config, **model_kwargs):
+    """((loss, gradients) with the gradient chain, the same without it) of one randomized
+    model, both from a traced step."""
+    model = AlbertPretrainer(config, **model_kwargs)
+    model.build()
+    randomize(model.weights)
+    batch = _pretraining_batch(config)
+    chained = tf.function(_loss_and_gradients)(model, batch)
+    _without_chain(monkeypatch, model)
+    return chained, tf.function(_loss_and_gradients)(model, batch)
+
+
 def test_resident_weights_give_float32_gradients_equal_to_per_use_casts(monkeypatch):
     """Mixed bf16: the encoder casts each shared weight once; gradients must match a
     cast-per-use computation (the same maths) and stay float32."""
@@ -95,8 +114,7 @@ def test_resident_weights_give_float32_gradients_equal_to_per_use_casts(monkeypa
     _, resident = _loss_and_gradients(model, batch)
     # Without resident weights every block's Dense layers autocast their own weights
     # at each application (Keras' per-use cast).
-    for block in model.encoder.attention_blocks + model.encoder.ffn_blocks:
-        monkeypatch.setattr(block, "resident_weights", lambda *args, **kwargs: None)
+    _without_chain(monkeypatch, model)
     _, per_use = _loss_and_gradients(model, batch)
     for path, grad in per_use.items():
         got = tf.convert_to_tensor(resident[path])
@@ -104,13 +122,6 @@ def test_resident_weights_give_float32_gradients_equal_to_per_use_casts(monkeypa
         np.testing.assert_allclose(got.numpy(), tf.convert_to_tensor(grad).numpy(),
                                    rtol=1e-2, atol=1e-2 * float(tf.reduce_max(tf.abs(grad))),
                                    err_msg=path)
-
-
-def _without_chain(monkeypatch, model):
-    """Every block's Dense layers read their variables at each application, as plain
-    Keras would: autodiff then sums the L per-application gradients at the variable."""
-    for block in model.encoder.attention_blocks + model.encoder.ffn_blocks:
-        monkeypatch.setattr(block, "resident_weights", lambda *args, **kwargs: None)
 
 
 @pytest.mark.parametrize("changes", [
@@ -123,14 +134,8 @@ def _without_chain(monkeypatch, model):
 @pytest.mark.parametrize("recompute", [False, True])
 def test_chained_weight_gradients_equal_summing_at_the_variable(monkeypatch, changes,
                                                                 recompute):
-    config = tiny_config(**changes)
-    model = AlbertPretrainer(config, recompute_layers=recompute)
-    model.build()
-    randomize(model.weights)
-    batch = _pretraining_batch(config)
-    loss_chain, chained = tf.function(_loss_and_gradients)(model, batch)
-    _without_chain(monkeypatch, model)
-    loss_plain, at_variable = tf.function(_loss_and_gradients)(model, batch)
+    (loss_chain, chained), (loss_plain, at_variable) = _traced_with_and_without_chain(
+        monkeypatch, tiny_config(**changes), recompute_layers=recompute)
     np.testing.assert_allclose(loss_chain.numpy(), loss_plain.numpy(), rtol=1e-6)
     assert set(chained) == set(at_variable)
     for path, grad in at_variable.items():
@@ -144,14 +149,8 @@ def test_chained_weight_gradients_under_mixed_precision_in_a_traced_step(monkeyp
                                                                          recompute):
     """bf16 compute: the chain sums each application's bf16 gradient in float32; the
     per-use Keras autocast path gets the same maths (up to bf16 rounding)."""
-    config = tiny_config()
-    model = AlbertPretrainer(config, dtype="mixed_bfloat16", recompute_layers=recompute)
-    model.build()
-    randomize(model.weights)
-    batch = _pretraining_batch(config)
-    _, chained = tf.function(_loss_and_gradients)(model, batch)
-    _without_chain(monkeypatch, model)
-    _, at_variable = tf.function(_loss_and_gradients)(model, batch)
+    (_, chained), (_, at_variable) = _traced_with_and_without_chain(
+        monkeypatch, tiny_config(), dtype="mixed_bfloat16", recompute_layers=recompute)
     for path, grad in at_variable.items():
         got = tf.convert_to_tensor(chained[path]).numpy()
         want = tf.convert_to_tensor(grad).numpy()
