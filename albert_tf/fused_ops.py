@@ -1,5 +1,6 @@
-"""XLA-fused elementwise kernels of the encoder: bias add + GELU, and bias add +
-residual add + LayerNorm, each with a hand-written backward.
+"""XLA-fused elementwise kernels of the encoder: bias add + GELU, bias add +
+residual add + LayerNorm, and the Q/K/V bias adds + head transposes (bf16
+inference, see `layers.split_bias_products`), each with a hand-written backward.
 
 Why: on CPU, TensorFlow runs every elementwise op as its own pass over memory,
 and the glue between ALBERT's matmuls (the tanh GELU over [B*S, I], the
@@ -89,6 +90,41 @@ def bias_gelu(h, bias):
         return _bias_gelu_backward(h, bias, dy)
 
     return _bias_gelu_forward(h, bias), grad
+
+
+# ------------------------------------------------------- attention heads
+
+_HEADS_FIRST = [0, 2, 1, 3]  # [B, S, N, D] <-> [B, N, S, D]
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _bias_to_heads_forward(q, k, v, q_bias, k_bias, v_bias):
+    return [tf.transpose(tf.cast(tf.cast(x, tf.float32) + tf.cast(b, tf.float32), x.dtype),
+                         _HEADS_FIRST)
+            for x, b in ((q, q_bias), (k, k_bias), (v, v_bias))]
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _bias_to_heads_backward(dq, dk, dv, bias_dtype):
+    grads = [tf.transpose(d, _HEADS_FIRST) for d in (dq, dk, dv)]
+    return grads + [tf.cast(tf.reduce_sum(tf.cast(g, tf.float32), axis=[0, 1]), bias_dtype)
+                    for g in grads]
+
+
+@tf.custom_gradient
+def bias_to_heads(q, k, v, q_bias, k_bias, v_bias):
+    """(q + q_bias, k + k_bias, v + v_bias) moved from [B, S, N, D] to [B, N, S, D].
+
+    q, k, v: the query/key/value projections without their biases, [B, S, N, D];
+    biases: [N, D]. The sums are formed in float32 and returned in q's dtype. One
+    kernel in place of three bias adds and the three head transposes that the
+    attention products need; its backward returns the bias gradients as float32
+    column sums."""
+
+    def grad(dq, dk, dv):
+        return _bias_to_heads_backward(dq, dk, dv, q_bias.dtype)
+
+    return _bias_to_heads_forward(q, k, v, q_bias, k_bias, v_bias), grad
 
 
 # ---------------------------------------------------------------- add + LayerNorm

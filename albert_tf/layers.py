@@ -256,6 +256,21 @@ def apply_dense(layer: keras.layers.Dense, x, resident: "WeightUse | None",
     return layer.activation(y) if activation else y
 
 
+def split_bias_products(training: bool, dtype) -> bool:
+    """Whether the attention projections and the FFN's first product run as plain
+    MatMuls with their bias (and GELU) added by `albert_tf.fused_ops` kernels:
+    bf16 inference in a traced graph (`fused_ops.use_fused`).
+
+    Why: grappler fuses MatMul + BiasAdd (+ GELU) into one oneDNN op that runs the
+    inner-product primitive on the weights' plain layout, which in bf16 is an
+    AVX-512 GEMM, while a plain MatMul runs oneDNN's matmul primitive on AMX tiles
+    ([4096, 768] x [768, 768]: 6.2 vs 2.4 ms inside the encoder here). In float32
+    both are the same GEMM and the fused op saves the bias pass, so it stays;
+    training measured no gain (the backward products are plain MatMuls already).
+    """
+    return (not training and tf.as_dtype(dtype) == tf.bfloat16 and fused_ops.use_fused())
+
+
 def add_output_and_normalize(output_dense, dropout, layer_norm, x, y, resident, training):
     """A post-LN sub-layer's end: layer_norm(x + dropout(output_dense(y))), float32 [N, H].
 
@@ -380,16 +395,35 @@ class AttentionSublayer(keras.layers.Layer):
         # kernel and bias ([H, H] and [H] values) is the same product, and exact
         # when 1/sqrt(D) is a power of two (D = 64 in every published model but xlarge).
         scale = 1.0 / math.sqrt(self.head_size)
-        q = ops.reshape(apply_dense(self.query, x_matrix, resident, scale=scale), heads)
-        k = ops.reshape(apply_dense(self.key, x_matrix, resident), heads)
-        v = ops.reshape(apply_dense(self.value, x_matrix, resident), heads)
-        scores = ops.einsum("bfnd,btnd->bnft", q, k)
+        split = split_bias_products(training, self.compute_dtype)
+        if split:
+            # [B, N, S, D] heads from one kernel (bias adds + transposes) after
+            # plain MatMuls; see split_bias_products.
+            products, biases = [], []
+            for layer, layer_scale in ((self.query, scale), (self.key, 1.0),
+                                       (self.value, 1.0)):
+                kernel, bias = dense_weights(layer, resident)
+                if layer_scale != 1.0:
+                    kernel = kernel * ops.cast(layer_scale, kernel.dtype)
+                    bias = bias * ops.cast(layer_scale, bias.dtype)
+                products.append(ops.reshape(tf.matmul(x_matrix, kernel), heads))
+                biases.append(ops.reshape(bias, heads[2:]))
+            q, k, v = fused_ops.bias_to_heads(*products, *biases)
+            scores = tf.matmul(q, k, transpose_b=True)
+        else:
+            q = ops.reshape(apply_dense(self.query, x_matrix, resident, scale=scale), heads)
+            k = ops.reshape(apply_dense(self.key, x_matrix, resident), heads)
+            v = ops.reshape(apply_dense(self.value, x_matrix, resident), heads)
+            scores = ops.einsum("bfnd,btnd->bnft", q, k)
         # Softmax in float32 whatever the compute dtype (bf16 scores lose the mask adder).
         scores = ops.cast(scores, "float32")
         mask = ops.cast(input_mask, "float32")[:, None, None, :]  # [B, 1, 1, T]
         probs = ops.softmax(scores + (1.0 - mask) * ATTENTION_MASK_ADDER, axis=-1)
         probs = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
-        context = ops.einsum("bnft,btnd->bfnd", probs, v)
+        if split:
+            context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])
+        else:
+            context = ops.einsum("bnft,btnd->bfnd", probs, v)
         context = ops.reshape(context, (-1, self.hidden_size))
         normed = add_output_and_normalize(self.output_dense, self.output_dropout,
                                           self.layer_norm, x_matrix, context, resident,
@@ -437,15 +471,19 @@ class FeedForwardSublayer(keras.layers.Layer):
 
     def call(self, x, training=False, resident=None):
         x_matrix = ops.reshape(x, (-1, self.hidden_size))  # [B*S, H]: fused MatMul+bias
-        if not training and self.intermediate.activation is gelu_tanh:
+        gelu = self.intermediate.activation is gelu_tanh
+        if gelu and (split_bias_products(training, self.compute_dtype)
+                     or (training and fused_ops.use_fused())):
+            # A plain MatMul, then bias + GELU in one kernel (its backward keeps
+            # only the product; for bf16 inference see split_bias_products).
+            kernel, bias = dense_weights(self.intermediate, resident)
+            hidden = fused_ops.bias_gelu(tf.matmul(x_matrix, kernel), bias)
+        elif gelu and not training:
             # Inference: MatMul + BiasAdd + tf.nn.gelu(approximate=True) is a pattern
             # grappler fuses into one oneDNN op (the tanh GELU evaluated on the float32
             # accumulator). Training keeps gelu_tanh, whose backward needs the input.
             hidden = tf.nn.gelu(apply_dense(self.intermediate, x_matrix, resident,
                                             activation=False), approximate=True)
-        elif self.intermediate.activation is gelu_tanh and fused_ops.use_fused():
-            kernel, bias = dense_weights(self.intermediate, resident)
-            hidden = fused_ops.bias_gelu(tf.matmul(x_matrix, kernel), bias)
         else:
             hidden = apply_dense(self.intermediate, x_matrix, resident)
         normed = add_output_and_normalize(self.output_dense, self.dropout, self.layer_norm,

@@ -211,3 +211,84 @@ def test_export_warns_about_xla_functions_that_reach_the_saved_model(tmp_path, c
                                   {"serving_default": module.serve})
     assert export.xla_function_names(str(tmp_path / "compiled"))
     assert "XLA-compiled functions" in caplog.text
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-6), ("bfloat16", 1e-2)])
+def test_bias_to_heads_adds_the_biases_and_moves_heads_first(dtype, tol):
+    shape = (2, 5, 3, 4)  # [B, S, N, D]
+    inputs = [tf.cast(RNG.normal(size=shape), dtype) for _ in range(3)]
+    biases = [tf.cast(RNG.normal(size=shape[2:]), dtype) for _ in range(3)]
+    upstream = [RNG.normal(size=(2, 3, 5, 4)).astype("float32") for _ in range(3)]
+
+    def value_and_grads(fn):
+        tensors = inputs + biases
+        with tf.GradientTape() as tape:
+            tape.watch(tensors)
+            outs = fn(*tensors)
+        grads = tape.gradient(outs, tensors, output_gradients=[
+            tf.cast(u, o.dtype) for u, o in zip(upstream, outs)])
+        return outs, grads
+
+    outs, grads = value_and_grads(_in_graph(fused_ops.bias_to_heads))
+    want, want_grads = value_and_grads(lambda q, k, v, bq, bk, bv: [
+        tf.transpose(x + b, [0, 2, 1, 3]) for x, b in ((q, bq), (k, bk), (v, bv))])
+    for got, ref in zip(outs, want):
+        assert got.dtype == tf.as_dtype(dtype) and got.shape == (2, 3, 5, 4)
+        _assert_close(tf.cast(got, tf.float32).numpy(), tf.cast(ref, tf.float32).numpy(), tol)
+    for got, ref in zip(grads, want_grads):
+        assert got.dtype == tf.as_dtype(dtype)
+        _assert_close(tf.cast(got, tf.float32).numpy(), tf.cast(ref, tf.float32).numpy(), tol)
+    # The bias gradients are the float32 sums of the upstream gradients over B and S.
+    for got, u in zip(grads[3:], upstream):
+        _assert_close(tf.cast(got, tf.float32).numpy(),
+                      tf.cast(tf.cast(u, dtype), tf.float32).numpy().sum(axis=(0, 2)), tol)
+
+
+def _kernel_calls(graph, name):
+    return [op for op in graph.get_operations()
+            if op.type in ("StatefulPartitionedCall", "PartitionedCall")
+            and name in op.get_attr("f").name]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+def test_bf16_inference_runs_plain_products_with_the_biases_in_kernels(dtype, monkeypatch):
+    """bf16 inference adds the Q/K/V and FFN biases in fused kernels after plain
+    MatMuls (layers.split_bias_products); float32 keeps grappler's fused products.
+    Both give the plain ops' outputs."""
+    config = tiny_config()
+    model = AlbertPretrainer(config, dtype=dtype)
+    model.build()
+    randomize(model.weights)
+    batch = _pretraining_batch(config)
+    inputs = {k: tf.constant(batch[k]) for k in ("input_ids", "input_mask", "segment_ids")}
+
+    def infer(x):
+        return model.encoder(x, training=False)["sequence_output"]
+
+    traced = tf.function(infer)
+    graph = traced.get_concrete_function(inputs).graph
+    split = dtype == "mixed_bfloat16"
+    blocks = config.num_hidden_layers * config.inner_group_num  # applications of a block
+    assert len(_kernel_calls(graph, "_bias_to_heads_forward")) == (blocks if split else 0)
+    assert len(_kernel_calls(graph, "_bias_gelu_forward")) == (blocks if split else 0)
+    fused = traced(inputs)
+    monkeypatch.setattr(fused_ops, "use_fused", lambda: False)
+    plain = tf.function(infer)(inputs)
+    tol = 1e-5 if dtype == "float32" else 2e-2
+    np.testing.assert_allclose(tf.cast(fused, tf.float32).numpy(),
+                               tf.cast(plain, tf.float32).numpy(), atol=tol, rtol=tol)
+
+
+def test_split_bias_products_only_for_bf16_inference_in_traced_graphs():
+    assert not layers.split_bias_products(False, "bfloat16")  # eager
+    seen = []
+
+    @tf.function
+    def traced():
+        seen.extend([layers.split_bias_products(False, "bfloat16"),
+                     layers.split_bias_products(True, "bfloat16"),
+                     layers.split_bias_products(False, "float32")])
+        return tf.constant(0)
+
+    traced()
+    assert seen == [True, False, False]
