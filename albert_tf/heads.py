@@ -11,6 +11,7 @@ every dtype policy so that losses and softmaxes are computed in float32.
 from __future__ import annotations
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from albert_tf import layers
@@ -47,9 +48,12 @@ class MaskedLMHead(keras.layers.Layer):
         self.built = True
 
     def call(self, hidden, embedding_table):
-        h = self.layer_norm(self.transform(hidden))
+        h = ops.cast(self.layer_norm(self.transform(hidden)), self.compute_dtype)
         table = ops.cast(embedding_table, self.compute_dtype)
-        logits = ops.einsum("bpe,ve->bpv", ops.cast(h, self.compute_dtype), table)
+        # One [B*P, E] x [E, V] product: a batched product against the shared table
+        # would form the table's gradient per example ([B, E, V]) and then sum it.
+        logits = tf.matmul(tf.reshape(h, [-1, self.embedding_size]), table, transpose_b=True)
+        logits = tf.reshape(logits, tf.concat([tf.shape(h)[:-1], [self.vocab_size]], axis=0))
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
     def get_config(self):

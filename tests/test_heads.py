@@ -161,3 +161,40 @@ def test_get_config_round_trip(factory):
     clone = type(model).from_config(model.get_config())
     assert clone.get_config() == model.get_config()
     assert len(tf1_names.variables_for(clone)) == len(clone.weights)
+
+
+def test_masked_lm_decoder_is_one_product_against_the_table():
+    """The tied decoder is one [B*P, E] x [E, V] product: its table gradient is one
+    GEMM, not a per-example [B, E, V] product summed over the batch. Values and
+    gradients equal the batched einsum's."""
+    import tensorflow as tf
+
+    from albert_tf import heads
+
+    batch, positions, hidden, embedding, vocab = 3, 4, 8, 6, 50
+    head = heads.MaskedLMHead(vocab, embedding, hidden, "gelu", 0.5)
+    head.build()
+    randomize(head.weights)
+    rng = np.random.default_rng(3)
+    x = tf.constant(rng.normal(size=(batch, positions, hidden)), tf.float32)
+    table = tf.constant(rng.normal(size=(vocab, embedding)), tf.float32)
+    upstream = tf.constant(rng.normal(size=(batch, positions, vocab)), tf.float32)
+
+    def value_and_table_grad(x, table):
+        with tf.GradientTape() as tape:
+            tape.watch(table)
+            logits = head(x, table)
+        return logits, tape.gradient(logits, table, output_gradients=upstream)
+
+    traced = tf.function(value_and_table_grad)
+    graph = traced.get_concrete_function(x, table).graph
+    shapes = [tuple(t.shape.as_list()) for op in graph.get_operations() for t in op.outputs
+              if t.shape.rank == 3]
+    assert (batch, embedding, vocab) not in shapes and (batch, vocab, embedding) not in shapes
+    logits, grad = traced(x, table)
+    assert logits.shape == (batch, positions, vocab)
+    h = head.layer_norm(head.transform(x))
+    want = tf.einsum("bpe,ve->bpv", h, table) + head.output_bias
+    np.testing.assert_allclose(logits.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    want_grad = tf.einsum("bpv,bpe->ve", upstream, h)
+    np.testing.assert_allclose(grad.numpy(), want_grad.numpy(), rtol=1e-5, atol=1e-5)
