@@ -197,10 +197,21 @@ def _add(total, term):
     return total + term
 
 
+@tf.function(jit_compile=True, autograph=False)
+def _add_cast(total, term):
+    return total + tf.cast(term, total.dtype)
+
+
 def accumulate(total, term):
-    """`total + term` for a running sum of gradients that must stay one addition per
-    term. In a graph, grappler's arithmetic optimizer would rewrite a chain of adds
-    into one AddN over every term (AddOpsRewrite), which keeps all terms alive until
-    the last exists; it does not look inside a function call that is not inlined.
-    Plain add eagerly and inside whole-XLA graphs, which schedule buffers themselves."""
-    return _add(total, term) if use_fused() else total + term
+    """`total + term` (term cast to total's dtype) for a running sum of gradients that
+    must stay one addition per term. In a graph, grappler's arithmetic optimizer
+    would rewrite a chain of adds into one AddN over every term (AddOpsRewrite),
+    which keeps all terms alive until the last exists; it does not look inside a
+    function call that is not inlined. A bf16 term is cast and added in one XLA
+    kernel (one pass instead of a Cast and an add). Plain ops eagerly and inside
+    whole-XLA graphs, which schedule buffers themselves."""
+    if not use_fused():
+        return total + tf.cast(term, total.dtype)
+    if term.dtype != total.dtype:
+        return _add_cast(total, term)
+    return _add(total, term)

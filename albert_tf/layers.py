@@ -164,7 +164,7 @@ def _chained_use(cast_value, carry):
 
     def grad(d_use, d_later):
         return None, fused_ops.accumulate(_as_float(d_later, carry.dtype),
-                                          _as_float(d_use, carry.dtype))
+                                          tf.convert_to_tensor(d_use))
 
     return (tf.identity(cast_value), tf.identity(carry)), grad
 

@@ -1,6 +1,8 @@
 """The XLA-fused kernels (albert_tf.fused_ops) against autodiff of the plain formulas;
 the encoder's traced passes (which use them) against its eager pass and its exported
 SavedModel (which do not)."""
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -292,3 +294,19 @@ def test_split_bias_products_only_for_bf16_inference_in_traced_graphs():
 
     traced()
     assert seen == [True, False, False]
+
+
+@pytest.mark.parametrize("term_dtype,kernel", [("bfloat16", "_add_cast"), ("float32", "_add")])
+def test_accumulate_casts_the_term_to_the_sum_dtype(term_dtype, kernel):
+    total = tf.constant(RNG.normal(size=(7, 5)), tf.float32)
+    term = tf.cast(RNG.normal(size=(7, 5)), term_dtype)
+    traced = tf.function(fused_ops.accumulate, autograph=False)
+    graph = traced.get_concrete_function(total, term).graph
+    names = [op.get_attr("f").name for op in graph.get_operations()
+             if op.type in ("StatefulPartitionedCall", "PartitionedCall")]
+    # One non-inlined call of the kernel (names are __inference_<function>_<id>).
+    assert len(names) == 1 and re.fullmatch(f"__inference_{kernel}_\\d+", names[0]), names
+    want = total.numpy() + tf.cast(term, tf.float32).numpy()
+    for got in (traced(total, term), fused_ops.accumulate(total, term)):  # traced, eager
+        assert got.dtype == tf.float32
+        np.testing.assert_array_equal(got.numpy(), want)
