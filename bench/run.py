@@ -15,7 +15,8 @@ A row's value is the median of its window means. Rows:
             the production Trainer; keras-hub: keras Lamb; HF: AdamW), s/step,
             with the fraction of the probe's peak reached (bench/flops.py)
   infer     encoder forward at batch 32 (sequences/s) and batch 1 (latency, ms),
-            in process and through the exported SavedModel
+            in process and through the exported SavedModel, with the fraction of
+            the probe's peak reached
   data      data_prep tokens/s (one worker) and the tf.data reader's examples/s,
             which must be at least 20x the fastest training row's consumption
 
@@ -288,7 +289,8 @@ def format_value(unit: str, record: Optional[dict]) -> str:
 
 def peak_fraction(row: Row, record: Optional[dict], peaks: Dict[str, float]) -> Optional[float]:
     """Analytic matmul FLOPs per second over the probe's peak for the row's precision."""
-    if not record or record.get("status") != "ok" or row.case.get("kind") != "train":
+    if not record or record.get("status") != "ok" or row.case.get("kind") not in ("train",
+                                                                                  "infer"):
         return None
     peak = peaks.get(row.case["precision"])  # GFLOP/s
     if not peak:

@@ -82,6 +82,8 @@ def test_tiny_run_end_to_end(tmp_path):
     assert train["status"] == "ok" and train["unit_seconds"] > 0
     assert 0 < train["fraction_of_peak"] < 1
     assert train["gflop_per_unit"] == pytest.approx(flops.case_flops(train["case"]) / 1e9)
+    infer = results[("infer tiny s16 b1 in-process fp32", "ours")]
+    assert 0 < infer["fraction_of_peak"] < 1
     assert results[("probe fp32", "ours")]["value"] > 1.0  # GFLOP/s
     peer = results[("train tiny s16 b16 fp32", "keras_hub")]
     if not has_keras_hub:
