@@ -14,7 +14,9 @@ attention softmax stays on oneDNN's softmax kernel: an XLA version was no
 faster (float32) or slower (bf16), forward and backward.
 
 Numerics: everything is computed in float32 from the inputs as given (bf16
-or float32), with the same formulas as the unfused code in `albert_tf.layers`;
+or float32), with the same formulas as the unfused code in `albert_tf.layers`
+(bf16 inference rounds the projections before their bias add, see
+`layers.split_bias_products`);
 the backward recomputes what it needs from the inputs instead of saving
 float32 intermediates, which also keeps 3-6x less activation memory. Outputs
 take the dtype of the inputs they stand for. Used only in traced graphs that
@@ -116,10 +118,10 @@ def bias_to_heads(q, k, v, q_bias, k_bias, v_bias):
     """(q + q_bias, k + k_bias, v + v_bias) moved from [B, S, N, D] to [B, N, S, D].
 
     q, k, v: the query/key/value projections without their biases, [B, S, N, D];
-    biases: [N, D]. The sums are formed in float32 and returned in q's dtype. One
-    kernel in place of three bias adds and the three head transposes that the
-    attention products need; its backward returns the bias gradients as float32
-    column sums."""
+    biases: [N, D]. Each sum is formed in float32 and returned in its projection's
+    dtype. One kernel in place of three bias adds and the three head transposes
+    that the attention products need; its backward sums the bias gradients over B
+    and S in float32 (returned in the biases' dtype)."""
 
     def grad(dq, dk, dv):
         return _bias_to_heads_backward(dq, dk, dv, q_bias.dtype)
@@ -210,6 +212,7 @@ def accumulate(total, term):
     function call that is not inlined. A bf16 term is cast and added in one XLA
     kernel (one pass instead of a Cast and an add). Plain ops eagerly and inside
     whole-XLA graphs, which schedule buffers themselves."""
+    term = tf.convert_to_tensor(term)  # a dense sum, whatever the gradient's form
     if not use_fused():
         return total + tf.cast(term, total.dtype)
     if term.dtype != total.dtype:

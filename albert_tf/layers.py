@@ -163,8 +163,7 @@ def _chained_use(cast_value, carry):
     in the variable's dtype."""
 
     def grad(d_use, d_later):
-        return None, fused_ops.accumulate(_as_float(d_later, carry.dtype),
-                                          tf.convert_to_tensor(d_use))
+        return None, fused_ops.accumulate(_as_float(d_later, carry.dtype), d_use)
 
     return (tf.identity(cast_value), tf.identity(carry)), grad
 
@@ -230,12 +229,18 @@ class WeightUse:
         return WeightUse(zip(self._values.keys(), tensors))
 
 
-def dense_weights(layer: keras.layers.Dense, resident: "WeightUse | None"):
+def dense_weights(layer: keras.layers.Dense, resident: "WeightUse | None",
+                  scale: "float | None" = None):
     """(kernel, bias) of `layer` in the compute dtype: `resident`'s pre-cast copies, or
-    the variables (autocast by the caller's scope)."""
+    the variables (autocast by the caller's scope); both multiplied by `scale` if given."""
     if resident is None:
-        return layer.kernel, layer.bias
-    return resident.get(layer.name, "kernel"), resident.get(layer.name, "bias")
+        kernel, bias = layer.kernel, layer.bias
+    else:
+        kernel, bias = resident.get(layer.name, "kernel"), resident.get(layer.name, "bias")
+    if scale is not None:
+        kernel = kernel * ops.cast(scale, kernel.dtype)
+        bias = bias * ops.cast(scale, bias.dtype)
+    return kernel, bias
 
 
 def apply_dense(layer: keras.layers.Dense, x, resident: "WeightUse | None",
@@ -247,26 +252,28 @@ def apply_dense(layer: keras.layers.Dense, x, resident: "WeightUse | None",
     """
     if resident is None and activation and scale is None:
         return layer(x)
-    kernel, bias = dense_weights(layer, resident)
+    kernel, bias = dense_weights(layer, resident, scale)
     if scale is not None:
-        kernel = kernel * ops.cast(scale, kernel.dtype)
-        bias = bias * ops.cast(scale, bias.dtype)
         activation = False
     y = tf.nn.bias_add(tf.matmul(x, kernel), bias)
     return layer.activation(y) if activation else y
 
 
 def split_bias_products(training: bool, dtype) -> bool:
-    """Whether the attention projections and the FFN's first product run as plain
-    MatMuls with their bias (and GELU) added by `albert_tf.fused_ops` kernels:
-    bf16 inference in a traced graph (`fused_ops.use_fused`).
+    """Whether the attention projections, and the FFN's first product when its
+    activation is the tanh GELU, run as plain MatMuls with their bias (and GELU)
+    added by `albert_tf.fused_ops` kernels: bf16 inference in a traced graph
+    (`fused_ops.use_fused`).
 
     Why: grappler fuses MatMul + BiasAdd (+ GELU) into one oneDNN op that runs the
     inner-product primitive on the weights' plain layout, which in bf16 is an
     AVX-512 GEMM, while a plain MatMul runs oneDNN's matmul primitive on AMX tiles
     ([4096, 768] x [768, 768]: 6.2 vs 2.4 ms inside the encoder here). In float32
     both are the same GEMM and the fused op saves the bias pass, so it stays;
-    training measured no gain (the backward products are plain MatMuls already).
+    training measured slower (the backward products are plain MatMuls already).
+    Numerics: the product is rounded to bf16 before the bias is added in float32,
+    where the fused op adds the bias before rounding; both are bf16 roundings of
+    the same sum, and the errors against float32 measured alike.
     """
     return (not training and tf.as_dtype(dtype) == tf.bfloat16 and fused_ops.use_fused())
 
@@ -400,12 +407,9 @@ class AttentionSublayer(keras.layers.Layer):
             # [B, N, S, D] heads from one kernel (bias adds + transposes) after
             # plain MatMuls; see split_bias_products.
             products, biases = [], []
-            for layer, layer_scale in ((self.query, scale), (self.key, 1.0),
-                                       (self.value, 1.0)):
-                kernel, bias = dense_weights(layer, resident)
-                if layer_scale != 1.0:
-                    kernel = kernel * ops.cast(layer_scale, kernel.dtype)
-                    bias = bias * ops.cast(layer_scale, bias.dtype)
+            for layer, layer_scale in ((self.query, scale), (self.key, None),
+                                       (self.value, None)):
+                kernel, bias = dense_weights(layer, resident, layer_scale)
                 products.append(ops.reshape(tf.matmul(x_matrix, kernel), heads))
                 biases.append(ops.reshape(bias, heads[2:]))
             q, k, v = fused_ops.bias_to_heads(*products, *biases)
