@@ -1,6 +1,7 @@
 """XLA-fused elementwise kernels of the encoder: bias add + GELU, bias add +
-residual add + LayerNorm, and the Q/K/V bias adds + head transposes (bf16
-inference, see `layers.split_bias_products`), each with a hand-written backward.
+residual add + LayerNorm, and, for bf16 (see `layers.split_bias_products`), the
+Q/K/V bias adds (with the head transposes at inference), each with a
+hand-written backward.
 
 Why: on CPU, TensorFlow runs every elementwise op as its own pass over memory,
 and the glue between ALBERT's matmuls (the tanh GELU over [B*S, I], the
@@ -127,6 +128,29 @@ def bias_to_heads(q, k, v, q_bias, k_bias, v_bias):
         return _bias_to_heads_backward(dq, dk, dv, q_bias.dtype)
 
     return _bias_to_heads_forward(q, k, v, q_bias, k_bias, v_bias), grad
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _bias_add_forward(h, bias):
+    return tf.cast(tf.cast(h, tf.float32) + tf.cast(bias, tf.float32), h.dtype)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _bias_add_backward(dy, bias_dtype):
+    return dy, tf.cast(tf.reduce_sum(tf.cast(dy, tf.float32), axis=0), bias_dtype)
+
+
+@tf.custom_gradient
+def bias_add(h, bias):
+    """h + bias for h [N, K] and bias [K], summed in float32 and returned in h's dtype:
+    a Dense layer's bias add as its own kernel, so that grappler cannot fuse it into
+    the product (see `layers.split_bias_products`). The backward passes dy through
+    and sums the bias gradient in float32 (returned in the bias's dtype)."""
+
+    def grad(dy):
+        return _bias_add_backward(dy, bias.dtype)
+
+    return _bias_add_forward(h, bias), grad
 
 
 # ---------------------------------------------------------------- add + LayerNorm

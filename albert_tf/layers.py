@@ -259,23 +259,24 @@ def apply_dense(layer: keras.layers.Dense, x, resident: "WeightUse | None",
     return layer.activation(y) if activation else y
 
 
-def split_bias_products(training: bool, dtype) -> bool:
+def split_bias_products(dtype) -> bool:
     """Whether the attention projections, and the FFN's first product when its
     activation is the tanh GELU, run as plain MatMuls with their bias (and GELU)
-    added by `albert_tf.fused_ops` kernels: bf16 inference in a traced graph
-    (`fused_ops.use_fused`).
+    added by `albert_tf.fused_ops` kernels: bf16 in a traced graph
+    (`fused_ops.use_fused`). At inference the Q/K/V bias kernel also moves the
+    heads first (`fused_ops.bias_to_heads`); in training the plain bias kernel
+    (`fused_ops.bias_add`) keeps oneDNN's transposes, which measured faster there.
 
     Why: grappler fuses MatMul + BiasAdd (+ GELU) into one oneDNN op that runs the
     inner-product primitive on the weights' plain layout, which in bf16 is an
     AVX-512 GEMM, while a plain MatMul runs oneDNN's matmul primitive on AMX tiles
     ([4096, 768] x [768, 768]: 6.2 vs 2.4 ms inside the encoder here). In float32
-    both are the same GEMM and the fused op saves the bias pass, so it stays;
-    training measured slower (the backward products are plain MatMuls already).
+    both are the same GEMM and the fused op saves the bias pass, so it stays.
     Numerics: the product is rounded to bf16 before the bias is added in float32,
     where the fused op adds the bias before rounding; both are bf16 roundings of
     the same sum, and the errors against float32 measured alike.
     """
-    return (not training and tf.as_dtype(dtype) == tf.bfloat16 and fused_ops.use_fused())
+    return tf.as_dtype(dtype) == tf.bfloat16 and fused_ops.use_fused()
 
 
 def add_output_and_normalize(output_dense, dropout, layer_norm, x, y, resident, training):
@@ -402,8 +403,8 @@ class AttentionSublayer(keras.layers.Layer):
         # kernel and bias ([H, H] and [H] values) is the same product, and exact
         # when 1/sqrt(D) is a power of two (D = 64 in every published model but xlarge).
         scale = 1.0 / math.sqrt(self.head_size)
-        split = split_bias_products(training, self.compute_dtype)
-        if split:
+        split = split_bias_products(self.compute_dtype)
+        if split and not training:
             # [B, N, S, D] heads from one kernel (bias adds + transposes) after
             # plain MatMuls; see split_bias_products.
             products, biases = [], []
@@ -414,6 +415,12 @@ class AttentionSublayer(keras.layers.Layer):
                 biases.append(ops.reshape(bias, heads[2:]))
             q, k, v = fused_ops.bias_to_heads(*products, *biases)
             scores = tf.matmul(q, k, transpose_b=True)
+        elif split:  # training
+            q, k, v = [ops.reshape(fused_ops.bias_add(tf.matmul(x_matrix, kernel), bias), heads)
+                       for kernel, bias in (dense_weights(self.query, resident, scale),
+                                            dense_weights(self.key, resident),
+                                            dense_weights(self.value, resident))]
+            scores = ops.einsum("bfnd,btnd->bnft", q, k)
         else:
             q = ops.reshape(apply_dense(self.query, x_matrix, resident, scale=scale), heads)
             k = ops.reshape(apply_dense(self.key, x_matrix, resident), heads)
@@ -424,7 +431,7 @@ class AttentionSublayer(keras.layers.Layer):
         mask = ops.cast(input_mask, "float32")[:, None, None, :]  # [B, 1, 1, T]
         probs = ops.softmax(scores + (1.0 - mask) * ATTENTION_MASK_ADDER, axis=-1)
         probs = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
-        if split:
+        if split and not training:
             context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])
         else:
             context = ops.einsum("bnft,btnd->bfnd", probs, v)
@@ -476,10 +483,10 @@ class FeedForwardSublayer(keras.layers.Layer):
     def call(self, x, training=False, resident=None):
         x_matrix = ops.reshape(x, (-1, self.hidden_size))  # [B*S, H]: fused MatMul+bias
         gelu = self.intermediate.activation is gelu_tanh
-        if gelu and (split_bias_products(training, self.compute_dtype)
+        if gelu and (split_bias_products(self.compute_dtype)
                      or (training and fused_ops.use_fused())):
             # A plain MatMul, then bias + GELU in one kernel (its backward keeps
-            # only the product; for bf16 inference see split_bias_products).
+            # only the product; for bf16 see split_bias_products).
             kernel, bias = dense_weights(self.intermediate, resident)
             hidden = fused_ops.bias_gelu(tf.matmul(x_matrix, kernel), bias)
         elif gelu and not training:

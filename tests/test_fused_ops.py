@@ -288,19 +288,48 @@ def test_bf16_inference_runs_plain_products_with_the_biases_in_kernels(dtype, mo
                   1e-5 if dtype == "float32" else 3e-2)
 
 
-def test_split_bias_products_only_for_bf16_inference_in_traced_graphs():
-    assert not layers.split_bias_products(False, "bfloat16")  # eager
+def test_split_bias_products_only_for_bf16_in_traced_graphs():
+    assert not layers.split_bias_products("bfloat16")  # eager
     seen = []
 
     @tf.function
     def traced():
-        seen.extend([layers.split_bias_products(False, "bfloat16"),
-                     layers.split_bias_products(True, "bfloat16"),
-                     layers.split_bias_products(False, "float32")])
+        seen.extend([layers.split_bias_products("bfloat16"),
+                     layers.split_bias_products("float32")])
         return tf.constant(0)
 
     traced()
-    assert seen == [True, False, False]
+    assert seen == [True, False]
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-6), ("bfloat16", 1e-2)])
+def test_bias_add_kernel_matches_autodiff(dtype, tol):
+    h = tf.cast(RNG.normal(size=(300, 6)), dtype)
+    bias = tf.cast(RNG.normal(size=6), dtype)
+    upstream = RNG.normal(loc=1.0, size=(300, 6)).astype("float32")
+    got, grads = _value_and_grads(_in_graph(fused_ops.bias_add), [h, bias], upstream)
+    want, want_grads = _value_and_grads(lambda h, b: h + b, [h, bias], upstream)
+    assert fused_ops.bias_add(h, bias).dtype == h.dtype
+    _assert_close(got, want, tol)
+    for g, w in zip(grads, want_grads):
+        _assert_close(g, w, tol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+def test_bf16_training_adds_the_projection_biases_in_kernels(dtype):
+    """bf16 training runs the Q/K/V products as plain MatMuls with `fused_ops.bias_add`
+    after them; float32 keeps grappler's fused MatMul + BiasAdd. (The gradients
+    are compared with the eager pass in test_traced_training_pass_matches_the_eager_one.)"""
+    config = tiny_config()
+    model = AlbertPretrainer(config, dtype=dtype)
+    model.build()
+    batch = _pretraining_batch(config)
+    graph = tf.function(_loss_and_gradients).get_concrete_function(model, batch).graph
+    blocks = config.num_hidden_layers * config.inner_group_num
+    expected = 3 * blocks if dtype == "mixed_bfloat16" else 0
+    assert len(_kernel_calls(graph, "_bias_add_forward")) == expected
+    assert len(_kernel_calls(graph, "_bias_add_backward")) == expected
+    assert not _kernel_calls(graph, "_bias_to_heads_forward")  # inference only
 
 
 @pytest.mark.parametrize("term_dtype,kernel", [("bfloat16", "_add_cast"), ("float32", "_add")])
