@@ -63,18 +63,23 @@ def test_recompute_layers_gives_the_same_outputs_and_gradients(changes):
                                plain(batch)["sequence_output"].numpy(), atol=1e-6)
 
 
+def _assert_close_up_to_bf16(grads, reference):
+    """Every gradient float32, non-zero, and equal to the reference's up to bf16 rounding."""
+    for path, grad in reference.items():
+        got = tf.convert_to_tensor(grads[path]).numpy()
+        want = tf.convert_to_tensor(grad).numpy()
+        assert got.dtype == np.float32 and np.any(got != 0), path
+        np.testing.assert_allclose(got, want, rtol=0.05, atol=0.05 * np.abs(want).max(),
+                                   err_msg=path)
+
+
 def test_recompute_layers_under_mixed_precision_trains_every_variable():
     config = tiny_config()
     plain, recomputed = _twin_models(config, dtype="mixed_bfloat16", recompute_layers=True)
     batch = _pretraining_batch(config)
     _, grads_plain = _loss_and_gradients(plain, batch)
     _, grads_re = _loss_and_gradients(recomputed, batch)
-    for path, grad in grads_plain.items():
-        got = tf.convert_to_tensor(grads_re[path]).numpy()
-        want = tf.convert_to_tensor(grad).numpy()
-        assert got.dtype == np.float32 and np.any(got != 0), path
-        np.testing.assert_allclose(got, want, rtol=0.05, atol=0.05 * np.abs(want).max(),
-                                   err_msg=path)
+    _assert_close_up_to_bf16(grads_re, grads_plain)
 
 
 def test_recompute_layers_round_trips_through_get_config():
@@ -151,12 +156,7 @@ def test_chained_weight_gradients_under_mixed_precision_in_a_traced_step(monkeyp
     per-use Keras autocast path gets the same maths (up to bf16 rounding)."""
     (_, chained), (_, at_variable) = _traced_with_and_without_chain(
         monkeypatch, tiny_config(), dtype="mixed_bfloat16", recompute_layers=recompute)
-    for path, grad in at_variable.items():
-        got = tf.convert_to_tensor(chained[path]).numpy()
-        want = tf.convert_to_tensor(grad).numpy()
-        assert got.dtype == np.float32 and np.any(got != 0), path
-        np.testing.assert_allclose(got, want, rtol=0.05, atol=0.05 * np.abs(want).max(),
-                                   err_msg=path)
+    _assert_close_up_to_bf16(chained, at_variable)
 
 
 def _gradient_peak_bytes(model, batch):
