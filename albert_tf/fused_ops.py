@@ -67,15 +67,20 @@ def gelu_slope(x2):
     return (6.0 * GELU_C * GELU_A) * x2 + (2.0 * GELU_C)
 
 
+def _plus_bias(h, bias):
+    """h + bias, both cast to float32 first (the sum every bias kernel here forms)."""
+    return tf.cast(h, tf.float32) + tf.cast(bias, tf.float32)
+
+
 @tf.function(jit_compile=True, autograph=False)
 def _bias_gelu_forward(h, bias):
-    x = tf.cast(h, tf.float32) + tf.cast(bias, tf.float32)
+    x = _plus_bias(h, bias)
     return tf.cast(x * gelu_sigmoid(x, x * x), h.dtype)
 
 
 @tf.function(jit_compile=True, autograph=False)
 def _bias_gelu_backward(h, bias, dy):
-    x = tf.cast(h, tf.float32) + tf.cast(bias, tf.float32)
+    x = _plus_bias(h, bias)
     x2 = x * x
     s = gelu_sigmoid(x, x2)
     dx = tf.cast(dy, tf.float32) * (s + s * (1.0 - s) * x * gelu_slope(x2))
@@ -102,8 +107,7 @@ _HEADS_FIRST = [0, 2, 1, 3]  # [B, S, N, D] <-> [B, N, S, D]
 
 @tf.function(jit_compile=True, autograph=False)
 def _bias_to_heads_forward(q, k, v, q_bias, k_bias, v_bias):
-    return [tf.transpose(tf.cast(tf.cast(x, tf.float32) + tf.cast(b, tf.float32), x.dtype),
-                         _HEADS_FIRST)
+    return [tf.transpose(tf.cast(_plus_bias(x, b), x.dtype), _HEADS_FIRST)
             for x, b in ((q, q_bias), (k, k_bias), (v, v_bias))]
 
 
@@ -132,7 +136,7 @@ def bias_to_heads(q, k, v, q_bias, k_bias, v_bias):
 
 @tf.function(jit_compile=True, autograph=False)
 def _bias_add_forward(h, bias):
-    return tf.cast(tf.cast(h, tf.float32) + tf.cast(bias, tf.float32), h.dtype)
+    return tf.cast(_plus_bias(h, bias), h.dtype)
 
 
 @tf.function(jit_compile=True, autograph=False)

@@ -404,34 +404,32 @@ class AttentionSublayer(keras.layers.Layer):
         # when 1/sqrt(D) is a power of two (D = 64 in every published model but xlarge).
         scale = 1.0 / math.sqrt(self.head_size)
         split = split_bias_products(self.compute_dtype)
-        if split and not training:
-            # [B, N, S, D] heads from one kernel (bias adds + transposes) after
-            # plain MatMuls; see split_bias_products.
-            products, biases = [], []
-            for layer, layer_scale in ((self.query, scale), (self.key, None),
-                                       (self.value, None)):
-                kernel, bias = dense_weights(layer, resident, layer_scale)
-                products.append(ops.reshape(tf.matmul(x_matrix, kernel), heads))
-                biases.append(ops.reshape(bias, heads[2:]))
-            q, k, v = fused_ops.bias_to_heads(*products, *biases)
-            scores = tf.matmul(q, k, transpose_b=True)
-        elif split:  # training
-            q, k, v = [ops.reshape(fused_ops.bias_add(tf.matmul(x_matrix, kernel), bias), heads)
-                       for kernel, bias in (dense_weights(self.query, resident, scale),
-                                            dense_weights(self.key, resident),
-                                            dense_weights(self.value, resident))]
-            scores = ops.einsum("bfnd,btnd->bnft", q, k)
+        heads_first = split and not training  # q, k, v come out as [B, N, S, D]
+        if split:  # plain MatMuls, biases in fused_ops kernels; see split_bias_products
+            weights = [dense_weights(layer, resident, layer_scale) for layer, layer_scale
+                       in ((self.query, scale), (self.key, None), (self.value, None))]
+            products = [tf.matmul(x_matrix, kernel) for kernel, _ in weights]
+            if heads_first:  # one kernel for the bias adds and the head transposes
+                q, k, v = fused_ops.bias_to_heads(
+                    *[ops.reshape(p, heads) for p in products],
+                    *[ops.reshape(bias, heads[2:]) for _, bias in weights])
+            else:  # training: oneDNN's head transposes measured faster there
+                q, k, v = [ops.reshape(fused_ops.bias_add(p, bias), heads)
+                           for p, (_, bias) in zip(products, weights)]
         else:
             q = ops.reshape(apply_dense(self.query, x_matrix, resident, scale=scale), heads)
             k = ops.reshape(apply_dense(self.key, x_matrix, resident), heads)
             v = ops.reshape(apply_dense(self.value, x_matrix, resident), heads)
+        if heads_first:
+            scores = tf.matmul(q, k, transpose_b=True)
+        else:
             scores = ops.einsum("bfnd,btnd->bnft", q, k)
         # Softmax in float32 whatever the compute dtype (bf16 scores lose the mask adder).
         scores = ops.cast(scores, "float32")
         mask = ops.cast(input_mask, "float32")[:, None, None, :]  # [B, 1, 1, T]
         probs = ops.softmax(scores + (1.0 - mask) * ATTENTION_MASK_ADDER, axis=-1)
         probs = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
-        if split and not training:
+        if heads_first:
             context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])
         else:
             context = ops.einsum("bnft,btnd->bfnd", probs, v)
