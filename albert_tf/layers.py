@@ -399,15 +399,25 @@ class AttentionSublayer(keras.layers.Layer):
         # tensors are free.
         x_matrix = ops.reshape(x, (-1, self.hidden_size))
         heads = (batch, seq, self.num_attention_heads, self.head_size)
-        # The original scales the [B, N, S, S] scores by 1/sqrt(D); scaling the query
-        # kernel and bias ([H, H] and [H] values) is the same product, and exact
-        # when 1/sqrt(D) is a power of two (D = 64 in every published model but xlarge).
         scale = 1.0 / math.sqrt(self.head_size)
+        # The original scales the [B, N, S, S] scores by 1/sqrt(D), then adds the mask.
+        # float32 does the same, with q, k, v transposed heads first, and oneDNN runs
+        # product, scale and mask add as one op (grappler's _MklFusedBatchMatMulV2)
+        # where grappler keeps the operands in that order: its CSE sorts a commutative
+        # op's inputs by name, which leaves 5 of ALBERT-base's 12 layers unfused (they
+        # pay a scale and an add pass). Scaling the weights instead cost a Mul of
+        # every query kernel per application, each read from its variable anew.
+        # Other dtypes scale the query kernel and bias instead (the same product, exact
+        # when 1/sqrt(D) is a power of two, as in every published model but xlarge):
+        # their scores come out of the product in bf16/f16 and are cast to float32
+        # before the mask add, so there is no op to fuse the scale into.
+        scale_scores = tf.as_dtype(self.compute_dtype) == tf.float32
+        query_scale = None if scale_scores else scale
         split = split_bias_products(self.compute_dtype)
-        heads_first = split and not training  # q, k, v come out as [B, N, S, D]
+        heads_first = scale_scores or (split and not training)  # q, k, v as [B, N, S, D]
         if split:  # plain MatMuls, biases in fused_ops kernels; see split_bias_products
             weights = [dense_weights(layer, resident, layer_scale) for layer, layer_scale
-                       in ((self.query, scale), (self.key, None), (self.value, None))]
+                       in ((self.query, query_scale), (self.key, None), (self.value, None))]
             products = [tf.matmul(x_matrix, kernel) for kernel, _ in weights]
             if heads_first:  # one kernel for the bias adds and the head transposes
                 q, k, v = fused_ops.bias_to_heads(
@@ -417,17 +427,24 @@ class AttentionSublayer(keras.layers.Layer):
                 q, k, v = [ops.reshape(fused_ops.bias_add(p, bias), heads)
                            for p, (_, bias) in zip(products, weights)]
         else:
-            q = ops.reshape(apply_dense(self.query, x_matrix, resident, scale=scale), heads)
+            q = ops.reshape(apply_dense(self.query, x_matrix, resident, scale=query_scale),
+                            heads)
             k = ops.reshape(apply_dense(self.key, x_matrix, resident), heads)
             v = ops.reshape(apply_dense(self.value, x_matrix, resident), heads)
+            if heads_first:
+                q, k, v = [tf.transpose(t, [0, 2, 1, 3]) for t in (q, k, v)]
         if heads_first:
             scores = tf.matmul(q, k, transpose_b=True)
         else:
             scores = ops.einsum("bfnd,btnd->bnft", q, k)
-        # Softmax in float32 whatever the compute dtype (bf16 scores lose the mask adder).
-        scores = ops.cast(scores, "float32")
         mask = ops.cast(input_mask, "float32")[:, None, None, :]  # [B, 1, 1, T]
-        probs = ops.softmax(scores + (1.0 - mask) * ATTENTION_MASK_ADDER, axis=-1)
+        mask_adder = (1.0 - mask) * ATTENTION_MASK_ADDER
+        if scale_scores:
+            scores = scores * scale + mask_adder  # one oneDNN op; see scale_scores
+        else:
+            # Softmax in float32 whatever the compute dtype (bf16 scores lose the adder).
+            scores = ops.cast(scores, "float32") + mask_adder
+        probs = ops.softmax(scores, axis=-1)
         probs = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
         if heads_first:
             context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])
