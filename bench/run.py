@@ -216,8 +216,14 @@ def speedup(row: Row, results: Dict[str, dict]) -> Optional[dict]:
     if ours.get("status") != "ok" or not peers:
         return None
     fastest = min(peers, key=lambda f: peers[f]["unit_seconds"])
-    return {"fastest_peer": fastest,
-            "ratio": peers[fastest]["unit_seconds"] / ours["unit_seconds"]}
+    result = {"fastest_peer": fastest,
+              "ratio": peers[fastest]["unit_seconds"] / ours["unit_seconds"]}
+    # Each round times ours and the peer back to back: the median of the per-round
+    # ratios cancels drift between rounds that the ratio of medians keeps.
+    pairs = list(zip(peers[fastest].get("window_means", []), ours.get("window_means", [])))
+    if pairs:
+        result["paired_ratio"] = statistics.median(peer / own for peer, own in pairs)
+    return result
 
 
 def machine_info() -> dict:
@@ -392,8 +398,10 @@ def main(argv=None) -> int:
                                         for f in FRAMEWORKS
                                         if "fraction_of_peak" in results.get(f, {}))}
             table.append(entry)
+            paired = (f" (paired {ratio['paired_ratio']:.2f}x)"
+                      if ratio and "paired_ratio" in ratio else "")
             log(f"  {'  '.join(f'{PEER_LABELS[f]} {entry[f]}' for f in FRAMEWORKS)}  "
-                f"{entry['ratio']}  {entry['peak']}")
+                f"{entry['ratio']}{paired}  {entry['peak']}")
         data = [] if args.skip_data else data_rows(sys.executable, log_dir, best_train, log)
         for record in data:
             sink.write(json.dumps({"record": "data", **record}) + "\n")

@@ -49,6 +49,18 @@ def test_speedup_is_against_the_fastest_peer_and_skips_missing_ones():
     assert bench_run.speedup(row, results) is None
 
 
+def test_paired_ratio_is_the_median_of_the_per_round_ratios():
+    """A slowdown that hits one framework's window in two of three rounds moves the
+    ratio of medians (4.6 / 2.1) but not the median of the per-round ratios."""
+    row = bench_run.Row("r", {"kind": "train"}, bench_run.FRAMEWORKS, 1, "s/step")
+    results = {"ours": {"status": "ok", "unit_seconds": 2.1, "window_means": [2.0, 2.1, 4.0]},
+               "keras_hub": {"status": "ok", "unit_seconds": 4.6,
+                             "window_means": [2.4, 4.6, 4.8]}}
+    ratio = bench_run.speedup(row, results)
+    assert ratio["ratio"] == pytest.approx(4.6 / 2.1)
+    assert ratio["paired_ratio"] == pytest.approx(1.2)
+
+
 def test_summary_takes_the_median_window_and_latency_the_median_call():
     case = {"kind": "infer", "batch_size": 4, "seq_length": 8,
             "model": bench_run.MODELS["base"]}
