@@ -245,13 +245,15 @@ def dense_weights(layer: keras.layers.Dense, resident: "WeightUse | None",
 
 def apply_dense(layer: keras.layers.Dense, x, resident: "WeightUse | None",
                 activation: bool = True, scale: "float | None" = None):
-    """`layer(x)` for a 2-D `x`, or the same product with `resident`'s pre-cast weights.
+    """`layer(x)` for a 2-D `x`, as MatMul + BiasAdd (+ activation), with `resident`'s
+    pre-cast weights when given.
 
+    Spelled out rather than calling `layer` (whose bias add is a broadcasting AddV2)
+    so that every application runs the same ops with or without resident weights:
+    the chained and unchained gradients then agree to rounding of the same sums.
     `activation=False` stops after the bias add. `scale` multiplies kernel and bias
     (not the [B*S, units] output) and implies no activation.
     """
-    if resident is None and activation and scale is None:
-        return layer(x)
     kernel, bias = dense_weights(layer, resident, scale)
     if scale is not None:
         activation = False
@@ -405,8 +407,9 @@ class AttentionSublayer(keras.layers.Layer):
         # product, scale and mask add as one op (grappler's _MklFusedBatchMatMulV2)
         # where grappler keeps the operands in that order: its CSE sorts a commutative
         # op's inputs by name, which leaves 5 of ALBERT-base's 12 layers unfused (they
-        # pay a scale and an add pass). Scaling the weights instead cost a Mul of
-        # every query kernel per application, each read from its variable anew.
+        # pay a scale and an add pass). Scaling the weights instead cost, at float32
+        # inference (no resident copies), a Mul of the query kernel per application,
+        # each read from its variable anew, so grappler could not merge them.
         # Other dtypes scale the query kernel and bias instead (the same product, exact
         # when 1/sqrt(D) is a power of two, as in every published model but xlarge):
         # their scores come out of the product in bf16/f16 and are cast to float32
@@ -440,7 +443,7 @@ class AttentionSublayer(keras.layers.Layer):
         mask = ops.cast(input_mask, "float32")[:, None, None, :]  # [B, 1, 1, T]
         mask_adder = (1.0 - mask) * ATTENTION_MASK_ADDER
         if scale_scores:
-            scores = scores * scale + mask_adder  # one oneDNN op; see scale_scores
+            scores = scores * scale + mask_adder  # fused into the product; see above
         else:
             # Softmax in float32 whatever the compute dtype (bf16 scores lose the adder).
             scores = ops.cast(scores, "float32") + mask_adder

@@ -188,10 +188,12 @@ def run_row(row: Row, rounds: int, frameworks: tuple, log_dir: pathlib.Path, pyt
 def summarize(row: Row, windows: List[List[float]], setup_seconds: float) -> dict:
     """Median of the window means (unit seconds) and the row's headline value."""
     unit_seconds = statistics.median(statistics.fmean(w) for w in windows)
+    record = {"status": "ok", "setup_seconds": setup_seconds,
+              "window_means": [statistics.fmean(w) for w in windows]}
     if row.unit == "ms":  # latency: the median single call
         unit_seconds = statistics.median(t for w in windows for t in w)
-    record = {"status": "ok", "unit_seconds": unit_seconds, "setup_seconds": setup_seconds,
-              "window_means": [statistics.fmean(w) for w in windows]}
+        record["window_medians"] = [statistics.median(w) for w in windows]
+    record["unit_seconds"] = unit_seconds
     case = row.case
     if row.unit == "s/step":
         record["value"] = unit_seconds
@@ -219,10 +221,13 @@ def speedup(row: Row, results: Dict[str, dict]) -> Optional[dict]:
     result = {"fastest_peer": fastest,
               "ratio": peers[fastest]["unit_seconds"] / ours["unit_seconds"]}
     # Each round times ours and the peer back to back: the median of the per-round
-    # ratios cancels drift between rounds that the ratio of medians keeps.
-    pairs = list(zip(peers[fastest].get("window_means", []), ours.get("window_means", [])))
-    if pairs:
-        result["paired_ratio"] = statistics.median(peer / own for peer, own in pairs)
+    # ratios cancels drift between rounds that the ratio of medians keeps. Latency
+    # rows pair each window's median call, the statistic their `ratio` uses.
+    key = "window_medians" if "window_medians" in ours else "window_means"
+    peer_windows, own_windows = peers[fastest].get(key, []), ours.get(key, [])
+    if own_windows and len(peer_windows) == len(own_windows):
+        result["paired_ratio"] = statistics.median(
+            peer / own for peer, own in zip(peer_windows, own_windows))
     return result
 
 

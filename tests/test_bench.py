@@ -50,8 +50,10 @@ def test_speedup_is_against_the_fastest_peer_and_skips_missing_ones():
 
 
 def test_paired_ratio_is_the_median_of_the_per_round_ratios():
-    """A slowdown that hits one framework's window in two of three rounds moves the
-    ratio of medians (4.6 / 2.1) but not the median of the per-round ratios."""
+    """Round 3 slowed both frameworks; round 2 slowed only the peer's window. The
+    ratio of medians (4.6 / 2.1) takes the outlier in, the median of the per-round
+    ratios does not; latency rows pair window medians; unequal window counts (hand-
+    merged results) give no paired ratio."""
     row = bench_run.Row("r", {"kind": "train"}, bench_run.FRAMEWORKS, 1, "s/step")
     results = {"ours": {"status": "ok", "unit_seconds": 2.1, "window_means": [2.0, 2.1, 4.0]},
                "keras_hub": {"status": "ok", "unit_seconds": 4.6,
@@ -59,6 +61,15 @@ def test_paired_ratio_is_the_median_of_the_per_round_ratios():
     ratio = bench_run.speedup(row, results)
     assert ratio["ratio"] == pytest.approx(4.6 / 2.1)
     assert ratio["paired_ratio"] == pytest.approx(1.2)
+    # Latency: ours 10 ms with one 200 ms hiccup per window, the peer a steady 12 ms.
+    latency = bench_run.Row("l", {"kind": "latency"}, bench_run.FRAMEWORKS, 1, "ms")
+    ours = bench_run.summarize(latency, [[0.010] * 4 + [0.200]] * 3, 0.0)
+    peer = bench_run.summarize(latency, [[0.012] * 5] * 3, 0.0)
+    ratio = bench_run.speedup(latency, {"ours": ours, "keras_hub": peer})
+    assert ratio["ratio"] == pytest.approx(1.2)
+    assert ratio["paired_ratio"] == pytest.approx(1.2)
+    peer["window_medians"] = peer["window_medians"][:1]
+    assert "paired_ratio" not in bench_run.speedup(latency, {"ours": ours, "keras_hub": peer})
 
 
 def test_summary_takes_the_median_window_and_latency_the_median_call():
