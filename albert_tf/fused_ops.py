@@ -102,18 +102,18 @@ def bias_gelu(h, bias):
 
 # ------------------------------------------------------- attention heads
 
-_HEADS_FIRST = [0, 2, 1, 3]  # [B, S, N, D] <-> [B, N, S, D]
+HEADS_FIRST = [0, 2, 1, 3]  # transpose permutation: [B, S, N, D] <-> [B, N, S, D]
 
 
 @tf.function(jit_compile=True, autograph=False)
 def _bias_to_heads_forward(q, k, v, q_bias, k_bias, v_bias):
-    return [tf.transpose(tf.cast(_plus_bias(x, b), x.dtype), _HEADS_FIRST)
+    return [tf.transpose(tf.cast(_plus_bias(x, b), x.dtype), HEADS_FIRST)
             for x, b in ((q, q_bias), (k, k_bias), (v, v_bias))]
 
 
 @tf.function(jit_compile=True, autograph=False)
 def _bias_to_heads_backward(dq, dk, dv, bias_dtype):
-    grads = [tf.transpose(d, _HEADS_FIRST) for d in (dq, dk, dv)]
+    grads = [tf.transpose(d, HEADS_FIRST) for d in (dq, dk, dv)]
     return grads + [tf.cast(tf.reduce_sum(tf.cast(g, tf.float32), axis=[0, 1]), bias_dtype)
                     for g in grads]
 

@@ -435,7 +435,7 @@ class AttentionSublayer(keras.layers.Layer):
             k = ops.reshape(apply_dense(self.key, x_matrix, resident), heads)
             v = ops.reshape(apply_dense(self.value, x_matrix, resident), heads)
             if heads_first:
-                q, k, v = [tf.transpose(t, [0, 2, 1, 3]) for t in (q, k, v)]
+                q, k, v = [tf.transpose(t, fused_ops.HEADS_FIRST) for t in (q, k, v)]
         if heads_first:
             scores = tf.matmul(q, k, transpose_b=True)
         else:
@@ -450,7 +450,7 @@ class AttentionSublayer(keras.layers.Layer):
         probs = ops.softmax(scores, axis=-1)
         probs = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
         if heads_first:
-            context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])
+            context = tf.transpose(tf.matmul(probs, v), fused_ops.HEADS_FIRST)
         else:
             context = ops.einsum("bnft,btnd->bfnd", probs, v)
         context = ops.reshape(context, (-1, self.hidden_size))

@@ -187,9 +187,9 @@ def run_row(row: Row, rounds: int, frameworks: tuple, log_dir: pathlib.Path, pyt
 
 def summarize(row: Row, windows: List[List[float]], setup_seconds: float) -> dict:
     """Median of the window means (unit seconds) and the row's headline value."""
-    unit_seconds = statistics.median(statistics.fmean(w) for w in windows)
-    record = {"status": "ok", "setup_seconds": setup_seconds,
-              "window_means": [statistics.fmean(w) for w in windows]}
+    window_means = [statistics.fmean(w) for w in windows]
+    unit_seconds = statistics.median(window_means)
+    record = {"status": "ok", "setup_seconds": setup_seconds, "window_means": window_means}
     if row.unit == "ms":  # latency: the median single call
         unit_seconds = statistics.median(t for w in windows for t in w)
         record["window_medians"] = [statistics.median(w) for w in windows]
@@ -300,8 +300,8 @@ def format_value(unit: str, record: Optional[dict]) -> str:
 
 def peak_fraction(row: Row, record: Optional[dict], peaks: Dict[str, float]) -> Optional[float]:
     """Analytic matmul FLOPs per second over the probe's peak for the row's precision."""
-    if not record or record.get("status") != "ok" or row.case.get("kind") not in ("train",
-                                                                                  "infer"):
+    kind = row.case.get("kind")
+    if not record or record.get("status") != "ok" or kind not in ("train", "infer"):
         return None
     peak = peaks.get(row.case["precision"])  # GFLOP/s
     if not peak:

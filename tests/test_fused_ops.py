@@ -338,8 +338,7 @@ def test_accumulate_casts_the_term_to_the_sum_dtype(term_dtype, kernel):
     term = tf.cast(RNG.normal(size=(7, 5)), term_dtype)
     traced = tf.function(fused_ops.accumulate, autograph=False)
     graph = traced.get_concrete_function(total, term).graph
-    names = [op.get_attr("f").name for op in graph.get_operations()
-             if op.type in ("StatefulPartitionedCall", "PartitionedCall")]
+    names = [op.get_attr("f").name for op in _kernel_calls(graph, "")]  # every call
     # One non-inlined call of the kernel (names are __inference_<function>_<id>).
     assert len(names) == 1 and re.fullmatch(f"__inference_{kernel}_\\d+", names[0]), names
     want = total.numpy() + tf.cast(term, tf.float32).numpy()
