@@ -85,6 +85,32 @@ def test_fused_add_layer_norm_matches_autodiff(dtypes, tol):
         _assert_close(g, w, tol if name in ("x", "residual", "bias") else 1e-5)
 
 
+def test_row_mean_by_product_matches_the_float64_mean():
+    x = RNG.normal(loc=50.0, scale=3.0, size=(7, 768)).astype("float32")
+    got = tf.function(fused_ops.row_mean_by_product, jit_compile=True)(tf.constant(x))
+    assert got.shape == (7, 1)
+    np.testing.assert_allclose(got.numpy(), x.astype(np.float64).mean(-1, keepdims=True),
+                               rtol=1e-6)
+
+
+def _hlo_op_counts(fn, *args):
+    hlo = fn.experimental_get_compiler_ir(*args)(stage="hlo")
+    return {op: len(re.findall(rf"\b{op}\(", hlo)) for op in ("dot", "reduce")}
+
+
+def test_add_layer_norm_kernels_take_row_means_as_products():
+    # XLA's CPU row reductions were the LayerNorm kernels' main cost (see
+    # fused_ops.row_mean_by_product): the forward's two means and the backward's four
+    # are products; only the backward's three column sums (bias, gamma, beta) reduce.
+    x = tf.constant(RNG.normal(size=(8, 24)), tf.float32)
+    h = tf.zeros([24])
+    epsilon = tf.constant(1e-12)
+    assert _hlo_op_counts(fused_ops._add_layer_norm_forward, x, x, h, h, h, epsilon) == {
+        "dot": 2, "reduce": 0}
+    assert _hlo_op_counts(fused_ops._add_layer_norm_backward, x, x, h, h, epsilon, x) == {
+        "dot": 4, "reduce": 3}
+
+
 def test_fused_kernels_are_used_in_traced_graphs_but_not_eagerly_in_xla_or_in_exports(
         tmp_path):
     assert not fused_ops.use_fused()  # eager
