@@ -405,9 +405,11 @@ class AttentionSublayer(keras.layers.Layer):
         # The original scales the [B, N, S, S] scores by 1/sqrt(D), then adds the mask.
         # float32 does the same, with q, k, v transposed heads first, and oneDNN runs
         # product, scale and mask add as one op (grappler's _MklFusedBatchMatMulV2)
-        # where grappler keeps the operands in that order: its CSE sorts a commutative
-        # op's inputs by name, which leaves 5 of ALBERT-base's 12 layers unfused (they
-        # pay a scale and an add pass). Scaling the weights instead cost, at float32
+        # if the product comes first in the Mul and the Mul first in the add: grappler's
+        # CSE sorts a commutative op's inputs by name, so the scale and the mask adder
+        # (shared by every application after CSE) are made in a top-level scope named
+        # to sort after the model's ops (otherwise 5 of ALBERT-base's 12 layers paid a
+        # scale and an add pass). Scaling the weights instead cost, at float32
         # inference (no resident copies), a Mul of the query kernel per application,
         # each read from its variable anew, so grappler could not merge them.
         # Other dtypes scale the query kernel and bias instead (the same product, exact
@@ -440,10 +442,12 @@ class AttentionSublayer(keras.layers.Layer):
             scores = tf.matmul(q, k, transpose_b=True)
         else:
             scores = ops.einsum("bfnd,btnd->bnft", q, k)
-        mask = ops.cast(input_mask, "float32")[:, None, None, :]  # [B, 1, 1, T]
-        mask_adder = (1.0 - mask) * ATTENTION_MASK_ADDER
+        with tf.name_scope("zz_attention_scores/"):  # sorts last; see above
+            mask = ops.cast(input_mask, "float32")[:, None, None, :]  # [B, 1, 1, T]
+            mask_adder = (1.0 - mask) * ATTENTION_MASK_ADDER
+            scale_value = tf.constant(scale, tf.float32, name="scale")
         if scale_scores:
-            scores = scores * scale + mask_adder  # fused into the product; see above
+            scores = scores * scale_value + mask_adder  # fused into the product
         else:
             # Softmax in float32 whatever the compute dtype (bf16 scores lose the adder).
             scores = ops.cast(scores, "float32") + mask_adder

@@ -8,9 +8,15 @@
   are produced (a chain), with the same result as summing them all at the variable,
   and without keeping L of them alive.
 """
+import glob
+import os
+import shutil
+import tempfile
+
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.python.util import _pywrap_util_port
 
 from albert_tf import AlbertPretrainer
 from tests.test_model_numerics import random_batch, randomize, tiny_config
@@ -245,3 +251,49 @@ def test_float32_attention_scales_the_scores_not_the_query_weights(dtype, traini
     else:  # the query kernel and bias, per application
         assert len(weight_scalings) == 2 * applications
         assert not score_scalings
+
+
+def _executed_kernels(fn, *args):
+    """[(op name, kernel type)] that one call of the traced `fn` executes, read from a
+    profiler trace: the graph after grappler's rewrites (fusions), not the traced one."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+    fn(*args)  # trace, optimise and warm up outside the profile
+    logdir = tempfile.mkdtemp(prefix="albert_trace_")
+    try:
+        tf.profiler.experimental.start(logdir)
+        fn(*args)
+        tf.profiler.experimental.stop()
+        space = xplane_pb2.XSpace()
+        (path,) = glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True)
+        with open(path, "rb") as f:
+            space.ParseFromString(f.read())
+    finally:
+        shutil.rmtree(logdir, ignore_errors=True)
+    kernels = []
+    for plane in space.planes:
+        for line in plane.lines:
+            for event in line.events:
+                name = plane.event_metadata[event.metadata_id].name
+                op_name, _, kernel = name.rpartition(":")
+                if op_name and "/" in op_name and " " not in kernel:
+                    kernels.append((op_name, kernel))
+    return kernels
+
+
+@pytest.mark.skipif(not _pywrap_util_port.IsMklEnabled(), reason="oneDNN fusions are off")
+def test_float32_inference_fuses_every_score_scaling_and_mask_add_into_its_product():
+    """With oneDNN, grappler fuses q k^T, * 1/sqrt(D) and + mask into one op; its CSE
+    sorts a commutative op's inputs by name, so the shared scale and mask are named
+    to sort after the encoder's ops. 12 applications, as ALBERT-base (the names of
+    their scopes decide the order)."""
+    config = tiny_config(num_hidden_layers=12, num_hidden_groups=1, inner_group_num=1)
+    model = AlbertPretrainer(config, dtype="float32")
+    model.build()
+    batch = _pretraining_batch(config)
+    inputs = {k: tf.constant(batch[k]) for k in ("input_ids", "input_mask", "segment_ids")}
+    kernels = _executed_kernels(tf.function(
+        lambda x: model.encoder(x, training=False)["sequence_output"]), inputs)
+    fused = [name for name, kernel in kernels if kernel == "_MklFusedBatchMatMulV2"]
+    unfused = [name for name, kernel in kernels  # a layer's own scale or mask pass
+               if "inner_group" in name and kernel in ("Mul", "AddV2")]
+    assert len(fused) == 12 and not unfused, (fused, unfused)
