@@ -287,9 +287,18 @@ def add_output_and_normalize(output_dense, dropout, layer_norm, x, y, resident, 
     x: the sub-layer input [N, H]; y: the input of `output_dense` [N, K]. In a
     traced graph the bias add joins the fused add + LayerNorm kernel, unless
     dropout is active (it must see the biased output, so the bias is added first).
+    float32 inference on oneDNN instead runs product, bias and residual add as one
+    oneDNN op (grappler's fusion) and the LayerNorm in oneDNN's kernel
+    (`fused_ops.onednn_layer_norm`).
     """
     if fused_ops.use_fused() and (dropout.rate == 0 or not training):
         kernel, bias = dense_weights(output_dense, resident)
+        if (not training and x.dtype == y.dtype == tf.float32
+                and fused_ops.onednn_layer_norm_available()):
+            summed = tf.nn.bias_add(tf.matmul(y, kernel), bias) + x
+            return fused_ops.onednn_layer_norm(
+                summed, tf.convert_to_tensor(layer_norm.gamma),
+                tf.convert_to_tensor(layer_norm.beta), layer_norm.epsilon)
         return layer_norm.add_and_normalize(x, tf.matmul(y, kernel), bias=bias)
     output = dropout(apply_dense(output_dense, y, resident), training=training)
     return layer_norm.add_and_normalize(x, output)

@@ -85,6 +85,28 @@ def test_fused_add_layer_norm_matches_autodiff(dtypes, tol):
         _assert_close(g, w, tol if name in ("x", "residual", "bias") else 1e-5)
 
 
+@pytest.mark.skipif(not fused_ops.onednn_layer_norm_available(),
+                    reason="TensorFlow's oneDNN ops are off or absent")
+def test_onednn_layer_norm_matches_autodiff_and_float64():
+    z = tf.constant(RNG.normal(loc=2.0, scale=3.0, size=(10, 24)), tf.float32)
+    gamma = tf.constant(RNG.normal(size=24), tf.float32)
+    beta = tf.constant(RNG.normal(size=24), tf.float32)
+    upstream = RNG.normal(size=(10, 24)).astype("float32")
+    got, grads = _value_and_grads(
+        _in_graph(lambda z, g, b: fused_ops.onednn_layer_norm(z, g, b, 1e-12)),
+        [z, gamma, beta], upstream)
+    want, want_grads = _value_and_grads(
+        lambda z, g, b: _composite_add_layer_norm(z, tf.zeros_like(z), g, b),
+        [z, gamma, beta], upstream)
+    _assert_close(got, want, 1e-5)
+    for g, w in zip(grads, want_grads):
+        _assert_close(g, w, 1e-5)
+    z64 = z.numpy().astype(np.float64)
+    centered = z64 - z64.mean(-1, keepdims=True)
+    want64 = centered / np.sqrt((centered ** 2).mean(-1, keepdims=True) + 1e-12)
+    np.testing.assert_allclose(got, want64 * gamma.numpy() + beta.numpy(), atol=1e-5)
+
+
 def test_row_mean_by_product_matches_the_float64_mean():
     x = RNG.normal(loc=50.0, scale=3.0, size=(7, 768)).astype("float32")
     got = tf.function(fused_ops.row_mean_by_product, jit_compile=True)(tf.constant(x))
@@ -142,6 +164,22 @@ def test_fused_kernels_are_used_in_traced_graphs_but_not_eagerly_in_xla_or_in_ex
     assert len(seen) > 2 and not any(seen[2:])
 
 
+def _internal_op_types(export_dir):
+    """Op types of a SavedModel's graph and functions that start with "_" (TensorFlow's
+    internal ops, such as oneDNN's `_MklLayerNorm`)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+    saved = saved_model_pb2.SavedModel()
+    with open(f"{export_dir}/saved_model.pb", "rb") as f:
+        saved.ParseFromString(f.read())
+    found = set()
+    for meta_graph in saved.meta_graphs:
+        nodes = list(meta_graph.graph_def.node)
+        for function in meta_graph.graph_def.library.function:
+            nodes.extend(function.node_def)
+        found.update(node.op for node in nodes if node.op.startswith("_"))
+    return found
+
+
 @pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("mixed_bfloat16", 5e-2)])
 def test_exported_saved_model_is_plain_tensorflow_and_matches_in_process_inference(
         tmp_path, dtype, tol):
@@ -160,6 +198,7 @@ def test_exported_saved_model_is_plain_tensorflow_and_matches_in_process_inferen
     export_dir = hub_export.export_pretrainer(model, str(config_file), str(spm_file),
                                               str(tmp_path / "export"))
     assert export.xla_function_names(export_dir) == []
+    assert not _internal_op_types(export_dir)  # loads in builds without oneDNN too
     loaded = tf.saved_model.load(export_dir)
     exported = loaded.signatures["tokens"](
         **{k: tf.constant(batch[k]) for k in ("input_ids", "input_mask", "segment_ids")})

@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 from tensorflow.python.util import _pywrap_util_port
 
-from albert_tf import AlbertPretrainer
+from albert_tf import AlbertPretrainer, fused_ops
 from tests.test_model_numerics import random_batch, randomize, tiny_config
 
 
@@ -297,3 +297,22 @@ def test_float32_inference_fuses_every_score_scaling_and_mask_add_into_its_produ
     unfused = [name for name, kernel in kernels  # a layer's own scale or mask pass
                if "inner_group" in name and kernel in ("Mul", "AddV2")]
     assert len(fused) == 12 and not unfused, (fused, unfused)
+
+
+@pytest.mark.skipif(not fused_ops.onednn_layer_norm_available(),
+                    reason="TensorFlow's oneDNN ops are off or absent")
+@pytest.mark.parametrize("dtype,training,expected", [
+    ("float32", False, True), ("float32", True, False), ("mixed_bfloat16", False, False)])
+def test_float32_inference_runs_the_block_layer_norms_in_onednn(dtype, training, expected):
+    """float32 inference: the blocks' LayerNorms are oneDNN's kernel, fed by one fused
+    product + bias + residual add; training and bf16 keep the XLA add + LayerNorm."""
+    config = tiny_config()
+    model = AlbertPretrainer(config, dtype=dtype)
+    model.build()
+    batch = _pretraining_batch(config)
+    inputs = {k: tf.constant(batch[k]) for k in ("input_ids", "input_mask", "segment_ids")}
+    graph = tf.function(lambda x: model.encoder(x, training=training)["sequence_output"]
+                        ).get_concrete_function(inputs).graph
+    norms = [op for op in graph.get_operations() if op.type == "_MklLayerNorm"]
+    applications = config.num_hidden_layers * config.inner_group_num
+    assert len(norms) == (2 * applications if expected else 0)
