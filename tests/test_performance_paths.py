@@ -223,6 +223,15 @@ def _scalar_scalings(graph):
     return found
 
 
+def _traced_encoder(config, dtype, training):
+    """(the encoder's sequence output as a tf.function of its inputs, those inputs)."""
+    model = AlbertPretrainer(config, dtype=dtype)
+    model.build()
+    batch = _pretraining_batch(config)
+    inputs = {k: tf.constant(batch[k]) for k in ("input_ids", "input_mask", "segment_ids")}
+    return tf.function(lambda x: model.encoder(x, training=training)["sequence_output"]), inputs
+
+
 @pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
 @pytest.mark.parametrize("training", [False, True])
 def test_float32_attention_scales_the_scores_not_the_query_weights(dtype, training):
@@ -232,12 +241,8 @@ def test_float32_attention_scales_the_scores_not_the_query_weights(dtype, traini
     its scores are cast to float32 before the mask add. Dropout is on, so its own
     scalings of the probabilities are in the graph too and must not be counted."""
     config = tiny_config(attention_probs_dropout_prob=0.1, hidden_dropout_prob=0.1)
-    model = AlbertPretrainer(config, dtype=dtype)
-    model.build()
-    batch = _pretraining_batch(config)
-    inputs = {k: tf.constant(batch[k]) for k in ("input_ids", "input_mask", "segment_ids")}
-    graph = tf.function(lambda x: model.encoder(x, training=training)["sequence_output"]
-                        ).get_concrete_function(inputs).graph
+    encoder, inputs = _traced_encoder(config, dtype, training)
+    graph = encoder.get_concrete_function(inputs).graph
     applications = config.num_hidden_layers * config.inner_group_num
     scalings = _scalar_scalings(graph)
     score_scalings = [op for op, other in scalings if other.type.startswith("BatchMatMul")]
@@ -287,12 +292,7 @@ def test_float32_inference_fuses_every_score_scaling_and_mask_add_into_its_produ
     to sort after the encoder's ops. 12 applications, as ALBERT-base (the names of
     their scopes decide the order)."""
     config = tiny_config(num_hidden_layers=12, num_hidden_groups=1, inner_group_num=1)
-    model = AlbertPretrainer(config, dtype="float32")
-    model.build()
-    batch = _pretraining_batch(config)
-    inputs = {k: tf.constant(batch[k]) for k in ("input_ids", "input_mask", "segment_ids")}
-    kernels = _executed_kernels(tf.function(
-        lambda x: model.encoder(x, training=False)["sequence_output"]), inputs)
+    kernels = _executed_kernels(*_traced_encoder(config, "float32", training=False))
     fused = [name for name, kernel in kernels if kernel == "_MklFusedBatchMatMulV2"]
     unfused = [name for name, kernel in kernels  # a layer's own scale or mask pass
                if "inner_group" in name and kernel in ("Mul", "AddV2")]
@@ -307,12 +307,8 @@ def test_float32_inference_runs_the_block_layer_norms_in_onednn(dtype, training,
     """float32 inference: the blocks' LayerNorms are oneDNN's kernel, fed by one fused
     product + bias + residual add; training and bf16 keep the XLA add + LayerNorm."""
     config = tiny_config()
-    model = AlbertPretrainer(config, dtype=dtype)
-    model.build()
-    batch = _pretraining_batch(config)
-    inputs = {k: tf.constant(batch[k]) for k in ("input_ids", "input_mask", "segment_ids")}
-    graph = tf.function(lambda x: model.encoder(x, training=training)["sequence_output"]
-                        ).get_concrete_function(inputs).graph
+    encoder, inputs = _traced_encoder(config, dtype, training)
+    graph = encoder.get_concrete_function(inputs).graph
     norms = [op for op in graph.get_operations() if op.type == "_MklLayerNorm"]
     applications = config.num_hidden_layers * config.inner_group_num
     assert len(norms) == (2 * applications if expected else 0)
