@@ -241,11 +241,15 @@ def onednn_layer_norm_available() -> bool:
     """Whether oneDNN's LayerNorm kernel can run: a TensorFlow build with its oneDNN
     ops (`_MklLayerNorm`), switched on (TF_ENABLE_ONEDNN_OPTS), and no GPU visible
     (the kernel is CPU-only)."""
-    from tensorflow.python.framework import op_def_registry
-    from tensorflow.python.util import _pywrap_util_port
-    return (_pywrap_util_port.IsMklEnabled()
-            and op_def_registry.get("_MklLayerNorm") is not None
-            and not tf.config.list_logical_devices("GPU"))
+    try:  # TensorFlow internals: a version without them runs the XLA kernel instead
+        from tensorflow.python.framework import op_def_registry
+        from tensorflow.python.util import _pywrap_util_port
+        return (_pywrap_util_port.IsMklEnabled()
+                and op_def_registry.get("_MklLayerNorm") is not None
+                and hasattr(tf.Graph, "_create_op_internal")
+                and not tf.config.list_logical_devices("GPU"))
+    except (ImportError, AttributeError):
+        return False
 
 
 @tf.function(jit_compile=True, autograph=False)
