@@ -192,13 +192,18 @@ def save_serving_model(export_dir: str, module: tf.Module,
     return export_dir
 
 
-def xla_function_names(saved_model_dir: str) -> List[str]:
-    """Names of the functions in a SavedModel that must be compiled by XLA."""
+def saved_model_proto(saved_model_dir: str):
+    """The `SavedModel` protocol buffer of a SavedModel directory (graphs, functions)."""
     from tensorflow.core.protobuf import saved_model_pb2
     proto = saved_model_pb2.SavedModel()
     with tf.io.gfile.GFile(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as handle:
         proto.ParseFromString(handle.read())
-    return sorted(f.signature.name for graph in proto.meta_graphs
+    return proto
+
+
+def xla_function_names(saved_model_dir: str) -> List[str]:
+    """Names of the functions in a SavedModel that must be compiled by XLA."""
+    return sorted(f.signature.name for graph in saved_model_proto(saved_model_dir).meta_graphs
                   for f in graph.graph_def.library.function if f.attr["_XlaMustCompile"].b)
 
 

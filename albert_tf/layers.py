@@ -106,19 +106,27 @@ class LayerNorm(keras.layers.LayerNormalization):
         beta = tf.cast(self.beta, tf.float32)
         return _layer_norm_float32(x, gamma, beta, tf.constant(self.epsilon, tf.float32))
 
-    def add_and_normalize(self, x, residual, bias=None):
+    def add_and_normalize(self, x, residual, bias=None, inference: bool = False):
         """`self(float32(x) + float32(residual + bias))` for [N, H] inputs of any float
         dtype; `bias` [H] is optional (a Dense layer's bias, not yet added).
 
         In a traced graph this is one XLA kernel each way (`fused_ops.add_layer_norm`,
-        see `fused_ops.use_fused`); otherwise the plain ops.
+        see `fused_ops.use_fused`); otherwise the plain ops. For float32 `inference`
+        on oneDNN, the sum is plain ops (grappler folds bias and residual add into the
+        product that made `residual`) and the LayerNorm oneDNN's kernel
+        (`fused_ops.onednn_layer_norm`).
         """
         if fused_ops.use_fused():
+            gamma = tf.cast(tf.convert_to_tensor(self.gamma), tf.float32)
+            beta = tf.cast(tf.convert_to_tensor(self.beta), tf.float32)
+            if (inference and x.dtype == residual.dtype == tf.float32
+                    and fused_ops.onednn_layer_norm_available()):
+                if bias is not None:
+                    residual = tf.nn.bias_add(residual, bias)
+                return fused_ops.onednn_layer_norm(residual + x, gamma, beta, self.epsilon)
             if bias is None:
                 bias = tf.zeros([ops.shape(residual)[-1]], residual.dtype)
-            return fused_ops.add_layer_norm(
-                x, residual, bias, tf.cast(tf.convert_to_tensor(self.gamma), tf.float32),
-                tf.cast(tf.convert_to_tensor(self.beta), tf.float32), self.epsilon)
+            return fused_ops.add_layer_norm(x, residual, bias, gamma, beta, self.epsilon)
         if bias is not None:
             residual = tf.nn.bias_add(residual, bias)
         return self(ops.cast(x, "float32") + ops.cast(residual, "float32"))
@@ -286,20 +294,13 @@ def add_output_and_normalize(output_dense, dropout, layer_norm, x, y, resident, 
 
     x: the sub-layer input [N, H]; y: the input of `output_dense` [N, K]. In a
     traced graph the bias add joins the fused add + LayerNorm kernel, unless
-    dropout is active (it must see the biased output, so the bias is added first).
-    float32 inference on oneDNN instead runs product, bias and residual add as one
-    oneDNN op (grappler's fusion) and the LayerNorm in oneDNN's kernel
-    (`fused_ops.onednn_layer_norm`).
+    dropout is active (it must see the biased output, so the bias is added first);
+    at float32 inference on oneDNN, see `LayerNorm.add_and_normalize`.
     """
     if fused_ops.use_fused() and (dropout.rate == 0 or not training):
         kernel, bias = dense_weights(output_dense, resident)
-        if (not training and x.dtype == y.dtype == tf.float32
-                and fused_ops.onednn_layer_norm_available()):
-            summed = tf.nn.bias_add(tf.matmul(y, kernel), bias) + x
-            return fused_ops.onednn_layer_norm(
-                summed, tf.convert_to_tensor(layer_norm.gamma),
-                tf.convert_to_tensor(layer_norm.beta), layer_norm.epsilon)
-        return layer_norm.add_and_normalize(x, tf.matmul(y, kernel), bias=bias)
+        return layer_norm.add_and_normalize(x, tf.matmul(y, kernel), bias=bias,
+                                            inference=not training)
     output = dropout(apply_dense(output_dense, y, resident), training=training)
     return layer_norm.add_and_normalize(x, output)
 

@@ -188,11 +188,12 @@ def run_row(row: Row, rounds: int, frameworks: tuple, log_dir: pathlib.Path, pyt
 def summarize(row: Row, windows: List[List[float]], setup_seconds: float) -> dict:
     """Median of the window means (unit seconds) and the row's headline value."""
     window_means = [statistics.fmean(w) for w in windows]
-    unit_seconds = statistics.median(window_means)
     record = {"status": "ok", "setup_seconds": setup_seconds, "window_means": window_means}
     if row.unit == "ms":  # latency: the median single call
         unit_seconds = statistics.median(t for w in windows for t in w)
         record["window_medians"] = [statistics.median(w) for w in windows]
+    else:
+        unit_seconds = statistics.median(window_means)
     record["unit_seconds"] = unit_seconds
     case = row.case
     if row.unit == "s/step":

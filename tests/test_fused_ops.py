@@ -167,12 +167,8 @@ def test_fused_kernels_are_used_in_traced_graphs_but_not_eagerly_in_xla_or_in_ex
 def _internal_op_types(export_dir):
     """Op types of a SavedModel's graph and functions that start with "_" (TensorFlow's
     internal ops, such as oneDNN's `_MklLayerNorm`)."""
-    from tensorflow.core.protobuf import saved_model_pb2
-    saved = saved_model_pb2.SavedModel()
-    with open(f"{export_dir}/saved_model.pb", "rb") as f:
-        saved.ParseFromString(f.read())
     found = set()
-    for meta_graph in saved.meta_graphs:
+    for meta_graph in export.saved_model_proto(export_dir).meta_graphs:
         nodes = list(meta_graph.graph_def.node)
         for function in meta_graph.graph_def.library.function:
             nodes.extend(function.node_def)
