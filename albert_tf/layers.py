@@ -104,6 +104,8 @@ class LayerNorm(keras.layers.LayerNormalization):
         x = tf.cast(inputs, tf.float32)
         gamma = tf.cast(self.gamma, tf.float32)
         beta = tf.cast(self.beta, tf.float32)
+        if fused_ops.export_layer_norm_as_batch_norm(x):  # oneDNN's kernel where served
+            return fused_ops.layer_norm_as_batch_norm(x, gamma, beta, self.epsilon)
         return _layer_norm_float32(x, gamma, beta, tf.constant(self.epsilon, tf.float32))
 
     def add_and_normalize(self, x, residual, bias=None, inference: bool = False):

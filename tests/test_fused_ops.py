@@ -107,6 +107,91 @@ def test_onednn_layer_norm_matches_autodiff_and_float64():
     np.testing.assert_allclose(got, want64 * gamma.numpy() + beta.numpy(), atol=1e-5)
 
 
+def _float64_layer_norm(z, gamma, beta):
+    z = np.asarray(z, np.float64)
+    centered = z - z.mean(-1, keepdims=True)
+    return centered / np.sqrt((centered ** 2).mean(-1, keepdims=True) + 1e-12) * gamma + beta
+
+
+@pytest.mark.parametrize("shape", [(10, 24), (2, 5, 24)])
+def test_layer_norm_as_batch_norm_matches_float64_and_autodiff(shape):
+    # Rows far from 0, and rows whose variance (1e-8) is small enough that an epsilon
+    # other than 1e-12 would show: a rewritten kernel must carry the epsilon over.
+    z = RNG.normal(loc=50.0, scale=3.0, size=shape)
+    z.reshape(-1, shape[-1])[:3] = 1e-4 * RNG.normal(size=(3, shape[-1]))
+    z = tf.constant(z, tf.float32)
+    gamma = tf.constant(RNG.normal(size=24), tf.float32)
+    beta = tf.constant(RNG.normal(size=24), tf.float32)
+    upstream = RNG.normal(size=shape).astype("float32")
+    want64 = _float64_layer_norm(z.numpy(), gamma.numpy(), beta.numpy())
+    want, want_grads = _value_and_grads(
+        lambda z, g, b: _composite_add_layer_norm(z, tf.zeros_like(z), g, b),
+        [z, gamma, beta], upstream)
+    unknown_rows = [tf.TensorSpec([None] * (len(shape) - 1) + [24], tf.float32),
+                    tf.TensorSpec([24], tf.float32), tf.TensorSpec([24], tf.float32)]
+    spelled = lambda z, g, b: fused_ops.layer_norm_as_batch_norm(z, g, b, 1e-12)  # noqa: E731
+    for fn in (spelled, tf.function(spelled, input_signature=unknown_rows)):
+        got, grads = _value_and_grads(fn, [z, gamma, beta], upstream)
+        np.testing.assert_allclose(got, want64, atol=2e-5)
+        for g, w in zip(grads, want_grads):
+            _assert_close(g, w, 1e-4)
+
+
+@pytest.mark.skipif(not fused_ops._mkl_enabled(), reason="TensorFlow's oneDNN ops are off")
+def test_grappler_runs_layer_norm_as_batch_norm_in_onednn_only_when_rows_are_unknown():
+    from tests.test_performance_paths import _executed_kernels
+    gamma, beta = tf.ones([24]), tf.zeros([24])
+
+    def spelled(z):
+        with tf.name_scope("norm"):
+            return fused_ops.layer_norm_as_batch_norm(z, gamma, beta, 1e-12)
+
+    z = tf.constant(RNG.normal(size=(6, 24)), tf.float32)
+    for rows, kernel in ((None, "_MklLayerNorm"), (6, "_MklNativeFusedBatchNormV3")):
+        fn = tf.function(spelled, input_signature=[tf.TensorSpec([rows, 24], tf.float32)])
+        kernels = {kernel for _, kernel in _executed_kernels(fn, z)}
+        assert kernel in kernels and "Mean" not in kernels, (rows, kernels)
+
+
+def test_exports_spell_layer_norm_as_batch_norm_only_on_onednn_with_unknown_rows(
+        tmp_path, monkeypatch):
+    seen = {}
+    x = tf.zeros([3, 24])
+    assert not fused_ops.export_layer_norm_as_batch_norm(x)  # eager
+
+    @tf.function
+    def traced(z):  # in-process graphs use the XLA or the direct oneDNN kernel
+        seen["traced"] = fused_ops.export_layer_norm_as_batch_norm(z)
+        return z
+
+    traced(x)
+
+    class Export(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, 24], tf.float32)])
+        def unknown_rows(self, z):
+            seen["unknown rows"] = fused_ops.export_layer_norm_as_batch_norm(z)
+            seen["3-D"] = fused_ops.export_layer_norm_as_batch_norm(tf.reshape(z, [1, -1, 24]))
+            return z
+
+        @tf.function(input_signature=[tf.TensorSpec([3, 24], tf.float32)])
+        def known_rows(self, z):  # grappler would fold the Fill ops its pattern needs
+            seen["known rows"] = fused_ops.export_layer_norm_as_batch_norm(z)
+            return z
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 24], tf.float32)],
+                     jit_compile=True)
+        def compiled(self, z):  # XLA fuses the plain ops itself
+            seen["xla"] = fused_ops.export_layer_norm_as_batch_norm(z)
+            return z
+
+    tf.saved_model.save(Export(), str(tmp_path / "probe"))
+    assert seen == {"traced": False, "unknown rows": fused_ops._mkl_enabled(),
+                    "3-D": fused_ops._mkl_enabled(), "known rows": False, "xla": False}
+    monkeypatch.setattr(fused_ops, "_mkl_enabled", lambda: False)
+    tf.saved_model.save(Export(), str(tmp_path / "probe_without_onednn"))
+    assert not seen["unknown rows"]
+
+
 def test_row_mean_by_product_matches_the_float64_mean():
     x = RNG.normal(loc=50.0, scale=3.0, size=(7, 768)).astype("float32")
     got = tf.function(fused_ops.row_mean_by_product, jit_compile=True)(tf.constant(x))
@@ -176,10 +261,11 @@ def _internal_op_types(export_dir):
     return found
 
 
-@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("mixed_bfloat16", 5e-2)])
-def test_exported_saved_model_is_plain_tensorflow_and_matches_in_process_inference(
-        tmp_path, dtype, tol):
-    """In process (traced first, so the fused kernels exist) and through the export."""
+TOKEN_INPUTS = ("input_ids", "input_mask", "segment_ids")
+
+
+def _exported_tiny_pretrainer(tmp_path, dtype):
+    """(model, batch, export_dir): a tiny random AlbertPretrainer and its hub export."""
     config = tiny_config()
     model = AlbertPretrainer(config, dtype=dtype)
     model.build()
@@ -188,19 +274,61 @@ def test_exported_saved_model_is_plain_tensorflow_and_matches_in_process_inferen
     config.to_json_file(str(config_file))
     spm_file = tmp_path / "spm.model"
     spm_file.write_bytes(b"placeholder")
-    batch = _pretraining_batch(config)
-    traced = tf.function(lambda b: model.encoder(b, training=False)["sequence_output"])
-    in_process = traced({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")})
     export_dir = hub_export.export_pretrainer(model, str(config_file), str(spm_file),
                                               str(tmp_path / "export"))
+    return model, _pretraining_batch(config), export_dir
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("mixed_bfloat16", 5e-2)])
+def test_exported_saved_model_is_plain_tensorflow_and_matches_in_process_inference(
+        tmp_path, dtype, tol):
+    """In process (traced first, so the fused kernels exist) and through the export."""
+    model, batch, export_dir = _exported_tiny_pretrainer(tmp_path, dtype)
+    traced = tf.function(lambda b: model.encoder(b, training=False)["sequence_output"])
+    in_process = traced({k: batch[k] for k in TOKEN_INPUTS})
     assert export.xla_function_names(export_dir) == []
     assert not _internal_op_types(export_dir)  # loads in builds without oneDNN too
     loaded = tf.saved_model.load(export_dir)
-    exported = loaded.signatures["tokens"](
-        **{k: tf.constant(batch[k]) for k in ("input_ids", "input_mask", "segment_ids")})
+    exported = loaded.signatures["tokens"](**{k: tf.constant(batch[k]) for k in TOKEN_INPUTS})
     eager = tf.cast(model.encoder(batch, training=False)["sequence_output"], tf.float32).numpy()
     _assert_close(tf.cast(in_process, tf.float32).numpy(), eager, tol)
     _assert_close(tf.cast(exported["sequence_output"], tf.float32).numpy(), eager, tol)
+
+
+_RUN_EXPORT_WITHOUT_ONEDNN = """
+import os, sys
+os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
+import numpy as np, tensorflow as tf
+from tensorflow.python.util import _pywrap_util_port
+assert not _pywrap_util_port.IsMklEnabled()
+inputs = dict(np.load(sys.argv[2]))
+out = tf.saved_model.load(sys.argv[1]).signatures["tokens"](
+    **{k: tf.constant(v) for k, v in inputs.items()})
+np.save(sys.argv[3], out["sequence_output"].numpy())
+"""
+
+
+@pytest.mark.skipif(not fused_ops._mkl_enabled(), reason="TensorFlow's oneDNN ops are off")
+def test_onednn_export_runs_its_layer_norms_in_onednn_and_the_same_values_without_it(
+        tmp_path):
+    import subprocess
+    import sys
+
+    from tests.test_performance_paths import _executed_kernels
+    model, batch, export_dir = _exported_tiny_pretrainer(tmp_path, "float32")
+    inputs = {k: batch[k] for k in TOKEN_INPUTS}
+    serve = tf.saved_model.load(export_dir).signatures["tokens"]
+    kernels = [kernel for _, kernel in _executed_kernels(
+        lambda: serve(**{k: tf.constant(v) for k, v in inputs.items()}))]
+    config = model.config
+    norms = 1 + 2 * config.num_hidden_layers * config.inner_group_num  # + the embeddings'
+    assert kernels.count("_MklLayerNorm") == norms and "Mean" not in kernels, kernels
+    # Where nothing rewrites it, FusedBatchNormV3 computes the same LayerNorm.
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    subprocess.run([sys.executable, "-c", _RUN_EXPORT_WITHOUT_ONEDNN, export_dir,
+                    str(tmp_path / "inputs.npz"), str(tmp_path / "out.npy")], check=True)
+    eager = model.encoder(batch, training=False)["sequence_output"].numpy()
+    _assert_close(np.load(tmp_path / "out.npy"), eager, 1e-5)
 
 
 @pytest.mark.parametrize("dtype,floor", [("float32", 1e-5), ("mixed_bfloat16", 1e-2)])
