@@ -469,7 +469,10 @@ class AttentionSublayer(keras.layers.Layer):
             context = tf.transpose(tf.matmul(probs, v), fused_ops.HEADS_FIRST)
         else:
             context = ops.einsum("bnft,btnd->bfnd", probs, v)
-        context = ops.reshape(context, (-1, self.hidden_size))
+        # x_matrix's own shape, not (-1, H): where the rows are unknown when traced
+        # (SavedModels), grappler then sees that the residual add below needs no
+        # broadcast and fuses it into the output product.
+        context = tf.reshape(context, tf.shape(x_matrix))
         normed = add_output_and_normalize(self.output_dense, self.output_dropout,
                                           self.layer_norm, x_matrix, context, resident,
                                           training)
