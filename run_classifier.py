@@ -79,6 +79,7 @@ flags.DEFINE_string("id_column", None, "custom task: column of the example id wr
 flags.DEFINE_bool("has_header", True, "custom task: the files start with a header row.")
 flags.DEFINE_bool("regression", False, "custom task: float labels, squared-error loss.")
 cli.define_runtime_flags()
+cli.define_export_flags()
 flags.adopt_module_key_flags(cli)  # list them in --help
 
 
@@ -120,6 +121,7 @@ def main(argv):
         max_seq_length=FLAGS.max_seq_length, eval_batch_size=FLAGS.eval_batch_size,
         predict_batch_size=FLAGS.predict_batch_size,
         classifier_dropout=FLAGS.classifier_dropout, export_dir=FLAGS.export_dir,
+        export_layer_norm=FLAGS.export_layer_norm,
         custom=custom)
     try:
         results = run_glue(options, strategy)

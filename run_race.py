@@ -70,6 +70,7 @@ flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
 flags.DEFINE_string("export_dir", None, "Write a SavedModel (raw-text and token-id "
                     "signatures) of the best weights here.")
 cli.define_runtime_flags()
+cli.define_export_flags()
 flags.adopt_module_key_flags(cli)  # list them in --help
 
 
@@ -100,7 +101,8 @@ def main(argv):
         iterations_per_loop=FLAGS.iterations_per_loop, optimizer=FLAGS.optimizer,
         train_file=FLAGS.train_file, eval_file=FLAGS.eval_file,
         predict_file=FLAGS.predict_file, predict_split=FLAGS.predict_split,
-        export_dir=FLAGS.export_dir, mixed_precision=FLAGS.mixed_precision,
+        export_dir=FLAGS.export_dir, export_layer_norm=FLAGS.export_layer_norm,
+        mixed_precision=FLAGS.mixed_precision,
         jit_compile=FLAGS.jit_compile,
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps, seed=FLAGS.seed)
     try:

@@ -69,6 +69,7 @@ flags.DEFINE_string("export_dir", None, "Write a SavedModel (raw question + cont
                     "of the best weights here.")
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
 cli.define_runtime_flags()
+cli.define_export_flags()
 flags.adopt_module_key_flags(cli)  # list them in --help
 
 
@@ -92,7 +93,7 @@ def main(argv):
              "iterations_per_loop", "n_best_size", "max_answer_length",
              "version_2_with_negative", "start_n_top", "end_n_top", "dropout_prob",
              "null_score_diff_threshold", "optimizer", "mixed_precision", "jit_compile",
-             "gradient_accumulation_steps", "seed", "export_dir")
+             "gradient_accumulation_steps", "seed", "export_dir", "export_layer_norm")
     options = SquadOptions(albert_config=AlbertConfig.from_json_file(FLAGS.albert_config_file),
                            **{name: getattr(FLAGS, name) for name in names})
     try:

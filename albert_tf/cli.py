@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from albert_tf import distribute
+from albert_tf import distribute, fused_ops
 
 
 def define_runtime_flags() -> None:
@@ -30,6 +30,16 @@ def define_runtime_flags() -> None:
                          "Micro-batches per optimizer step (the training batch is split "
                          "into them).")
     flags.DEFINE_integer("seed", None, "Seed for initialisation, dropout and input shuffling.")
+
+
+def define_export_flags() -> None:
+    """Defines --export_layer_norm (how an --export_dir SavedModel spells its LayerNorms)."""
+    flags.DEFINE_enum(
+        "export_layer_norm", "auto", list(fused_ops.EXPORT_LAYER_NORMS),
+        "LayerNorms of the --export_dir SavedModel: 'onednn' runs them in one fused kernel "
+        "on oneDNN TensorFlow (the default on x86 Linux; ~3% faster inference) but slower "
+        "where oneDNN is off (~10%); 'plain' is the same speed everywhere; 'auto' is "
+        "'onednn' when this process runs oneDNN without a GPU. Same values either way.")
 
 
 def strategy_from_flags(values=flags.FLAGS):

@@ -29,12 +29,25 @@ where they are served (`layer_norm_as_batch_norm`).
 """
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 
 import tensorflow as tf
 
 GELU_C = math.sqrt(2.0 / math.pi)
 GELU_A = 0.044715
+
+
+def _trace_context():
+    """(saving, in_xla) for the graph being traced: traced for a SavedModel; compiled
+    whole by XLA (`jit_compile=True`, TPUs). TF's internal markers are the only way to
+    see either while tracing."""
+    from tensorflow.python.framework import ops as tf_ops
+    from tensorflow.python.ops import control_flow_util
+    from tensorflow.python.saved_model import save_context
+    return (save_context.in_save_context(),
+            control_flow_util.GraphOrParentsInXlaContext(tf_ops.get_default_graph()))
 
 
 def use_fused() -> bool:
@@ -44,16 +57,11 @@ def use_fused() -> bool:
         Serving runs no XLA by default (`--xla_cpu_compilation_enabled`);
       * a graph that XLA compiles whole (`jit_compile=True`, TPUs): XLA fuses the
         plain ops itself, and faster (ALBERT-base fp32 step 3.97 vs 4.40 s here).
-    Eager calls would compile per shape. TF's internal markers are the only way
-    to see the last two contexts while tracing."""
+    Eager calls would compile per shape."""
     if tf.executing_eagerly():
         return False
-    from tensorflow.python.framework import ops as tf_ops
-    from tensorflow.python.ops import control_flow_util
-    from tensorflow.python.saved_model import save_context
-    if save_context.in_save_context():
-        return False
-    return not control_flow_util.GraphOrParentsInXlaContext(tf_ops.get_default_graph())
+    saving, in_xla = _trace_context()
+    return not saving and not in_xla
 
 
 # ----------------------------------------------------------------------------- GELU
@@ -299,27 +307,55 @@ def onednn_layer_norm(z, gamma, beta, epsilon: float):
     return normalize(z, gamma, beta)
 
 
+EXPORT_LAYER_NORMS = ("auto", "onednn", "plain")
+_export_layer_norms = threading.local()  # set only inside `exporting_layer_norms_as`
+
+
+@contextlib.contextmanager
+def exporting_layer_norms_as(spelling: str):
+    """Within this block, SavedModels being traced spell their LayerNorms as `spelling`:
+      "onednn": `layer_norm_as_batch_norm`, which oneDNN TensorFlow (the default on x86
+                Linux) runs in one fused kernel, and which is slower where oneDNN is off;
+      "plain":  seven plain ops, the same speed everywhere;
+      "auto":   "onednn" if this process runs oneDNN with no GPU visible, else "plain"
+                (the default, also outside this block).
+    All three load anywhere and compute the same values up to float32 rounding. Used by
+    `export.save_serving_model`; a scope for tracing, like TensorFlow's own save context.
+    """
+    if spelling not in EXPORT_LAYER_NORMS:
+        raise ValueError(f"LayerNorm spelling for exports must be one of "
+                         f"{', '.join(EXPORT_LAYER_NORMS)}; got {spelling!r}")
+    previous = getattr(_export_layer_norms, "spelling", "auto")
+    _export_layer_norms.spelling = spelling
+    try:
+        yield
+    finally:
+        _export_layer_norms.spelling = previous
+
+
 def export_layer_norm_as_batch_norm(z) -> bool:
     """Whether a SavedModel being traced should spell its LayerNorm over float32 z
-    [N, H] or [B, S, H] as `layer_norm_as_batch_norm`: oneDNN is on in the exporting
-    process (TF_ENABLE_ONEDNN_OPTS, the default on x86 Linux), the graph is not compiled
-    whole by XLA (which fuses the plain ops itself), and the rows are not known when
-    tracing (otherwise grappler folds the Fill ops that its pattern needs, and an
-    unfused FusedBatchNormV3 is slower than the plain ops)."""
+    [N, H] or [B, S, H] as `layer_norm_as_batch_norm`: the export asks for it
+    (`exporting_layer_norms_as`), the graph is not compiled whole by XLA (which fuses
+    the plain ops itself), and the rows are not known when tracing (otherwise grappler
+    folds the Fill ops that its pattern needs, and an unfused FusedBatchNormV3 is slower
+    than the plain ops)."""
     if tf.executing_eagerly():
         return False
-    from tensorflow.python.framework import ops as tf_ops
-    from tensorflow.python.ops import control_flow_util
-    from tensorflow.python.saved_model import save_context
-    return (save_context.in_save_context() and _mkl_enabled()
-            and 2 <= z.shape.rank <= 3 and z.shape[-1] is not None
-            and None in z.shape[:-1]
-            and not control_flow_util.GraphOrParentsInXlaContext(tf_ops.get_default_graph()))
+    saving, in_xla = _trace_context()
+    if not saving or in_xla:
+        return False
+    spelling = getattr(_export_layer_norms, "spelling", "auto")
+    if spelling == "auto":
+        spelling = ("onednn" if _mkl_enabled() and not tf.config.list_logical_devices("GPU")
+                    else "plain")
+    return (spelling == "onednn" and z.shape.rank in (2, 3) and z.shape[-1] is not None
+            and None in z.shape[:-1])
 
 
 def layer_norm_as_batch_norm(z, gamma, beta, epsilon: float):
-    """LayerNorm(z) * gamma + beta over the last axis of float32 z ([N, H] or [B, S, H];
-    gamma, beta float32 [H]), spelled as Keras 2 spelled its fused LayerNorm: z as one
+    """LayerNorm(z) * gamma + beta over the last axis of z ([N, H] or [B, S, H]; all
+    float32, gamma and beta [H]), spelled as Keras 2 spelled its fused LayerNorm: z as one
     NCHW image [1, rows, H, 1] through FusedBatchNormV3 in training mode (each row a
     channel, normalised with its own biased variance), unit scale and zero offset made
     by Fill, then * gamma + beta.
@@ -328,11 +364,16 @@ def layer_norm_as_batch_norm(z, gamma, beta, epsilon: float):
     oneDNN's LayerNorm kernel (`_MklLayerNorm`, one pass) when a graph runs on oneDNN
     TensorFlow; it never matched the plain ops' spellings (see docs/performance.md).
     The graph itself holds only public ops, so a SavedModel exported with it loads and
-    computes the same values anywhere. Measured [4096, 768] add + LayerNorm, plain ops
-    4.8 ms, this spelling rewritten 2.1 ms. Where nothing rewrites it (oneDNN off,
-    TensorFlow builds without oneDNN) Eigen's NCHW batch norm is ~4x slower than the
-    plain ops, hence `export_layer_norm_as_batch_norm`. Gradients are FusedBatchNormV3's
-    own. cuDNN has taken epsilons below 1e-5 since 7.5, so 1e-12 holds on GPUs too.
+    computes the same values anywhere, up to float32 rounding (max error against float64
+    on [4096, 768]: 1.8e-6 rewritten, 6.8e-6 in Eigen's kernel, 2.3e-6 for the plain
+    ops). Measured [4096, 768] add + LayerNorm, plain ops 4.8 ms, this spelling
+    rewritten 2.1 ms. Where nothing rewrites it (oneDNN off, TensorFlow builds without
+    oneDNN) Eigen's NCHW batch norm is ~4x slower than the plain ops, hence
+    `exporting_layer_norms_as`. Gradients are FusedBatchNormV3's own. On GPUs cuDNN
+    would run it (it has taken epsilons below 1e-5 since 7.5); untested here, so "auto"
+    does not choose it where a GPU is visible. Keras 2 kept this spelling for epsilons
+    of at least 1.001e-5 only, because its batch-norm wrapper raised smaller ones; the
+    raw op keeps 1e-12.
     """
     shape = tf.shape(z)
     rows = tf.reduce_prod(shape[:-1])

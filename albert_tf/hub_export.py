@@ -67,9 +67,12 @@ class _PretrainerModule(tf.Module):
 
 
 def export_pretrainer(model: AlbertPretrainer, config_file: str, spm_model_file: str,
-                      export_dir: str, do_lower_case: bool = True) -> str:
-    """Writes the SavedModel to `export_dir` (replacing it only once complete)."""
+                      export_dir: str, do_lower_case: bool = True,
+                      layer_norm: str = "auto") -> str:
+    """Writes the SavedModel to `export_dir` (replacing it only once complete);
+    `layer_norm` as in `export.save_serving_model`."""
     module = _PretrainerModule(model, config_file, spm_model_file, do_lower_case)
     return export.save_serving_model(export_dir, module, {
         "serving_default": module.mlm, "mlm": module.mlm, "sop": module.sop,
-        "tokens": module.tokens, "tokenization_info": module.tokenization_info})
+        "tokens": module.tokens, "tokenization_info": module.tokenization_info},
+        layer_norm=layer_norm)

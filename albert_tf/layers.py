@@ -98,7 +98,9 @@ def _layer_norm_float32(x, gamma, beta, epsilon):
 @keras.saving.register_keras_serializable(package="albert_tf")
 class LayerNorm(keras.layers.LayerNormalization):
     """keras LayerNormalization (same `gamma`/`beta` variables) over the last axis,
-    computed in float32 with `_layer_norm_float32`'s backward."""
+    computed in float32 with `_layer_norm_float32`'s backward; in SavedModels that ask
+    for it, as `fused_ops.layer_norm_as_batch_norm` (see
+    `fused_ops.exporting_layer_norms_as`)."""
 
     def call(self, inputs):
         x = tf.cast(inputs, tf.float32)
@@ -469,9 +471,9 @@ class AttentionSublayer(keras.layers.Layer):
             context = tf.transpose(tf.matmul(probs, v), fused_ops.HEADS_FIRST)
         else:
             context = ops.einsum("bnft,btnd->bfnd", probs, v)
-        # x_matrix's own shape, not (-1, H): where the rows are unknown when traced
-        # (SavedModels), grappler then sees that the residual add below needs no
-        # broadcast and fuses it into the output product.
+        # x_matrix's own shape ([N, H], H static), not (-1, H): where the rows are
+        # unknown when traced (SavedModels), grappler then sees that the residual add
+        # below needs no broadcast and fuses it into the output product.
         context = tf.reshape(context, tf.shape(x_matrix))
         normed = add_output_and_normalize(self.output_dense, self.output_dropout,
                                           self.layer_norm, x_matrix, context, resident,

@@ -113,12 +113,20 @@ def _float64_layer_norm(z, gamma, beta):
     return centered / np.sqrt((centered ** 2).mean(-1, keepdims=True) + 1e-12) * gamma + beta
 
 
+def _spelled_layer_norm(z, gamma, beta):
+    with tf.name_scope("norm"):  # _executed_kernels reads scoped op names
+        return fused_ops.layer_norm_as_batch_norm(z, gamma, beta, 1e-12)
+
+
 @pytest.mark.parametrize("shape", [(10, 24), (2, 5, 24)])
 def test_layer_norm_as_batch_norm_matches_float64_and_autodiff(shape):
-    # Rows far from 0, and rows whose variance (1e-8) is small enough that an epsilon
-    # other than 1e-12 would show: a rewritten kernel must carry the epsilon over.
+    from tests.test_performance_paths import _executed_kernels
+    # Rows far from 0; rows whose variance (1e-8) is small enough that an epsilon other
+    # than 1e-12 would show (a rewritten kernel must carry it over); a constant row.
     z = RNG.normal(loc=50.0, scale=3.0, size=shape)
-    z.reshape(-1, shape[-1])[:3] = 1e-4 * RNG.normal(size=(3, shape[-1]))
+    rows = z.reshape(-1, shape[-1])
+    rows[:3] = 1e-4 * RNG.normal(size=(3, shape[-1]))
+    rows[3] = 7.0
     z = tf.constant(z, tf.float32)
     gamma = tf.constant(RNG.normal(size=24), tf.float32)
     beta = tf.constant(RNG.normal(size=24), tf.float32)
@@ -127,14 +135,20 @@ def test_layer_norm_as_batch_norm_matches_float64_and_autodiff(shape):
     want, want_grads = _value_and_grads(
         lambda z, g, b: _composite_add_layer_norm(z, tf.zeros_like(z), g, b),
         [z, gamma, beta], upstream)
-    unknown_rows = [tf.TensorSpec([None] * (len(shape) - 1) + [24], tf.float32),
-                    tf.TensorSpec([24], tf.float32), tf.TensorSpec([24], tf.float32)]
-    spelled = lambda z, g, b: fused_ops.layer_norm_as_batch_norm(z, g, b, 1e-12)  # noqa: E731
-    for fn in (spelled, tf.function(spelled, input_signature=unknown_rows)):
+    unknown_rows = tf.function(_spelled_layer_norm, input_signature=[
+        tf.TensorSpec([None] * (len(shape) - 1) + [24], tf.float32),
+        tf.TensorSpec([24], tf.float32), tf.TensorSpec([24], tf.float32)])
+    # Under a tape grappler keeps FusedBatchNormV3 (its gradient needs the op's outputs).
+    for fn in (_spelled_layer_norm, unknown_rows):
         got, grads = _value_and_grads(fn, [z, gamma, beta], upstream)
         np.testing.assert_allclose(got, want64, atol=2e-5)
         for g, w in zip(grads, want_grads):
             _assert_close(g, w, 1e-4)
+    # Without one, on oneDNN, it runs as oneDNN's LayerNorm kernel.
+    np.testing.assert_allclose(unknown_rows(z, gamma, beta).numpy(), want64, atol=2e-5)
+    if fused_ops._mkl_enabled():
+        kernels = {kernel for _, kernel in _executed_kernels(unknown_rows, z, gamma, beta)}
+        assert "_MklLayerNorm" in kernels, kernels
 
 
 @pytest.mark.skipif(not fused_ops._mkl_enabled(), reason="TensorFlow's oneDNN ops are off")
@@ -143,8 +157,7 @@ def test_grappler_runs_layer_norm_as_batch_norm_in_onednn_only_when_rows_are_unk
     gamma, beta = tf.ones([24]), tf.zeros([24])
 
     def spelled(z):
-        with tf.name_scope("norm"):
-            return fused_ops.layer_norm_as_batch_norm(z, gamma, beta, 1e-12)
+        return _spelled_layer_norm(z, gamma, beta)
 
     z = tf.constant(RNG.normal(size=(6, 24)), tf.float32)
     for rows, kernel in ((None, "_MklLayerNorm"), (6, "_MklNativeFusedBatchNormV3")):
@@ -153,43 +166,77 @@ def test_grappler_runs_layer_norm_as_batch_norm_in_onednn_only_when_rows_are_unk
         assert kernel in kernels and "Mean" not in kernels, (rows, kernels)
 
 
-def test_exports_spell_layer_norm_as_batch_norm_only_on_onednn_with_unknown_rows(
-        tmp_path, monkeypatch):
-    seen = {}
-    x = tf.zeros([3, 24])
-    assert not fused_ops.export_layer_norm_as_batch_norm(x)  # eager
+class _SpellingProbe(tf.Module):
+    """Records, per traced function, whether its LayerNorms would be batch-norm spelled."""
 
-    @tf.function
-    def traced(z):  # in-process graphs use the XLA or the direct oneDNN kernel
-        seen["traced"] = fused_ops.export_layer_norm_as_batch_norm(z)
+    def __init__(self):
+        super().__init__()
+        self.seen = {}
+
+    def _probe(self, name, z):
+        self.seen[name] = fused_ops.export_layer_norm_as_batch_norm(z)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 24], tf.float32)])
+    def unknown_rows(self, z):
+        self._probe("unknown rows", z)
+        self._probe("3-D", tf.reshape(z, [1, -1, 24]))
+        self._probe("1-D", tf.reshape(z, [-1]))
+        self._probe("4-D", tf.reshape(z, [1, 1, -1, 24]))
         return z
 
-    traced(x)
+    @tf.function(input_signature=[tf.TensorSpec(None, tf.float32)])
+    def unknown_rank(self, z):
+        self._probe("unknown rank", z)
+        return z
 
-    class Export(tf.Module):
-        @tf.function(input_signature=[tf.TensorSpec([None, 24], tf.float32)])
-        def unknown_rows(self, z):
-            seen["unknown rows"] = fused_ops.export_layer_norm_as_batch_norm(z)
-            seen["3-D"] = fused_ops.export_layer_norm_as_batch_norm(tf.reshape(z, [1, -1, 24]))
-            return z
+    @tf.function(input_signature=[tf.TensorSpec([3, 24], tf.float32)])
+    def known_rows(self, z):  # grappler would fold the Fill ops its pattern needs
+        self._probe("known rows", z)
+        return z
 
-        @tf.function(input_signature=[tf.TensorSpec([3, 24], tf.float32)])
-        def known_rows(self, z):  # grappler would fold the Fill ops its pattern needs
-            seen["known rows"] = fused_ops.export_layer_norm_as_batch_norm(z)
-            return z
+    @tf.function(input_signature=[tf.TensorSpec([None, 24], tf.float32)], jit_compile=True)
+    def compiled(self, z):  # XLA fuses the plain ops itself
+        self._probe("xla", z)
+        return z
 
-        @tf.function(input_signature=[tf.TensorSpec([None, 24], tf.float32)],
-                     jit_compile=True)
-        def compiled(self, z):  # XLA fuses the plain ops itself
-            seen["xla"] = fused_ops.export_layer_norm_as_batch_norm(z)
-            return z
 
-    tf.saved_model.save(Export(), str(tmp_path / "probe"))
-    assert seen == {"traced": False, "unknown rows": fused_ops._mkl_enabled(),
-                    "3-D": fused_ops._mkl_enabled(), "known rows": False, "xla": False}
+def _probed_export(path, spelling=None):
+    probe = _SpellingProbe()
+    if spelling is None:
+        tf.saved_model.save(probe, str(path))
+    else:
+        with fused_ops.exporting_layer_norms_as(spelling):
+            tf.saved_model.save(probe, str(path))
+    return probe.seen
+
+
+def test_exports_spell_layer_norm_as_batch_norm_as_asked_where_rows_are_unknown(
+        tmp_path, monkeypatch):
+    assert not fused_ops.export_layer_norm_as_batch_norm(tf.zeros([3, 24]))  # eager
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 24], tf.float32)])
+    def traced(z):  # in-process graphs use the XLA or the direct oneDNN kernel
+        traced.seen = fused_ops.export_layer_norm_as_batch_norm(z)
+        return z
+
+    with fused_ops.exporting_layer_norms_as("onednn"):
+        traced(tf.zeros([3, 24]))
+    assert traced.seen is False
+
+    others = {"1-D": False, "4-D": False, "unknown rank": False, "known rows": False,
+              "xla": False}
+    assert _probed_export(tmp_path / "onednn", "onednn") == {
+        "unknown rows": True, "3-D": True, **others}
+    assert _probed_export(tmp_path / "plain", "plain") == {
+        "unknown rows": False, "3-D": False, **others}
+    auto = fused_ops._mkl_enabled() and not tf.config.list_logical_devices("GPU")
+    assert _probed_export(tmp_path / "default")["unknown rows"] is auto
+    assert _probed_export(tmp_path / "auto", "auto")["unknown rows"] is auto
     monkeypatch.setattr(fused_ops, "_mkl_enabled", lambda: False)
-    tf.saved_model.save(Export(), str(tmp_path / "probe_without_onednn"))
-    assert not seen["unknown rows"]
+    assert _probed_export(tmp_path / "auto_without_onednn", "auto")["unknown rows"] is False
+    with pytest.raises(ValueError, match="auto, onednn, plain; got 'fast'"):
+        with fused_ops.exporting_layer_norms_as("fast"):
+            pass
 
 
 def test_row_mean_by_product_matches_the_float64_mean():
@@ -249,22 +296,27 @@ def test_fused_kernels_are_used_in_traced_graphs_but_not_eagerly_in_xla_or_in_ex
     assert len(seen) > 2 and not any(seen[2:])
 
 
-def _internal_op_types(export_dir):
-    """Op types of a SavedModel's graph and functions that start with "_" (TensorFlow's
-    internal ops, such as oneDNN's `_MklLayerNorm`)."""
+def _op_types(export_dir):
+    """The op types of a SavedModel's graph and functions."""
     found = set()
     for meta_graph in export.saved_model_proto(export_dir).meta_graphs:
         nodes = list(meta_graph.graph_def.node)
         for function in meta_graph.graph_def.library.function:
             nodes.extend(function.node_def)
-        found.update(node.op for node in nodes if node.op.startswith("_"))
+        found.update(node.op for node in nodes)
     return found
+
+
+def _internal_op_types(export_dir):
+    """Op types of a SavedModel that start with "_" (TensorFlow's internal ops, such as
+    oneDNN's `_MklLayerNorm`)."""
+    return {op for op in _op_types(export_dir) if op.startswith("_")}
 
 
 TOKEN_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
-def _exported_tiny_pretrainer(tmp_path, dtype):
+def _exported_tiny_pretrainer(tmp_path, dtype, **export_kwargs):
     """(model, batch, export_dir): a tiny random AlbertPretrainer and its hub export."""
     config = tiny_config()
     model = AlbertPretrainer(config, dtype=dtype)
@@ -275,7 +327,7 @@ def _exported_tiny_pretrainer(tmp_path, dtype):
     spm_file = tmp_path / "spm.model"
     spm_file.write_bytes(b"placeholder")
     export_dir = hub_export.export_pretrainer(model, str(config_file), str(spm_file),
-                                              str(tmp_path / "export"))
+                                              str(tmp_path / "export"), **export_kwargs)
     return model, _pretraining_batch(config), export_dir
 
 
@@ -537,3 +589,15 @@ def test_accumulate_casts_the_term_to_the_sum_dtype(term_dtype, kernel):
     for got in (traced(total, term), fused_ops.accumulate(total, term)):  # traced, eager
         assert got.dtype == tf.float32
         np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_export_layer_norm_option_decides_the_spelling(tmp_path, monkeypatch):
+    monkeypatch.setattr(fused_ops, "_mkl_enabled", lambda: False)  # "auto" would be plain
+    _, _, onednn_dir = _exported_tiny_pretrainer(tmp_path / "a", "float32", layer_norm="onednn")
+    assert "FusedBatchNormV3" in _op_types(onednn_dir) and "Mean" not in _op_types(onednn_dir)
+    _, _, plain_dir = _exported_tiny_pretrainer(tmp_path / "b", "float32", layer_norm="plain")
+    assert "FusedBatchNormV3" not in _op_types(plain_dir) and "Mean" in _op_types(plain_dir)
+    with pytest.raises(ValueError, match="--export_layer_norm must be one of auto, onednn, "
+                                         "plain, got 'fast'"):
+        _exported_tiny_pretrainer(tmp_path / "c", "float32", layer_norm="fast")
+    assert not (tmp_path / "c" / "export").exists()

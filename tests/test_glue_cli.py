@@ -66,8 +66,10 @@ print("RESULT" + json.dumps({
 def test_train_eval_predict_export_and_serve_raw_text(sst2, tmp_path):
     out = tmp_path / "run"
     done = run_cli(sst2, out, do_train=True, do_eval=True, do_predict=True,
-                   export_dir=str(out / "export"))
+                   export_dir=str(out / "export"), export_layer_norm="onednn")
     assert done.returncode == 0, done.stderr[-3000:]
+    from tests.test_fused_ops import _op_types
+    assert "FusedBatchNormV3" in _op_types(str(out / "export"))  # as --export_layer_norm asks
     evals = (out / "eval_results.txt").read_text()
     assert [l for l in evals.splitlines() if l.startswith("global_step")] == [
         "global_step = 20", "global_step = 40"]
@@ -140,6 +142,7 @@ def glue_options(sst2, tmp_path, **changes):
     ({"eval_batch_size": 0}, "--eval_batch_size 0 must be a positive multiple"),
     ({"classifier_dropout": 1.0}, "--classifier_dropout must be in"),
     ({"spm_model_file": "/no/such.model"}, "--spm_model_file '/no/such.model' does not exist"),
+    ({"export_layer_norm": "fast"}, "--export_layer_norm must be one of auto, onednn, plain"),
 ])
 def test_option_errors_are_clear(sst2, tmp_path, extra, message):
     from albert_tf.tasks.glue_job import run_glue

@@ -61,8 +61,11 @@ def read_blocks(path):
 
 def test_train_eval_predict_export_reload(setup, tmp_path):
     out = tmp_path / "out"
-    done = run_cli(setup, out, do_predict=True, export_dir=str(out / "export"))
+    done = run_cli(setup, out, do_predict=True, export_dir=str(out / "export"),
+                   export_layer_norm="plain")
     assert done.returncode == 0, done.stderr[-3000:]
+    from tests.test_fused_ops import _op_types
+    assert "FusedBatchNormV3" not in _op_types(str(out / "export"))  # --export_layer_norm
     log = done.stderr
     assert "RACE train/middle: 10 questions from 2 files" in log
     assert "*** Example ***" in log and "step 6/6" in log
@@ -134,6 +137,7 @@ def test_train_eval_predict_export_reload(setup, tmp_path):
     ({"predict_split": "val"}, "--predict_split must be one of train, dev, test"),
     ({"do_train": False, "do_eval": False}, "at least one of --do_train"),
     ({"dropout_prob": 1.0}, "--dropout_prob must be in [0, 1)"),
+    ({"export_layer_norm": "fast"}, "--export_layer_norm must be one of auto, onednn, plain"),
 ])
 def test_option_errors(setup, changes, message):
     values = dict(data_dir=setup["data"], albert_config=AlbertConfig.from_dict(CONFIG),

@@ -112,6 +112,7 @@ def test_cli_trains_predicts_evaluates_exports(shared_data, tmp_path, v2):
     out = tmp_path / "out"
     extra = ["--version_2_with_negative", "--start_n_top=3", "--end_n_top=3",
              "--null_score_diff_threshold=0.5", "--num_train_epochs=4"] if v2 else []
+    extra.append("--export_layer_norm=" + ("onednn" if v2 else "plain"))
     done = cli(tmp_path, path, out, *extra)
     assert done.returncode == 0, done.stderr[-3000:]
     metrics = json.loads(done.stdout.strip().splitlines()[-1])
@@ -137,6 +138,8 @@ def test_cli_trains_predicts_evaluates_exports(shared_data, tmp_path, v2):
     got = load_in_subprocess(str(out / "export"),
                              [(e.question_text, e.paragraph_text) for e in examples], tmp_path)
     assert got["answer"] == [answers[e.qas_id] for e in examples]
+    from tests.test_fused_ops import _op_types
+    assert ("FusedBatchNormV3" in _op_types(str(out / "export"))) == v2  # --export_layer_norm
     # Flag errors are one clear line.
     bad = subprocess.run([sys.executable, str(REPO_ROOT / "run_squad.py"),
                           f"--albert_config_file={tmp_path / 'config.json'}",

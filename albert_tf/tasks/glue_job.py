@@ -50,10 +50,12 @@ class GlueOptions:
     predict_batch_size: int = 8
     classifier_dropout: float = 0.1
     export_dir: Optional[str] = None
+    export_layer_norm: str = "auto"
     custom: Optional[glue.CustomTaskOptions] = None
 
     def validate(self, num_replicas: int) -> None:
         """Raises ValueError naming the flag that is wrong."""
+        export.check_layer_norm_spelling(self.export_layer_norm)
         name = self.task_name.lower()
         if name != glue.CUSTOM_TASK and name not in glue.TASKS:
             raise ValueError(f"--task_name {self.task_name!r} is not one of "
@@ -170,7 +172,8 @@ def export_classifier(model, options: GlueOptions, spec: glue.TaskSpec) -> str:
     module = export.ClassifierServingModule(model, tokenizer, options.max_seq_length,
                                             None if spec.is_regression else spec.labels,
                                             pair=spec.is_pair)
-    return export.save_serving_model(options.export_dir, module, module.signatures())
+    return export.save_serving_model(options.export_dir, module, module.signatures(),
+                                     layer_norm=options.export_layer_norm)
 
 
 def run_glue(options: GlueOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:

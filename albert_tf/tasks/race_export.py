@@ -150,11 +150,14 @@ class RaceServingModule(tf.Module):
 
 
 def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_length: int,
-                       max_qa_length: int, do_lower_case: bool = True) -> str:
+                       max_qa_length: int, do_lower_case: bool = True,
+                       layer_norm: str = "auto") -> str:
     """Writes `model` (an `AlbertMultipleChoice` with its final weights) as a SavedModel
-    with the raw-text and token signatures, atomically; returns export_dir."""
+    with the raw-text and token signatures, atomically; returns export_dir. `layer_norm`
+    as in `export.save_serving_model`."""
     from albert_tf.tokenization import InGraphTokenizer
 
     tokenizer = InGraphTokenizer(spm_model_file, do_lower_case=do_lower_case)
     module = RaceServingModule(model, tokenizer, max_seq_length, max_qa_length)
-    return export.save_serving_model(export_dir, module, module.signatures())
+    return export.save_serving_model(export_dir, module, module.signatures(),
+                                     layer_norm=layer_norm)

@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import fileio, finetuning, training
+from albert_tf import export, fileio, finetuning, training
 from albert_tf.config import AlbertConfig
 from albert_tf.models import AlbertMultipleChoice, multiple_choice_losses
 from albert_tf.tasks import race
@@ -118,12 +118,14 @@ class RaceOptions:
     predict_file: Optional[str] = None
     predict_split: str = "test"
     export_dir: Optional[str] = None
+    export_layer_norm: str = "auto"
     mixed_precision: str = "float32"
     jit_compile: bool = False
     gradient_accumulation_steps: int = 1
     seed: Optional[int] = None
 
     def validate(self) -> None:
+        export.check_layer_norm_spelling(self.export_layer_norm)
         race.levels_for(self.high_only, self.middle_only)
         race.validate_lengths(self.max_seq_length, self.max_qa_length)
         if self.max_seq_length > self.albert_config.max_position_embeddings:
@@ -308,5 +310,5 @@ def run_race(options: RaceOptions, strategy: Optional[tf.distribute.Strategy] = 
             checkpoints.load_tf1_checkpoint(model, best)
         results["export_dir"] = race_export.export_saved_model(
             model, options.export_dir, options.spm_model_file, options.max_seq_length,
-            options.max_qa_length, options.do_lower_case)
+            options.max_qa_length, options.do_lower_case, options.export_layer_norm)
     return results

@@ -48,6 +48,7 @@ class ExportOptions:
     max_answer_length: int = 30
     version_2_with_negative: bool = False
     null_score_diff_threshold: Optional[float] = None
+    layer_norm: str = "auto"  # see export.save_serving_model
 
 
 def _expansion_offsets(tokenizer: tokenization.SentencePieceTokenizer):
@@ -306,4 +307,5 @@ def export_saved_model(model, export_dir: str, spm_model_file: str,
     module = SquadServingModule(model, spm_model_file, options)
     return export_lib.save_serving_model(export_dir, module,
                                          {"serving_default": module.serve_text,
-                                          "serve_tokens": module.serve_tokens})
+                                          "serve_tokens": module.serve_tokens},
+                                         layer_norm=options.layer_norm)

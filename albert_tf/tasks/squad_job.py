@@ -31,7 +31,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import fileio, finetuning
+from albert_tf import export, fileio, finetuning
 from albert_tf.config import AlbertConfig
 from albert_tf.models import AlbertSpanLabeler, AlbertSquadV2
 from albert_tf.tokenization import SentencePieceTokenizer
@@ -115,8 +115,10 @@ class SquadOptions:
     gradient_accumulation_steps: int = 1
     seed: Optional[int] = None
     export_dir: Optional[str] = None
+    export_layer_norm: str = "auto"
 
     def validate(self) -> None:
+        export.check_layer_norm_spelling(self.export_layer_norm)
         if not (self.do_train or self.do_predict):
             raise ValueError("at least one of --do_train or --do_predict must be set")
         if self.do_train and not self.train_file:
@@ -347,7 +349,8 @@ def run_squad(options: SquadOptions, strategy: Optional[tf.distribute.Strategy] 
                     max_query_length=options.max_query_length,
                     do_lower_case=options.do_lower_case, n_best_size=options.n_best_size,
                     max_answer_length=options.max_answer_length,
-                    version_2_with_negative=v2, null_score_diff_threshold=threshold))
+                    version_2_with_negative=v2, null_score_diff_threshold=threshold,
+                    layer_norm=options.export_layer_norm))
         results["export_dir"] = options.export_dir
     return results
 
