@@ -38,8 +38,9 @@ def define_export_flags() -> None:
         "export_layer_norm", "auto", list(fused_ops.EXPORT_LAYER_NORMS),
         "LayerNorms of the --export_dir SavedModel: 'onednn' runs them in one fused kernel "
         "on oneDNN TensorFlow (the default on x86 Linux; ~3% faster inference) but slower "
-        "where oneDNN is off (~10%); 'plain' is the same speed everywhere; 'auto' is "
-        "'onednn' when this process runs oneDNN without a GPU. Same values either way.")
+        "where oneDNN is off (up to ~10%); 'plain' is the same speed everywhere; 'auto' is "
+        "'onednn' when this process runs oneDNN without a GPU. The same values up to "
+        "float32 rounding either way.")
 
 
 def strategy_from_flags(values=flags.FLAGS):

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set
 
 import tensorflow as tf
 from absl import logging
@@ -62,14 +62,28 @@ def token_input_signature(seq_length: Optional[int] = None,
     return {name: tf.TensorSpec(shape, tf.int32, name=name) for name in TOKEN_FEATURES}
 
 
-def model_outputs(model, names: Sequence[str]) -> Callable[[Mapping], Dict[str, tf.Tensor]]:
-    """A function features -> {name: model output} (inference mode, float outputs as float32).
+def call_for_export(model, inputs, layer_norm: str = "auto"):
+    """model(inputs, training=False), with the LayerNorms spelled as `layer_norm` ("auto",
+    "onednn" or "plain"; `fused_ops.exporting_layer_norms_as`) where this is traced for
+    a SavedModel: "onednn" runs ~3% faster on oneDNN TensorFlow (the default on x86
+    Linux) and up to ~10% slower where oneDNN is off; "auto" picks it when this process
+    runs oneDNN without a GPU. For serving modules' tf.functions."""
+    with fused_ops.exporting_layer_norms_as(layer_norm):
+        return model(inputs, training=False)
+
+
+def model_outputs(model, names: Sequence[str],
+                  layer_norm: str = "auto") -> Callable[[Mapping], Dict[str, tf.Tensor]]:
+    """A function features -> {name: model output} (inference mode, float outputs as float32;
+    `layer_norm` as in `call_for_export`).
 
     Integer outputs (e.g. `predictions`) keep their dtype; floating ones are cast
     to float32 so that a mixed-precision model serves float32.
     """
+    fused_ops.check_export_layer_norm(layer_norm)
+
     def call(features: Mapping) -> Dict[str, tf.Tensor]:
-        outputs = model(dict(features), training=False)
+        outputs = call_for_export(model, dict(features), layer_norm)
         result = {}
         for name in names:
             value = tf.convert_to_tensor(outputs[name])
@@ -157,16 +171,8 @@ def pack_pair(ids_a: tf.RaggedTensor, ids_b: Optional[tf.RaggedTensor], max_seq_
             "segment_ids": segment_ids.to_tensor(default_value=0, shape=shape)}
 
 
-def check_layer_norm_spelling(spelling: str) -> None:
-    """Raises ValueError naming --export_layer_norm unless `spelling` is one of
-    `fused_ops.EXPORT_LAYER_NORMS` (checked before training, not at export time)."""
-    if spelling not in fused_ops.EXPORT_LAYER_NORMS:
-        raise ValueError(f"--export_layer_norm must be one of "
-                         f"{', '.join(fused_ops.EXPORT_LAYER_NORMS)}, got {spelling!r}")
-
-
 def save_serving_model(export_dir: str, module: tf.Module,
-                       signatures: Mapping[str, Callable], layer_norm: str = "auto") -> str:
+                       signatures: Mapping[str, Callable]) -> str:
     """Saves `module` with `signatures` as a SavedModel at `export_dir`, atomically.
 
     The SavedModel is written to a temporary sibling directory and renamed
@@ -178,12 +184,9 @@ def save_serving_model(export_dir: str, module: tf.Module,
     Let the signatures be traced here, not by calls beforehand: graphs traced
     for a SavedModel leave out the XLA kernels of `albert_tf.fused_ops`, which
     TF Serving does not run by default. A warning names any XLA function that
-    reaches the export anyway. `layer_norm` ("auto", "onednn" or "plain") is how the
-    LayerNorms are spelled, see `fused_ops.exporting_layer_norms_as`: "onednn" runs
-    ~3% faster on oneDNN TensorFlow (the default on x86 Linux) and ~10% slower where
-    oneDNN is off; "auto" picks "onednn" when this process runs oneDNN without a GPU.
+    reaches the export anyway. How the model's LayerNorms are spelled is the module's
+    choice (`call_for_export`).
     """
-    check_layer_norm_spelling(layer_norm)
     if "serving_default" not in signatures:
         raise ValueError(f"signatures need a 'serving_default' entry, got {sorted(signatures)}")
     export_dir = os.path.normpath(export_dir)
@@ -193,8 +196,7 @@ def save_serving_model(export_dir: str, module: tf.Module,
     tmp = os.path.join(parent, f".{os.path.basename(export_dir)}.tmp-{tag}")
     old = os.path.join(parent, f".{os.path.basename(export_dir)}.old-{tag}")
     try:
-        with fused_ops.exporting_layer_norms_as(layer_norm):
-            tf.saved_model.save(module, tmp, signatures=dict(signatures))
+        tf.saved_model.save(module, tmp, signatures=dict(signatures))
         warn_about_xla_functions(tmp)
         if tf.io.gfile.exists(export_dir):
             tf.io.gfile.rename(export_dir, old)
@@ -214,6 +216,16 @@ def saved_model_proto(saved_model_dir: str):
     with tf.io.gfile.GFile(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as handle:
         proto.ParseFromString(handle.read())
     return proto
+
+
+def op_types(saved_model_dir: str) -> Set[str]:
+    """The op types in a SavedModel's graphs and functions."""
+    found = set()
+    for meta_graph in saved_model_proto(saved_model_dir).meta_graphs:
+        found.update(node.op for node in meta_graph.graph_def.node)
+        for function in meta_graph.graph_def.library.function:
+            found.update(node.op for node in function.node_def)
+    return found
 
 
 def xla_function_names(saved_model_dir: str) -> List[str]:
@@ -244,7 +256,7 @@ class ClassifierServingModule(tf.Module):
     """
 
     def __init__(self, model, tokenizer, max_seq_length: int, labels: Optional[Sequence[str]],
-                 pair: bool, name: Optional[str] = None):
+                 pair: bool, name: Optional[str] = None, layer_norm: str = "auto"):
         super().__init__(name=name)
         self.model = model
         self.tokenizer = tokenizer
@@ -252,7 +264,7 @@ class ClassifierServingModule(tf.Module):
         self.pair = pair
         self.regression = labels is None
         self.label_names = None if labels is None else tf.constant(list(labels), tf.string)
-        self._outputs = model_outputs(model, ["probabilities", "predictions"])
+        self._outputs = model_outputs(model, ["probabilities", "predictions"], layer_norm)
         if pair:
             self.serving_default = tf.function(
                 self._serve_pair, input_signature=[tf.TensorSpec([None], tf.string, "text_a"),

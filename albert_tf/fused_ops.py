@@ -311,6 +311,13 @@ EXPORT_LAYER_NORMS = ("auto", "onednn", "plain")
 _export_layer_norms = threading.local()  # set only inside `exporting_layer_norms_as`
 
 
+def check_export_layer_norm(spelling: str, name: str = "layer_norm") -> None:
+    """Raises ValueError naming `name` unless `spelling` is in EXPORT_LAYER_NORMS."""
+    if spelling not in EXPORT_LAYER_NORMS:
+        raise ValueError(f"{name} must be one of {', '.join(EXPORT_LAYER_NORMS)}, "
+                         f"got {spelling!r}")
+
+
 @contextlib.contextmanager
 def exporting_layer_norms_as(spelling: str):
     """Within this block, SavedModels being traced spell their LayerNorms as `spelling`:
@@ -319,12 +326,13 @@ def exporting_layer_norms_as(spelling: str):
       "plain":  seven plain ops, the same speed everywhere;
       "auto":   "onednn" if this process runs oneDNN with no GPU visible, else "plain"
                 (the default, also outside this block).
-    All three load anywhere and compute the same values up to float32 rounding. Used by
-    `export.save_serving_model`; a scope for tracing, like TensorFlow's own save context.
+    All three load anywhere and compute the same values up to float32 rounding.
+    Entered inside a serving module's traced functions (`export.call_for_export`), so
+    that its graphs always hold the spelling the module was built with; a scope for
+    tracing, as TensorFlow's own save context, rather than an argument, because it is
+    read deep inside the model's layers.
     """
-    if spelling not in EXPORT_LAYER_NORMS:
-        raise ValueError(f"LayerNorm spelling for exports must be one of "
-                         f"{', '.join(EXPORT_LAYER_NORMS)}; got {spelling!r}")
+    check_export_layer_norm(spelling)
     previous = getattr(_export_layer_norms, "spelling", "auto")
     _export_layer_norms.spelling = spelling
     try:

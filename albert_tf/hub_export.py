@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from albert_tf import export
+from albert_tf import export, fused_ops
 from albert_tf.models import AlbertPretrainer
 
 
 class _PretrainerModule(tf.Module):
     def __init__(self, model: AlbertPretrainer, config_file: str, spm_model_file: str,
-                 do_lower_case: bool):
+                 do_lower_case: bool, layer_norm: str = "auto"):
+        fused_ops.check_export_layer_norm(layer_norm)
         super().__init__()
         self.model = model
+        self.layer_norm = layer_norm
         self.config_asset = tf.saved_model.Asset(config_file)
         self.vocab_asset = tf.saved_model.Asset(spm_model_file)
         self.do_lower_case = tf.Variable(do_lower_case, trainable=False)
@@ -30,7 +32,7 @@ class _PretrainerModule(tf.Module):
         inputs = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
         if positions is not None:
             inputs["masked_lm_positions"] = positions
-        return self.model(inputs, training=False)
+        return export.call_for_export(self.model, inputs, self.layer_norm)
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, "input_ids"),
                                   tf.TensorSpec([None, None], tf.int32, "input_mask"),
@@ -70,9 +72,8 @@ def export_pretrainer(model: AlbertPretrainer, config_file: str, spm_model_file:
                       export_dir: str, do_lower_case: bool = True,
                       layer_norm: str = "auto") -> str:
     """Writes the SavedModel to `export_dir` (replacing it only once complete);
-    `layer_norm` as in `export.save_serving_model`."""
-    module = _PretrainerModule(model, config_file, spm_model_file, do_lower_case)
+    `layer_norm` as in `export.call_for_export`."""
+    module = _PretrainerModule(model, config_file, spm_model_file, do_lower_case, layer_norm)
     return export.save_serving_model(export_dir, module, {
         "serving_default": module.mlm, "mlm": module.mlm, "sop": module.sop,
-        "tokens": module.tokens, "tokenization_info": module.tokenization_info},
-        layer_norm=layer_norm)
+        "tokens": module.tokens, "tokenization_info": module.tokenization_info})

@@ -232,9 +232,20 @@ def test_exports_spell_layer_norm_as_batch_norm_as_asked_where_rows_are_unknown(
     auto = fused_ops._mkl_enabled() and not tf.config.list_logical_devices("GPU")
     assert _probed_export(tmp_path / "default")["unknown rows"] is auto
     assert _probed_export(tmp_path / "auto", "auto")["unknown rows"] is auto
+    # Nested scopes and exceptions restore the outer spelling.
+    with fused_ops.exporting_layer_norms_as("plain"):
+        with pytest.raises(RuntimeError):
+            with fused_ops.exporting_layer_norms_as("onednn"):
+                raise RuntimeError
+        assert _probed_export(tmp_path / "restored")["unknown rows"] is False
+    monkeypatch.setattr(fused_ops, "_mkl_enabled", lambda: True)
+    monkeypatch.setattr(tf.config, "list_logical_devices",
+                        lambda kind=None: ["GPU:0"] if kind == "GPU" else [])
+    assert _probed_export(tmp_path / "auto_with_gpu", "auto")["unknown rows"] is False
     monkeypatch.setattr(fused_ops, "_mkl_enabled", lambda: False)
     assert _probed_export(tmp_path / "auto_without_onednn", "auto")["unknown rows"] is False
-    with pytest.raises(ValueError, match="auto, onednn, plain; got 'fast'"):
+    with pytest.raises(ValueError, match="layer_norm must be one of auto, onednn, plain, "
+                                         "got 'fast'"):
         with fused_ops.exporting_layer_norms_as("fast"):
             pass
 
@@ -296,21 +307,10 @@ def test_fused_kernels_are_used_in_traced_graphs_but_not_eagerly_in_xla_or_in_ex
     assert len(seen) > 2 and not any(seen[2:])
 
 
-def _op_types(export_dir):
-    """The op types of a SavedModel's graph and functions."""
-    found = set()
-    for meta_graph in export.saved_model_proto(export_dir).meta_graphs:
-        nodes = list(meta_graph.graph_def.node)
-        for function in meta_graph.graph_def.library.function:
-            nodes.extend(function.node_def)
-        found.update(node.op for node in nodes)
-    return found
-
-
 def _internal_op_types(export_dir):
     """Op types of a SavedModel that start with "_" (TensorFlow's internal ops, such as
     oneDNN's `_MklLayerNorm`)."""
-    return {op for op in _op_types(export_dir) if op.startswith("_")}
+    return {op for op in export.op_types(export_dir) if op.startswith("_")}
 
 
 TOKEN_INPUTS = ("input_ids", "input_mask", "segment_ids")
@@ -592,12 +592,20 @@ def test_accumulate_casts_the_term_to_the_sum_dtype(term_dtype, kernel):
 
 
 def test_export_layer_norm_option_decides_the_spelling(tmp_path, monkeypatch):
+    """Each serving module keeps the spelling it was built with, whatever was exported
+    before it from the same model."""
     monkeypatch.setattr(fused_ops, "_mkl_enabled", lambda: False)  # "auto" would be plain
-    _, _, onednn_dir = _exported_tiny_pretrainer(tmp_path / "a", "float32", layer_norm="onednn")
-    assert "FusedBatchNormV3" in _op_types(onednn_dir) and "Mean" not in _op_types(onednn_dir)
-    _, _, plain_dir = _exported_tiny_pretrainer(tmp_path / "b", "float32", layer_norm="plain")
-    assert "FusedBatchNormV3" not in _op_types(plain_dir) and "Mean" in _op_types(plain_dir)
-    with pytest.raises(ValueError, match="--export_layer_norm must be one of auto, onednn, "
-                                         "plain, got 'fast'"):
-        _exported_tiny_pretrainer(tmp_path / "c", "float32", layer_norm="fast")
-    assert not (tmp_path / "c" / "export").exists()
+    model, _, onednn_dir = _exported_tiny_pretrainer(tmp_path / "a", "float32",
+                                                     layer_norm="onednn")
+    ops = export.op_types(onednn_dir)
+    assert "FusedBatchNormV3" in ops and "Mean" not in ops
+    plain_dir = hub_export.export_pretrainer(model, onednn_dir + "/assets/albert_config.json",
+                                             onednn_dir + "/assets/spm.model",
+                                             str(tmp_path / "plain"), layer_norm="plain")
+    ops = export.op_types(plain_dir)
+    assert "FusedBatchNormV3" not in ops and "Mean" in ops
+    with pytest.raises(ValueError, match="layer_norm must be one of auto, onednn, plain, "
+                                         "got 'fast'"):
+        hub_export.export_pretrainer(model, "c.json", "s.model", str(tmp_path / "c"),
+                                     layer_norm="fast")
+    assert not (tmp_path / "c").exists()

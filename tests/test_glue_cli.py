@@ -68,8 +68,8 @@ def test_train_eval_predict_export_and_serve_raw_text(sst2, tmp_path):
     done = run_cli(sst2, out, do_train=True, do_eval=True, do_predict=True,
                    export_dir=str(out / "export"), export_layer_norm="onednn")
     assert done.returncode == 0, done.stderr[-3000:]
-    from tests.test_fused_ops import _op_types
-    assert "FusedBatchNormV3" in _op_types(str(out / "export"))  # as --export_layer_norm asks
+    from albert_tf.export import op_types
+    assert "FusedBatchNormV3" in op_types(str(out / "export"))  # as --export_layer_norm asks
     evals = (out / "eval_results.txt").read_text()
     assert [l for l in evals.splitlines() if l.startswith("global_step")] == [
         "global_step = 20", "global_step = 40"]

@@ -64,8 +64,8 @@ def test_train_eval_predict_export_reload(setup, tmp_path):
     done = run_cli(setup, out, do_predict=True, export_dir=str(out / "export"),
                    export_layer_norm="plain")
     assert done.returncode == 0, done.stderr[-3000:]
-    from tests.test_fused_ops import _op_types
-    assert "FusedBatchNormV3" not in _op_types(str(out / "export"))  # --export_layer_norm
+    from albert_tf.export import op_types
+    assert "FusedBatchNormV3" not in op_types(str(out / "export"))  # --export_layer_norm
     log = done.stderr
     assert "RACE train/middle: 10 questions from 2 files" in log
     assert "*** Example ***" in log and "step 6/6" in log

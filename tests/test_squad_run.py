@@ -138,8 +138,8 @@ def test_cli_trains_predicts_evaluates_exports(shared_data, tmp_path, v2):
     got = load_in_subprocess(str(out / "export"),
                              [(e.question_text, e.paragraph_text) for e in examples], tmp_path)
     assert got["answer"] == [answers[e.qas_id] for e in examples]
-    from tests.test_fused_ops import _op_types
-    assert ("FusedBatchNormV3" in _op_types(str(out / "export"))) == v2  # --export_layer_norm
+    from albert_tf.export import op_types
+    assert ("FusedBatchNormV3" in op_types(str(out / "export"))) == v2  # --export_layer_norm
     # Flag errors are one clear line.
     bad = subprocess.run([sys.executable, str(REPO_ROOT / "run_squad.py"),
                           f"--albert_config_file={tmp_path / 'config.json'}",

@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import checkpoints, distribute, export, fileio, finetuning, tokenization
+from albert_tf import checkpoints, distribute, export, fileio, finetuning, fused_ops, tokenization
 from albert_tf.config import AlbertConfig
 from albert_tf.models import AlbertClassifier, classifier_losses
 from albert_tf.tasks import glue
@@ -55,7 +55,7 @@ class GlueOptions:
 
     def validate(self, num_replicas: int) -> None:
         """Raises ValueError naming the flag that is wrong."""
-        export.check_layer_norm_spelling(self.export_layer_norm)
+        fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
         name = self.task_name.lower()
         if name != glue.CUSTOM_TASK and name not in glue.TASKS:
             raise ValueError(f"--task_name {self.task_name!r} is not one of "
@@ -171,9 +171,9 @@ def export_classifier(model, options: GlueOptions, spec: glue.TaskSpec) -> str:
                                               do_lower_case=options.do_lower_case)
     module = export.ClassifierServingModule(model, tokenizer, options.max_seq_length,
                                             None if spec.is_regression else spec.labels,
-                                            pair=spec.is_pair)
-    return export.save_serving_model(options.export_dir, module, module.signatures(),
-                                     layer_norm=options.export_layer_norm)
+                                            pair=spec.is_pair,
+                                            layer_norm=options.export_layer_norm)
+    return export.save_serving_model(options.export_dir, module, module.signatures())
 
 
 def run_glue(options: GlueOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:

@@ -108,7 +108,7 @@ class RaceServingModule(tf.Module):
     """
 
     def __init__(self, model, tokenizer, max_seq_length: int, max_qa_length: int,
-                 name: Optional[str] = None):
+                 name: Optional[str] = None, layer_norm: str = "auto"):
         super().__init__(name=name)
         race.validate_lengths(max_seq_length, max_qa_length)
         self.model = model
@@ -116,7 +116,8 @@ class RaceServingModule(tf.Module):
         self.max_seq_length = max_seq_length
         self.max_qa_length = max_qa_length
         self.letters = tf.constant(list(race.LABELS), tf.string)
-        self._outputs = export.model_outputs(model, ["probabilities", "predictions"])
+        self._outputs = export.model_outputs(model, ["probabilities", "predictions"],
+                                             layer_norm)
         self.serving_default = tf.function(self._serve_text, input_signature=[
             tf.TensorSpec([None], tf.string, "article"),
             tf.TensorSpec([None], tf.string, "question"),
@@ -154,10 +155,10 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
                        layer_norm: str = "auto") -> str:
     """Writes `model` (an `AlbertMultipleChoice` with its final weights) as a SavedModel
     with the raw-text and token signatures, atomically; returns export_dir. `layer_norm`
-    as in `export.save_serving_model`."""
+    as in `export.call_for_export`."""
     from albert_tf.tokenization import InGraphTokenizer
 
     tokenizer = InGraphTokenizer(spm_model_file, do_lower_case=do_lower_case)
-    module = RaceServingModule(model, tokenizer, max_seq_length, max_qa_length)
-    return export.save_serving_model(export_dir, module, module.signatures(),
-                                     layer_norm=layer_norm)
+    module = RaceServingModule(model, tokenizer, max_seq_length, max_qa_length,
+                               layer_norm=layer_norm)
+    return export.save_serving_model(export_dir, module, module.signatures())

@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import export, fileio, finetuning, training
+from albert_tf import fileio, finetuning, fused_ops, training
 from albert_tf.config import AlbertConfig
 from albert_tf.models import AlbertMultipleChoice, multiple_choice_losses
 from albert_tf.tasks import race
@@ -125,7 +125,7 @@ class RaceOptions:
     seed: Optional[int] = None
 
     def validate(self) -> None:
-        export.check_layer_norm_spelling(self.export_layer_norm)
+        fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
         race.levels_for(self.high_only, self.middle_only)
         race.validate_lengths(self.max_seq_length, self.max_qa_length)
         if self.max_seq_length > self.albert_config.max_position_embeddings:

@@ -32,7 +32,7 @@ from typing import Optional
 import tensorflow as tf
 
 from albert_tf import export as export_lib
-from albert_tf import tokenization
+from albert_tf import fused_ops, tokenization
 from albert_tf.tasks.squad_postprocess import V1_EMPTY_TEXT
 
 NEG_INF = -1e30
@@ -48,7 +48,7 @@ class ExportOptions:
     max_answer_length: int = 30
     version_2_with_negative: bool = False
     null_score_diff_threshold: Optional[float] = None
-    layer_norm: str = "auto"  # see export.save_serving_model
+    layer_norm: str = "auto"  # see export.call_for_export
 
 
 def _expansion_offsets(tokenizer: tokenization.SentencePieceTokenizer):
@@ -84,6 +84,7 @@ class SquadServingModule(tf.Module):
     """The SavedModel's module: the Keras model, tokenizers and the span search."""
 
     def __init__(self, model, spm_model_file: str, options: ExportOptions):
+        fused_ops.check_export_layer_norm(options.layer_norm)
         super().__init__()
         self.model = model
         self.options = options
@@ -218,7 +219,7 @@ class SquadServingModule(tf.Module):
         max_context = in_doc & tf.equal(tf.gather(best_window, token), window)
         inputs = {"input_ids": input_ids, "input_mask": input_mask,
                   "segment_ids": tf.broadcast_to(segment_ids, shape), "p_mask": p_mask}
-        outputs = self.model(inputs, training=False)
+        outputs = export_lib.call_for_export(self.model, inputs, self.options.layer_norm)
 
         def at(grid, index):  # grid [W, S], index [W, K] -> [W, K]
             return tf.gather(grid, index, batch_dims=1)
@@ -294,7 +295,7 @@ class SquadServingModule(tf.Module):
                                    for name in ("input_ids", "input_mask", "segment_ids",
                                                 "p_mask")}])
     def serve_tokens(self, features):
-        outputs = self.model(features, training=False)
+        outputs = export_lib.call_for_export(self.model, features, self.options.layer_norm)
         names = (("start_top_log_probs", "start_top_index", "end_top_log_probs",
                   "end_top_index", "cls_logits") if self.options.version_2_with_negative
                  else ("start_logits", "end_logits"))
@@ -307,5 +308,4 @@ def export_saved_model(model, export_dir: str, spm_model_file: str,
     module = SquadServingModule(model, spm_model_file, options)
     return export_lib.save_serving_model(export_dir, module,
                                          {"serving_default": module.serve_text,
-                                          "serve_tokens": module.serve_tokens},
-                                         layer_norm=options.layer_norm)
+                                          "serve_tokens": module.serve_tokens})

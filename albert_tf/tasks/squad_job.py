@@ -31,7 +31,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import export, fileio, finetuning
+from albert_tf import fileio, finetuning, fused_ops
 from albert_tf.config import AlbertConfig
 from albert_tf.models import AlbertSpanLabeler, AlbertSquadV2
 from albert_tf.tokenization import SentencePieceTokenizer
@@ -118,7 +118,7 @@ class SquadOptions:
     export_layer_norm: str = "auto"
 
     def validate(self) -> None:
-        export.check_layer_norm_spelling(self.export_layer_norm)
+        fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
         if not (self.do_train or self.do_predict):
             raise ValueError("at least one of --do_train or --do_predict must be set")
         if self.do_train and not self.train_file:
