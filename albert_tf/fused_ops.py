@@ -255,16 +255,20 @@ def _mkl_enabled() -> bool:
         return False
 
 
+def _onednn_on_cpu() -> bool:
+    """oneDNN is on in this process (TF_ENABLE_ONEDNN_OPTS) and no GPU is visible."""
+    return _mkl_enabled() and not tf.config.list_logical_devices("GPU")
+
+
 def onednn_layer_norm_available() -> bool:
     """Whether oneDNN's LayerNorm kernel can run: a TensorFlow build with its oneDNN
     ops (`_MklLayerNorm`), switched on (TF_ENABLE_ONEDNN_OPTS), and no GPU visible
     (the kernel is CPU-only)."""
     try:  # TensorFlow internals: a version without them runs the XLA kernel instead
         from tensorflow.python.framework import op_def_registry
-        return (_mkl_enabled()
+        return (_onednn_on_cpu()
                 and op_def_registry.get("_MklLayerNorm") is not None
-                and hasattr(tf.Graph, "_create_op_internal")
-                and not tf.config.list_logical_devices("GPU"))
+                and hasattr(tf.Graph, "_create_op_internal"))
     except (ImportError, AttributeError):
         return False
 
@@ -355,8 +359,7 @@ def export_layer_norm_as_batch_norm(z) -> bool:
         return False
     spelling = getattr(_export_layer_norms, "spelling", "auto")
     if spelling == "auto":
-        spelling = ("onednn" if _mkl_enabled() and not tf.config.list_logical_devices("GPU")
-                    else "plain")
+        spelling = "onednn" if _onednn_on_cpu() else "plain"
     return (spelling == "onednn" and z.shape.rank in (2, 3) and z.shape[-1] is not None
             and None in z.shape[:-1])
 

@@ -2,6 +2,8 @@
 the encoder's traced passes (which use them) against its eager pass and its exported
 SavedModel (which do not)."""
 import re
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -10,7 +12,8 @@ import tensorflow as tf
 
 from albert_tf import AlbertPretrainer, export, fused_ops, hub_export, layers
 from tests.test_model_numerics import randomize, tiny_config
-from tests.test_performance_paths import _loss_and_gradients, _pretraining_batch
+from tests.test_performance_paths import (_executed_kernels, _loss_and_gradients,
+                                          _pretraining_batch)
 
 RNG = np.random.default_rng(7)
 
@@ -120,7 +123,6 @@ def _spelled_layer_norm(z, gamma, beta):
 
 @pytest.mark.parametrize("shape", [(10, 24), (2, 5, 24)])
 def test_layer_norm_as_batch_norm_matches_float64_and_autodiff(shape):
-    from tests.test_performance_paths import _executed_kernels
     # Rows far from 0; rows whose variance (1e-8) is small enough that an epsilon other
     # than 1e-12 would show (a rewritten kernel must carry it over); a constant row.
     z = RNG.normal(loc=50.0, scale=3.0, size=shape)
@@ -153,7 +155,6 @@ def test_layer_norm_as_batch_norm_matches_float64_and_autodiff(shape):
 
 @pytest.mark.skipif(not fused_ops._mkl_enabled(), reason="TensorFlow's oneDNN ops are off")
 def test_grappler_runs_layer_norm_as_batch_norm_in_onednn_only_when_rows_are_unknown():
-    from tests.test_performance_paths import _executed_kernels
     gamma, beta = tf.ones([24]), tf.zeros([24])
 
     def spelled(z):
@@ -363,10 +364,6 @@ np.save(sys.argv[3], out["sequence_output"].numpy())
 @pytest.mark.skipif(not fused_ops._mkl_enabled(), reason="TensorFlow's oneDNN ops are off")
 def test_onednn_export_runs_its_layer_norms_in_onednn_and_the_same_values_without_it(
         tmp_path):
-    import subprocess
-    import sys
-
-    from tests.test_performance_paths import _executed_kernels
     model, batch, export_dir = _exported_tiny_pretrainer(tmp_path, "float32")
     inputs = {k: batch[k] for k in TOKEN_INPUTS}
     serve = tf.saved_model.load(export_dir).signatures["tokens"]

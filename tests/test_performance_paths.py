@@ -16,7 +16,6 @@ import tempfile
 import numpy as np
 import pytest
 import tensorflow as tf
-from tensorflow.python.util import _pywrap_util_port
 
 from albert_tf import AlbertPretrainer, fused_ops
 from tests.test_model_numerics import random_batch, randomize, tiny_config
@@ -285,7 +284,7 @@ def _executed_kernels(fn, *args):
     return kernels
 
 
-@pytest.mark.skipif(not _pywrap_util_port.IsMklEnabled(), reason="oneDNN fusions are off")
+@pytest.mark.skipif(not fused_ops._mkl_enabled(), reason="oneDNN fusions are off")
 def test_float32_inference_fuses_every_score_scaling_and_mask_add_into_its_product():
     """With oneDNN, grappler fuses q k^T, * 1/sqrt(D) and + mask into one op; its CSE
     sorts a commutative op's inputs by name, so the shared scale and mask are named
