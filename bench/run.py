@@ -6,9 +6,12 @@
 
 Every row starts one worker process per framework (bench/worker.py: ours,
 keras-hub's AlbertBackbone on TensorFlow, Hugging Face AlbertForPreTraining on
-PyTorch), lets each build and warm up, then times windows in turn, ours, peer,
-peer, ours, peer, peer, ... so that machine drift hits every framework alike.
-A row's value is the median of its window means. Rows:
+PyTorch), lets each build and warm up, then times single units (a step or a
+forward pass) in turn, ours, peer, peer, then peer, peer, ours, ..., so that
+machine drift hits every framework alike. A round is `window` such cycles. A
+row's value is the median of its round means (latency rows: the median call);
+its ratio is the fastest peer's value over ours, and its paired ratio the
+median of the per-unit ratios of units that ran within one cycle. Rows:
 
   probe     matmul peak (GFLOP/s) on the FFN's GEMM shapes, float32 and bf16
   train     forward + MLM/SOP loss + backward + optimizer update (ours: LAMB via
@@ -73,7 +76,7 @@ class Row:
     name: str
     case: dict
     frameworks: tuple
-    window: int  # units (steps / forward passes / batches) per timed window
+    window: int  # units (steps / forward passes / batches) per framework per round
     unit: str  # "s/step", "seq/s", "ms", "GFLOP/s", "examples/s"
 
 
@@ -160,7 +163,7 @@ class Worker:
 
 def run_row(row: Row, rounds: int, frameworks: tuple, log_dir: pathlib.Path, python: str,
             log=print) -> Dict[str, dict]:
-    """Starts the row's workers together, then times `rounds` interleaved windows."""
+    """Starts the row's workers together, then times `rounds` rounds of interleaved units."""
     workers = [Worker(f, row.case, log_dir, python) for f in row.frameworks if f in frameworks]
     results: Dict[str, dict] = {}
     try:
@@ -172,10 +175,7 @@ def run_row(row: Row, rounds: int, frameworks: tuple, log_dir: pathlib.Path, pyt
                 if "error" in worker.status:
                     log(f"  {worker.framework}: ERROR {reason} (log: {worker.log_path})")
         ready = [w for w in workers if w.status and "ready" in w.status]
-        windows = {w.framework: [] for w in ready}
-        for _ in range(rounds):
-            for worker in ready:
-                windows[worker.framework].append(worker.measure(row.window))
+        windows = interleave(ready, rounds, row.window)
         for worker in ready:
             results[worker.framework] = summarize(row, windows[worker.framework],
                                                   worker.status["setup_seconds"])
@@ -185,10 +185,36 @@ def run_row(row: Row, rounds: int, frameworks: tuple, log_dir: pathlib.Path, pyt
     return results
 
 
+def interleave(workers: list, rounds: int, units: int) -> Dict[str, List[List[float]]]:
+    """Times `rounds` x `units` units of each worker; returns framework -> rounds -> seconds.
+
+    Several workers take one unit each in turn, the first place rotating, so each
+    unit of ours has a unit of every peer within one cycle (seconds) of it: its pair
+    for the paired ratio (see speedup), and no framework always goes first. One
+    worker measures whole rounds (no switching to pay for).
+    """
+    windows = {w.framework: [] for w in workers}
+    for _ in range(rounds):
+        if len(workers) == 1:
+            windows[workers[0].framework].append(workers[0].measure(units))
+            continue
+        for worker in workers:
+            windows[worker.framework].append([])
+        for unit in range(units):
+            first = unit % len(workers)
+            for worker in workers[first:] + workers[:first]:
+                windows[worker.framework][-1].extend(worker.measure(1))
+    return windows
+
+
 def summarize(row: Row, windows: List[List[float]], setup_seconds: float) -> dict:
-    """Median of the window means (unit seconds) and the row's headline value."""
+    """Median of the round means (unit seconds) and the row's headline value.
+
+    windows: one list of unit seconds per round (kept in the record as `windows`).
+    """
     window_means = [statistics.fmean(w) for w in windows]
-    record = {"status": "ok", "setup_seconds": setup_seconds, "window_means": window_means}
+    record = {"status": "ok", "setup_seconds": setup_seconds, "window_means": window_means,
+              "windows": windows}
     if row.unit == "ms":  # latency: the median single call
         unit_seconds = statistics.median(t for w in windows for t in w)
         record["window_medians"] = [statistics.median(w) for w in windows]
@@ -221,14 +247,15 @@ def speedup(row: Row, results: Dict[str, dict]) -> Optional[dict]:
     fastest = min(peers, key=lambda f: peers[f]["unit_seconds"])
     result = {"fastest_peer": fastest,
               "ratio": peers[fastest]["unit_seconds"] / ours["unit_seconds"]}
-    # Each round times ours and the peer back to back: the median of the per-round
-    # ratios cancels drift between rounds that the ratio of medians keeps. Latency
-    # rows pair each window's median call, the statistic their `ratio` uses.
-    key = "window_medians" if "window_medians" in ours else "window_means"
-    peer_windows, own_windows = peers[fastest].get(key, []), ours.get(key, [])
-    if own_windows and len(peer_windows) == len(own_windows):
+    # Each unit of ours ran within one cycle of the peer's unit of the same place
+    # (run_row), so the median of their per-unit ratios cancels the machine's drift
+    # between and within rounds, which the ratio of medians keeps.
+    own_units, peer_units = ours.get("windows"), peers[fastest].get("windows")
+    if own_units and peer_units and [len(w) for w in own_units] == [len(w) for w in peer_units]:
         result["paired_ratio"] = statistics.median(
-            peer / own for peer, own in zip(peer_windows, own_windows))
+            peer / own for own_window, peer_window in zip(own_units, peer_units)
+            for own, peer in zip(own_window, peer_window))
+        result["pairs"] = sum(len(w) for w in own_units)
     return result
 
 
@@ -314,18 +341,20 @@ def markdown_table(info: dict, table: List[dict], data: List[dict]) -> str:
     lines = [f"Measured {info['date'][:10]} on {info.get('cpu', 'unknown CPU')}, "
              f"{info['cpus']} cores; TensorFlow {info['tensorflow']}, Keras {info['keras']}, "
              f"keras-hub {info['keras-hub']}, PyTorch {info['torch']}, "
-             f"transformers {info['transformers']}. Medians of interleaved windows; "
-             "ratio = ours vs the fastest peer (>1: ours faster); % peak = analytic matmul "
+             f"transformers {info['transformers']}. Medians of interleaved units; "
+             "ratio = ours vs the fastest peer (>1: ours faster); paired = the median of "
+             "the per-unit ratios of units run back to back; % peak = analytic matmul "
              "FLOPs / time / this run's matmul probe.", "",
-             "| row | unit | albert-tf | keras-hub | HF torch | ratio | % peak (ours / kh / hf) |",
-             "|---|---|---:|---:|---:|---:|---|"]
+             "| row | unit | albert-tf | keras-hub | HF torch | ratio | paired | "
+             "% peak (ours / kh / hf) |",
+             "|---|---|---:|---:|---:|---:|---:|---|"]
     for entry in table:
         lines.append(f"| {entry['row']} | {entry['unit']} | {entry['ours']} | "
                      f"{entry['keras_hub']} | {entry['hf']} | {entry['ratio']} | "
-                     f"{entry['peak']} |")
+                     f"{entry['paired']} | {entry['peak']} |")
     for record in data:
         if record.get("status") != "ok":
-            lines.append(f"| {record['row']} | | n/a ({record.get('reason')}) | | | | |")
+            lines.append(f"| {record['row']} | | n/a ({record.get('reason')}) | | | | | |")
             continue
         extra = ""
         if "x_training_consumption" in record:
@@ -333,7 +362,7 @@ def markdown_table(info: dict, table: List[dict], data: List[dict]) -> str:
         elif "vs_original" in record:
             extra = f"{record['vs_original']:.1f}x the original script"
         lines.append(f"| {record['row']} | {record['unit']} | {record['value']:,.0f} | | | "
-                     f"{extra} | |")
+                     f"{extra} | | |")
     return "\n".join(lines) + "\n"
 
 
@@ -341,7 +370,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suite", choices=["quick", "full"], default="quick")
     parser.add_argument("--rounds", type=int, default=None,
-                        help="interleaved windows per framework (quick 2, full 3)")
+                        help="rounds of interleaved units per framework (quick 2, full 3)")
     parser.add_argument("--only", default="",
                         help="comma list of substrings: run only rows whose name has one")
     parser.add_argument("--frameworks", default=",".join(FRAMEWORKS))
@@ -400,12 +429,13 @@ def main(argv=None) -> int:
             entry = {"row": row.name, "unit": row.unit,
                      **{f: format_value(row.unit, results.get(f)) for f in FRAMEWORKS},
                      "ratio": f"{ratio['ratio']:.2f}x" if ratio else "",
+                     "paired": (f"{ratio['paired_ratio']:.2f}x"
+                                if ratio and "paired_ratio" in ratio else ""),
                      "peak": " / ".join(f"{results[f]['fraction_of_peak']:.0%}"
                                         for f in FRAMEWORKS
                                         if "fraction_of_peak" in results.get(f, {}))}
             table.append(entry)
-            paired = (f" (paired {ratio['paired_ratio']:.2f}x)"
-                      if ratio and "paired_ratio" in ratio else "")
+            paired = f" (paired {entry['paired']})" if entry["paired"] else ""
             log(f"  {'  '.join(f'{PEER_LABELS[f]} {entry[f]}' for f in FRAMEWORKS)}  "
                 f"{entry['ratio']}{paired}  {entry['peak']}")
         data = [] if args.skip_data else data_rows(sys.executable, log_dir, best_train, log)

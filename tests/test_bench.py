@@ -49,27 +49,58 @@ def test_speedup_is_against_the_fastest_peer_and_skips_missing_ones():
     assert bench_run.speedup(row, results) is None
 
 
-def test_paired_ratio_is_the_median_of_the_per_round_ratios():
-    """Round 3 slowed both frameworks; round 2 slowed only the peer's window. The
-    ratio of medians (4.6 / 2.1) takes the outlier in, the median of the per-round
-    ratios does not; latency rows pair window medians; unequal window counts (hand-
-    merged results) give no paired ratio."""
-    row = bench_run.Row("r", {"kind": "train"}, bench_run.FRAMEWORKS, 1, "s/step")
-    results = {"ours": {"status": "ok", "unit_seconds": 2.1, "window_means": [2.0, 2.1, 4.0]},
-               "keras_hub": {"status": "ok", "unit_seconds": 4.6,
-                             "window_means": [2.4, 4.6, 4.8]}}
-    ratio = bench_run.speedup(row, results)
-    assert ratio["ratio"] == pytest.approx(4.6 / 2.1)
-    assert ratio["paired_ratio"] == pytest.approx(1.2)
-    # Latency: ours 10 ms with one 200 ms hiccup per window, the peer a steady 12 ms.
-    latency = bench_run.Row("l", {"kind": "latency"}, bench_run.FRAMEWORKS, 1, "ms")
+def test_paired_ratio_is_the_median_of_the_per_unit_ratios():
+    """Round 2 slowed ours, round 3 the peer: the ratio of medians takes the slowed
+    rounds in, the median of the ratios of units run back to back does not; latency
+    rows likewise; results without unit times, or with unequal rounds (hand-merged),
+    give no paired ratio."""
+    row = bench_run.Row("r", {"kind": "step", "batch_size": 16}, bench_run.FRAMEWORKS, 2,
+                        "s/step")
+    ours = bench_run.summarize(row, [[2.0, 2.0], [3.0, 3.0], [2.0, 2.0]], 0.0)
+    peer = bench_run.summarize(row, [[2.4, 2.4], [3.6, 3.6], [4.0, 4.0]], 0.0)
+    ratio = bench_run.speedup(row, {"ours": ours, "keras_hub": peer})
+    assert ratio["ratio"] == pytest.approx(3.6 / 2.0)
+    assert ratio["paired_ratio"] == pytest.approx(1.2) and ratio["pairs"] == 6
+    # Latency: ours 10 ms with one 200 ms hiccup per round, the peer a steady 12 ms.
+    latency = bench_run.Row("l", {"kind": "latency"}, bench_run.FRAMEWORKS, 5, "ms")
     ours = bench_run.summarize(latency, [[0.010] * 4 + [0.200]] * 3, 0.0)
     peer = bench_run.summarize(latency, [[0.012] * 5] * 3, 0.0)
     ratio = bench_run.speedup(latency, {"ours": ours, "keras_hub": peer})
     assert ratio["ratio"] == pytest.approx(1.2)
     assert ratio["paired_ratio"] == pytest.approx(1.2)
-    peer["window_medians"] = peer["window_medians"][:1]
+    peer["windows"] = peer["windows"][:1]
     assert "paired_ratio" not in bench_run.speedup(latency, {"ours": ours, "keras_hub": peer})
+    del peer["windows"]
+    assert "paired_ratio" not in bench_run.speedup(latency, {"ours": ours, "keras_hub": peer})
+
+
+class _FakeWorker:
+    """Records the order of measurements; unit seconds = the unit's place in that order."""
+
+    def __init__(self, framework, calls):
+        self.framework, self._calls = framework, calls
+
+    def measure(self, units):
+        start = len(self._calls)
+        self._calls.extend([self.framework] * units)
+        return [float(start + i) for i in range(units)]
+
+
+def test_interleave_alternates_single_units_with_a_rotating_first_place():
+    calls = []
+    workers = [_FakeWorker(name, calls) for name in ("ours", "keras_hub", "hf")]
+    windows = bench_run.interleave(workers, rounds=2, units=3)
+    cycle = ["ours", "keras_hub", "hf", "keras_hub", "hf", "ours", "hf", "ours", "keras_hub"]
+    assert calls == cycle * 2
+    assert {name: [len(w) for w in rounds] for name, rounds in windows.items()} == \
+        {"ours": [3, 3], "keras_hub": [3, 3], "hf": [3, 3]}
+    # Paired units ran in the same cycle: at most two places apart.
+    for own, peer in zip(sum(windows["ours"], []), sum(windows["hf"], [])):
+        assert abs(own - peer) <= 2
+    # One worker (the reader row): whole rounds, one request each.
+    calls.clear()
+    alone = bench_run.interleave([_FakeWorker("ours", calls)], rounds=2, units=4)
+    assert [len(w) for w in alone["ours"]] == [4, 4] and len(calls) == 8
 
 
 def test_summary_takes_the_median_window_and_latency_the_median_call():
