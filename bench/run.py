@@ -10,7 +10,7 @@ PyTorch), lets each build and warm up, then times single units (a step or a
 forward pass) in turn, ours, peer, peer, then peer, peer, ours, ..., so that
 machine drift hits every framework alike. A round is `window` such cycles. A
 row's value is the median of its round means (latency rows: the median call);
-its ratio is the fastest peer's value over ours, and its paired ratio the
+its ratio is the fastest peer's time over ours, and its paired ratio the
 median of the per-unit ratios of units that ran within one cycle. Rows:
 
   probe     matmul peak (GFLOP/s) on the FFN's GEMM shapes, float32 and bf16
@@ -248,7 +248,7 @@ def speedup(row: Row, results: Dict[str, dict]) -> Optional[dict]:
     result = {"fastest_peer": fastest,
               "ratio": peers[fastest]["unit_seconds"] / ours["unit_seconds"]}
     # Each unit of ours ran within one cycle of the peer's unit of the same place
-    # (run_row), so the median of their per-unit ratios cancels the machine's drift
+    # (interleave), so the median of their per-unit ratios cancels the machine's drift
     # between and within rounds, which the ratio of medians keeps.
     own_units, peer_units = ours.get("windows"), peers[fastest].get("windows")
     if own_units and peer_units and [len(w) for w in own_units] == [len(w) for w in peer_units]:
