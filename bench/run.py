@@ -193,11 +193,10 @@ def interleave(workers: list, rounds: int, units: int) -> Dict[str, List[List[fl
     for the paired ratio (see speedup), and no framework always goes first. One
     worker measures whole rounds (no switching to pay for).
     """
+    if len(workers) == 1:
+        return {workers[0].framework: [workers[0].measure(units) for _ in range(rounds)]}
     windows = {w.framework: [] for w in workers}
     for _ in range(rounds):
-        if len(workers) == 1:
-            windows[workers[0].framework].append(workers[0].measure(units))
-            continue
         for worker in workers:
             windows[worker.framework].append([])
         for unit in range(units):
