@@ -64,10 +64,8 @@ def token_input_signature(seq_length: Optional[int] = None,
 
 def call_for_export(model, inputs, layer_norm: str = "auto"):
     """model(inputs, training=False), with the LayerNorms spelled as `layer_norm` ("auto",
-    "onednn" or "plain"; `fused_ops.exporting_layer_norms_as`) where this is traced for
-    a SavedModel: "onednn" runs ~3% faster on oneDNN TensorFlow (the default on x86
-    Linux) and up to ~10% slower where oneDNN is off; "auto" picks it when this process
-    runs oneDNN without a GPU. For serving modules' tf.functions."""
+    "onednn" or "plain") where this is traced for a SavedModel; what each spelling costs
+    where is in `fused_ops.exporting_layer_norms_as`. For serving modules' tf.functions."""
     with fused_ops.exporting_layer_norms_as(layer_norm):
         return model(inputs, training=False)
 

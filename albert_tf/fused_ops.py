@@ -315,6 +315,11 @@ EXPORT_LAYER_NORMS = ("auto", "onednn", "plain")
 _export_layer_norms = threading.local()  # set only inside `exporting_layer_norms_as`
 
 
+def _requested_export_spelling() -> str:
+    """The spelling of the innermost `exporting_layer_norms_as` block ("auto" outside)."""
+    return getattr(_export_layer_norms, "spelling", "auto")
+
+
 def check_export_layer_norm(spelling: str, name: str = "layer_norm") -> None:
     """Raises ValueError naming `name` unless `spelling` is in EXPORT_LAYER_NORMS."""
     if spelling not in EXPORT_LAYER_NORMS:
@@ -337,7 +342,7 @@ def exporting_layer_norms_as(spelling: str):
     read deep inside the model's layers.
     """
     check_export_layer_norm(spelling)
-    previous = getattr(_export_layer_norms, "spelling", "auto")
+    previous = _requested_export_spelling()
     _export_layer_norms.spelling = spelling
     try:
         yield
@@ -357,7 +362,7 @@ def export_layer_norm_as_batch_norm(z) -> bool:
     saving, in_xla = _trace_context()
     if not saving or in_xla:
         return False
-    spelling = getattr(_export_layer_norms, "spelling", "auto")
+    spelling = _requested_export_spelling()
     if spelling == "auto":
         spelling = "onednn" if _onednn_on_cpu() else "plain"
     return (spelling == "onednn" and z.shape.rank in (2, 3) and z.shape[-1] is not None
