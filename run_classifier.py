@@ -1,8 +1,14 @@
 """Fine-tune ALBERT on GLUE-style classification and regression (the original's flags).
 
 Tasks: cola, sst-2, mrpc, sts-b, qqp, mnli, mismnli, qnli, rte, wnli (files and
-columns as the original's processors), or `custom` for your own TSV/CSV files
-(--text_a_column, --text_b_column, --label_column). Every saved checkpoint is
+columns as the original's processors); the CLUE tasks afqmc, tnews, iflytek,
+ocnli, cmnli, csl (JSON lines as CLUE's baseline reads them; --do_predict also
+writes the CLUE submission <task>_predict.json); or `custom` for your own
+TSV/CSV/TXT files (--text_a_column, --text_b_column, --label_column).
+
+The vocabulary is --spm_model_file (SentencePiece, the English models) or
+--vocab_file (WordPiece vocab.txt, the Chinese models); SentencePiece wins
+when both are given, as in the original. Every saved checkpoint is
 evaluated on the dev set; the best (matthew_corr for CoLA, pearson for STS-B,
 eval_accuracy otherwise) is kept as model.ckpt-best and used for prediction
 and for the SavedModel written to --export_dir (signatures `serving_default`
@@ -20,6 +26,14 @@ Example (MRPC with the run_glue.sh hyperparameters):
     --do_train --do_eval --do_predict --max_seq_length=512 --train_batch_size=32 \
     --learning_rate=2e-5 --train_step=800 --warmup_step=200 --save_checkpoints_steps=100 \
     --export_dir=runs/mrpc/export
+
+Example (AFQMC with the official albert_base_zh, WordPiece):
+  python run_classifier.py --task_name=afqmc --data_dir=clue_data \
+    --vocab_file=albert_base_zh/vocab_chinese.txt \
+    --albert_config_file=albert_base_zh/albert_config.json \
+    --init_checkpoint=albert_base_zh --output_dir=runs/afqmc \
+    --do_train --do_eval --do_predict --max_seq_length=128 --train_batch_size=32 \
+    --learning_rate=2e-5 --train_step=3000 --warmup_step=300 --save_checkpoints_steps=500
 """
 import os
 
@@ -30,14 +44,17 @@ from absl import app, flags, logging  # noqa: E402
 from albert_tf import cli  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("data_dir", None, "Directory with the task's TSV files (GLUE layout: "
-                    "<data_dir>/MRPC/train.tsv, ...; custom: <data_dir>/train.tsv or .csv).")
-flags.DEFINE_string("task_name", None, "cola, sst-2, mrpc, sts-b, qqp, mnli, mismnli, qnli, "
-                    "rte, wnli, or custom.")
+flags.DEFINE_string("data_dir", None, "Directory with the task's files (GLUE layout: "
+                    "<data_dir>/MRPC/train.tsv, ...; CLUE: <data_dir>/<task>/train.json or "
+                    "<data_dir>/train.json; custom: <data_dir>/train.tsv, .csv or .txt).")
+flags.DEFINE_string("task_name", None, "GLUE: cola, sst-2, mrpc, sts-b, qqp, mnli, mismnli, "
+                    "qnli, rte, wnli; CLUE: afqmc, tnews, iflytek, ocnli, cmnli, csl; or custom.")
 flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model.")
-flags.DEFINE_string("spm_model_file", None, "SentencePiece model of the checkpoint.")
-flags.DEFINE_string("vocab_file", None, "Accepted for compatibility; SentencePiece "
-                    "(--spm_model_file) is required.")
+flags.DEFINE_string("spm_model_file", None, "SentencePiece model of the checkpoint "
+                    "(30k-clean.model). Give it or --vocab_file; it wins when both are given.")
+flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary of the checkpoint (vocab.txt, "
+                    "vocab_chinese.txt: the Chinese models), used when --spm_model_file is "
+                    "not given.")
 flags.DEFINE_string("output_dir", None, "Checkpoints, results and predictions are written here.")
 flags.DEFINE_string("cached_dir", None, "Where the TFRecord feature caches go (default "
                     "--output_dir); a cache is reused when task, split, sequence length, "
@@ -91,9 +108,12 @@ def main(argv):
     from albert_tf.tasks.glue_job import GlueOptions, run_glue
 
     logging.set_verbosity(logging.INFO)
-    for name in ("data_dir", "task_name", "spm_model_file", "albert_config_file", "output_dir"):
+    for name in ("data_dir", "task_name", "albert_config_file", "output_dir"):
         if not getattr(FLAGS, name):
             raise app.UsageError(f"--{name} is required")
+    if not FLAGS.spm_model_file and not FLAGS.vocab_file:
+        raise app.UsageError("--spm_model_file (SentencePiece) or --vocab_file (WordPiece) is "
+                             "required")
     custom = None
     if FLAGS.task_name.lower() == "custom":
         if not FLAGS.text_a_column or not FLAGS.label_column:
@@ -116,6 +136,7 @@ def main(argv):
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps, seed=FLAGS.seed)
     options = GlueOptions(
         task_name=FLAGS.task_name, data_dir=FLAGS.data_dir, spm_model_file=FLAGS.spm_model_file,
+        vocab_file=FLAGS.vocab_file,
         albert_config=AlbertConfig.from_json_file(FLAGS.albert_config_file),
         finetuning=finetuning, cached_dir=FLAGS.cached_dir, do_lower_case=FLAGS.do_lower_case,
         max_seq_length=FLAGS.max_seq_length, eval_batch_size=FLAGS.eval_batch_size,

@@ -8,7 +8,10 @@ variables. This module reads and writes it, and gives every reader a
 
   * `load_tf1_checkpoint(model, path_or_dir)`   TF1 checkpoint -> any model
   * `save_tf1_checkpoint(model, prefix)`         any model -> official names and 2-D shapes
-  * `from_official_dir(directory)`               config + tokenizer + model in one call
+  * `from_official_dir(directory)`               config + tokenizer + model in one call, from
+                                                 an English (SentencePiece) or Chinese
+                                                 (WordPiece) download
+  * `check_vocab_size(tokenizer, config, ...)`   vocabulary vs config vs checkpoint
   * `restore_for_training(model, path)`          autodetects TF1 prefix/dir, TF-Hub module,
                                                  Hugging Face dir, Keras `.weights.h5`,
                                                  `tf.train.Checkpoint`
@@ -21,7 +24,7 @@ read, before the first variable is assigned, so an error leaves the model as it 
 from __future__ import annotations
 
 import dataclasses
-import glob
+import fnmatch
 import logging
 import os
 import re
@@ -48,6 +51,11 @@ _LEGACY_RE = re.compile(r"/layer_normalization(_\d+)?/|/transformer/group_\d+_\d
                         r"/transformer/.*/layer_\d+/")
 _GROUP_RE = re.compile(r"/transformer/group_(\d+)/")
 _INNER_RE = re.compile(r"/inner_group_(\d+)/")
+# Checkpoint prefixes a directory is searched for, in order: Google's downloads (English and
+# albert_*_zh) and the community Chinese releases (brightmart/albert_zh).
+PREFERRED_PREFIXES = ("model.ckpt-best", "albert_model.ckpt")
+
+
 class CheckpointMismatchError(ValueError):
     """The checkpoint does not fit the model: names, shapes or config fields differ."""
 
@@ -269,10 +277,11 @@ def assign_named_arrays(model, shapes: Mapping[str, Tuple[int, ...]],
 def resolve_tf1_checkpoint(path_or_dir: str) -> str:
     """The checkpoint prefix for a prefix, an `.index` file, or a directory.
 
-    A directory is resolved through its `checkpoint` file when there is one, else
-    through its `*.index` files: a single one, `model.ckpt-best` (official
-    downloads and the original's best export), or the highest `-<step>`. A
-    TF-Hub module directory resolves to its `variables/variables`.
+    A directory is resolved through its `checkpoint` file when it names a
+    prefix that exists, else through its `*.index` files: a single one,
+    `model.ckpt-best` (official downloads and the original's best export),
+    `albert_model.ckpt` (the community Chinese releases), or the highest
+    `-<step>`. A TF-Hub module directory resolves to its `variables/variables`.
     """
     import tensorflow as tf
 
@@ -283,19 +292,24 @@ def resolve_tf1_checkpoint(path_or_dir: str) -> str:
         hub_variables = os.path.join(path, "variables", "variables")
         if tf.io.gfile.exists(hub_variables + ".index"):
             return hub_variables
-        latest = tf.train.latest_checkpoint(path)
+        # A `checkpoint` file naming a prefix that is not there (an absolute path of the
+        # machine that wrote it, as some published archives carry) is ignored.
+        latest = (tf.train.latest_checkpoint(path)
+                  if tf.io.gfile.exists(os.path.join(path, "checkpoint")) else None)
         if latest:
             return latest
         prefixes = sorted(p[:-len(".index")] for p in tf.io.gfile.glob(os.path.join(path,
                                                                                     "*.index")))
         if not prefixes:
-            raise FileNotFoundError(f"{path}: no checkpoint in this directory (no `checkpoint` "
-                                    "file and no *.index)")
+            raise FileNotFoundError(
+                f"{path}: no checkpoint in this directory (looked for a `checkpoint` file and "
+                f"*.index files such as {'.index, '.join(PREFERRED_PREFIXES)}.index)")
         if len(prefixes) == 1:
             return prefixes[0]
-        best = [p for p in prefixes if os.path.basename(p) == "model.ckpt-best"]
-        if best:
-            return best[0]
+        for preferred in PREFERRED_PREFIXES:
+            best = [p for p in prefixes if os.path.basename(p) == preferred]
+            if best:
+                return best[0]
         steps = {p: int(m.group(1)) for p in prefixes for m in [re.search(r"-(\d+)$", p)] if m}
         if steps:
             return max(steps, key=steps.get)
@@ -496,6 +510,10 @@ def restore_for_training(model, path: str, init_from_group0: bool = False,
 
 
 MASK_TOKEN = "[MASK]"
+CONFIG_FILE = "albert_config.json"
+CONFIG_PATTERN = "albert_config_*.json"  # community releases: albert_config_base.json, ..._tiny
+SPM_MODEL_FILE = "30k-clean.model"
+WORDPIECE_VOCAB_FILES = ("vocab_chinese.txt", "vocab.txt")  # albert_*_zh, community releases
 
 
 @dataclasses.dataclass
@@ -507,42 +525,45 @@ class OfficialModel:
     model: object
     report: LoadReport
 
-    def _pieces(self, text: str) -> List[str]:
-        tok = self.tokenizer
-        return tok.tokenize(text) if hasattr(tok, "tokenize") else tok.encode_as_pieces(text)
-
-    def _ids(self, pieces: Sequence[str]) -> List[int]:
-        tok = self.tokenizer
-        if hasattr(tok, "convert_tokens_to_ids"):
-            return list(tok.convert_tokens_to_ids(pieces))
-        return [tok.piece_to_id(p) for p in pieces]
-
-    def _tokens(self, ids: Sequence[int]) -> List[str]:
-        tok = self.tokenizer
-        if hasattr(tok, "convert_ids_to_tokens"):
-            return list(tok.convert_ids_to_tokens(ids))
-        return [tok.id_to_piece(int(i)) for i in ids]
-
     def encode_with_masks(self, text: str) -> Tuple[List[int], List[int]]:
         """(ids of `[CLS] text [SEP]`, positions of each literal `[MASK]` in `text`).
 
-        SentencePiece does not recognise control symbols inside text, so `[MASK]`
-        is split out and inserted as its own id (4 in the official vocabulary).
+        Neither tokenizer keeps `[MASK]` whole inside text (SentencePiece does not
+        know control symbols; WordPiece's BasicTokenizer splits it into `[`, `mask`,
+        `]`), so the text is split at `[MASK]`, each part tokenized on its own and
+        the mask id inserted between them. SentencePiece starts every part with a
+        word boundary; a lone "▁" piece that this puts between `[MASK]` and text
+        written right after it ("[MASK]." -> "▁", ".") is dropped, as the text
+        would be tokenized with a word in place of the mask.
         """
-        pieces = ["[CLS]"]
+        tok = self.tokenizer
+        if tok.mask_id < 0:
+            raise ValueError(f"the vocabulary {tok.vocab_file} has no {MASK_TOKEN} token")
+        ids, positions = [tok.cls_id], []
         for index, part in enumerate(text.split(MASK_TOKEN)):
             if index:
-                pieces.append(MASK_TOKEN)
-            if part.strip():
-                pieces.extend(self._pieces(part))
-        pieces.append("[SEP]")
-        ids = self._ids(pieces)
-        return ids, [i for i, piece in enumerate(pieces) if piece == MASK_TOKEN]
+                positions.append(len(ids))
+                ids.append(tok.mask_id)
+            if not part.strip():
+                continue
+            part_ids = tok.encode_ids([tok.preprocess(part)])[0]
+            if (index and not part[0].isspace() and tok.kind == "sentencepiece" and part_ids
+                    and tok.convert_ids_to_tokens(part_ids[:1]) == ["\u2581"]):
+                part_ids = part_ids[1:]
+            ids.extend(part_ids)
+        ids.append(tok.sep_id)
+        limit = self.config.max_position_embeddings
+        if len(ids) > limit:
+            raise ValueError(f"{text[:40]!r}...: {len(ids)} tokens with [CLS] and [SEP], more "
+                             f"than max_position_embeddings ({limit})")
+        return ids, positions
 
     def fill_mask(self, text: str, top_k: int = 5) -> List[List[Tuple[str, float]]]:
-        """For each `[MASK]` in `text`, the `top_k` (piece, probability) of the MLM head.
+        """For each `[MASK]` in `text`, the `top_k` (token, probability) of the MLM head.
 
-        Needs a model with an MLM head (`AlbertPretrainer`, the default of `from_official_dir`).
+        Tokens are vocabulary entries ("▁paris", "##ing"); `tokenizer.token_text`
+        makes display text of them. Needs a model with an MLM head
+        (`AlbertPretrainer`, the default of `from_official_dir`).
         """
         ids, positions = self.encode_with_masks(text)
         if not positions:
@@ -555,52 +576,131 @@ class OfficialModel:
         result = []
         for row in probs:
             best = np.argsort(-row, kind="stable")[:top_k]
-            result.append(list(zip(self._tokens(best), row[best].tolist())))
+            tokens = self.tokenizer.convert_ids_to_tokens([int(i) for i in best])
+            result.append(list(zip(tokens, row[best].tolist())))
         return result
 
 
-def _find_in(directory: str, candidates: Sequence[str], pattern: str) -> Optional[str]:
-    for name in candidates:
-        for base in (directory, os.path.join(directory, "assets")):
-            if os.path.exists(os.path.join(base, name)):
-                return os.path.join(base, name)
-    found = sorted(glob.glob(os.path.join(directory, pattern))
-                   + glob.glob(os.path.join(directory, "assets", pattern)))
-    return found[0] if found else None
+def _search_dirs(directory: str) -> List[str]:
+    """`directory`, then its `assets/` (a TF-Hub module or our SavedModel export)."""
+    return [d for d in (directory, os.path.join(directory, "assets")) if os.path.isdir(d)]
 
 
-def load_tokenizer(spm_model_file: str, do_lower_case: bool = True):
-    """The project's SentencePiece tokenizer (falls back to a bare SentencePieceProcessor)."""
-    try:
-        from albert_tf.tokenization import SentencePieceTokenizer
-    except ImportError:  # tokenization.py not present in this checkout
-        import sentencepiece as spm
+def _matching(base: str, names: Sequence[str] = (), pattern: Optional[str] = None) -> List[str]:
+    found = [name for name in names if os.path.isfile(os.path.join(base, name))]
+    if pattern:
+        found += sorted(name for name in os.listdir(base) if fnmatch.fnmatchcase(name, pattern)
+                        and name not in found and os.path.isfile(os.path.join(base, name)))
+    return [os.path.join(base, name) for name in found]
 
-        return spm.SentencePieceProcessor(model_file=spm_model_file)
-    return SentencePieceTokenizer(spm_model_file, do_lower_case=do_lower_case)
+
+def find_config_file(directory: str) -> str:
+    """The model's config in a download: `albert_config.json` or `albert_config_*.json`.
+
+    Searched in `directory`, then in `directory/assets`. Raises FileNotFoundError
+    when there is none and ValueError when a directory holds several.
+    """
+    for base in _search_dirs(directory):
+        found = _matching(base, [CONFIG_FILE], CONFIG_PATTERN)
+        if len(found) > 1:
+            listed = ", ".join(map(os.path.basename, found))
+            raise ValueError(f"{base}: several config files ({listed}); keep only the one "
+                             "that belongs to the checkpoint")
+        if found:
+            return found[0]
+    raise FileNotFoundError(f"{directory}: no config file (looked for {CONFIG_FILE} and "
+                            f"{CONFIG_PATTERN}, also under assets/)")
+
+
+def find_vocabulary(directory: str) -> Tuple[str, str]:
+    """("sentencepiece" | "wordpiece", path) of the vocabulary in a download.
+
+    A SentencePiece model (`30k-clean.model`, else the one `*.model`) wins, as
+    `--spm_model_file` does in the original; otherwise a WordPiece
+    `vocab_chinese.txt` or `vocab.txt`. Searched in `directory`, then in
+    `directory/assets`. Raises FileNotFoundError when there is none and
+    ValueError when the choice is ambiguous.
+    """
+    for base in _search_dirs(directory):
+        spm = _matching(base, [SPM_MODEL_FILE]) or _matching(base, pattern="*.model")
+        if len(spm) > 1:
+            raise ValueError(f"{base}: several SentencePiece models "
+                             f"({', '.join(map(os.path.basename, spm))}); keep only the one "
+                             "that belongs to the checkpoint")
+        if spm:
+            return "sentencepiece", spm[0]
+        vocab = _matching(base, WORDPIECE_VOCAB_FILES)
+        if len(vocab) > 1:
+            contents = set()
+            for path in vocab:
+                with open(path, "rb") as handle:
+                    contents.add(handle.read())
+            if len(contents) > 1:
+                raise ValueError(f"{base}: {' and '.join(map(os.path.basename, vocab))} differ; "
+                                 "keep only the vocabulary that belongs to the checkpoint")
+        if vocab:
+            return "wordpiece", vocab[0]
+    raise FileNotFoundError(
+        f"{directory}: no vocabulary (looked for a SentencePiece {SPM_MODEL_FILE} or *.model "
+        f"and a WordPiece {' or '.join(WORDPIECE_VOCAB_FILES)}, also under assets/)")
+
+
+def check_vocab_size(tokenizer, config: AlbertConfig, config_source: str,
+                     checkpoint: Optional[str] = None) -> None:
+    """Raises CheckpointMismatchError unless the vocabulary, the config's `vocab_size` and
+    (when `checkpoint` is a TF1 checkpoint or its directory) the checkpoint's word
+    embeddings all have the same number of tokens. The message names each number and
+    its file.
+    """
+    sizes = [(f"the vocabulary {tokenizer.vocab_file}", tokenizer.vocab_size, "tokens"),
+             (f"the config {config_source}", config.vocab_size, "vocab_size")]
+    if checkpoint is not None and detect_format(checkpoint) == "tf1":
+        prefix, shapes, _ = read_tf1_variables(checkpoint)
+        embeddings = shapes.get("bert/embeddings/word_embeddings")
+        if embeddings:
+            sizes.append((f"the checkpoint {prefix}", embeddings[0],
+                          f"rows of bert/embeddings/word_embeddings {list(embeddings)}"))
+    if len({size for _, size, _ in sizes}) > 1:
+        raise CheckpointMismatchError(
+            "vocabulary sizes differ: " + "; ".join(f"{what} has {size} {unit}"
+                                                   for what, size, unit in sizes)
+            + ". The vocabulary, albert_config.json and the checkpoint must come from the same "
+              "model.")
 
 
 def from_official_dir(directory: str, model_class=None, init_from_group0: bool = False,
                       do_lower_case: bool = True, **model_kwargs) -> OfficialModel:
-    """Config + SentencePiece tokenizer + model with weights, from an official download.
+    """Config + tokenizer + model with weights, from an official or community download.
 
-    `directory` holds `albert_config.json`, `30k-clean.model` (any `*.model`) and
-    a checkpoint (`model.ckpt-best.*`, any prefix, or a `checkpoint` file); a
-    TF-Hub module directory (files under `assets/`, weights under `variables/`)
-    works too. `model_class` defaults to `AlbertPretrainer` (encoder + MLM + SOP);
+    `directory` holds
+      * the config: `albert_config.json`, or one `albert_config_*.json` (community
+        Chinese releases: `albert_config_base.json`, `albert_config_tiny.json`, ...);
+      * the vocabulary: a SentencePiece `30k-clean.model` (any single `*.model`;
+        the English models), else a WordPiece `vocab_chinese.txt` or `vocab.txt`
+        (`albert_*_zh` and the community Chinese models);
+      * a TF1 checkpoint: `model.ckpt-best.*` or `albert_model.ckpt.*` (any single
+        prefix), with or without a `checkpoint` file.
+    A TF-Hub module directory (files under `assets/`, weights under `variables/`)
+    works too, and so does a SavedModel of `hub_export.export_pretrainer`.
+    `model_class` defaults to `AlbertPretrainer` (encoder + MLM + SOP);
     `model_kwargs` go to its constructor (e.g. `num_labels=3`).
+    Raises FileNotFoundError naming the directory and what was looked for when
+    a file is absent, CheckpointMismatchError when the vocabulary, the config and
+    the checkpoint disagree on the vocabulary size (or on any other field).
     """
-    from albert_tf import models
+    from albert_tf import models, tokenization
 
     model_class = model_class or models.AlbertPretrainer
-    config_file = _find_in(directory, ["albert_config.json"], "*config*.json")
-    if config_file is None:
-        raise FileNotFoundError(f"{directory}: no albert_config.json")
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"{directory}: not a directory (expected a model download "
+                                "with albert_config.json, a vocabulary and a checkpoint)")
+    config_file = find_config_file(directory)
     config = AlbertConfig.from_json_file(config_file)
-    spm_file = _find_in(directory, ["30k-clean.model"], "*.model")
-    if spm_file is None:
-        raise FileNotFoundError(f"{directory}: no SentencePiece model (30k-clean.model)")
-    tokenizer = load_tokenizer(spm_file, do_lower_case=do_lower_case)
+    kind, vocab_file = find_vocabulary(directory)
+    tokenizer = tokenization.load_tokenizer(
+        spm_model_file=vocab_file if kind == "sentencepiece" else None,
+        vocab_file=vocab_file if kind == "wordpiece" else None, do_lower_case=do_lower_case)
+    check_vocab_size(tokenizer, config, config_file, checkpoint=directory)
     model = model_class(config, **model_kwargs)
-    report = load_tf1_checkpoint(model, directory, init_from_group0=init_from_group0)
+    report = restore_for_training(model, directory, init_from_group0=init_from_group0)
     return OfficialModel(config=config, tokenizer=tokenizer, model=model, report=report)

@@ -65,7 +65,8 @@ def build_model(name: str, config, num_labels: int = 2, num_choices: int = 4):
 
 
 def find_config(input_path: str, config_file=None):
-    """The AlbertConfig for a conversion: explicit file, HF config.json, or albert_config.json."""
+    """The AlbertConfig for a conversion: explicit file, HF config.json, or the download's
+    albert_config.json / albert_config_*.json (`checkpoints.find_config_file`)."""
     from albert_tf import checkpoints, hf_weights
     from albert_tf.config import AlbertConfig
 
@@ -74,11 +75,11 @@ def find_config(input_path: str, config_file=None):
     if checkpoints.detect_format(input_path) == "huggingface":
         return hf_weights.config_from_hf_dir(input_path)
     base = input_path if os.path.isdir(input_path) else os.path.dirname(input_path)
-    for candidate in (os.path.join(base, "albert_config.json"),
-                      os.path.join(base, "assets", "albert_config.json")):
-        if os.path.exists(candidate):
-            return AlbertConfig.from_json_file(candidate)
-    raise ValueError(f"no config for {input_path}: pass --albert_config_file")
+    try:
+        return AlbertConfig.from_json_file(checkpoints.find_config_file(base or "."))
+    except FileNotFoundError:
+        raise ValueError(f"no config for {input_path} (albert_config.json or "
+                         "albert_config_*.json): pass --albert_config_file") from None
 
 
 def load(model, path: str, fmt: str = "auto", init_from_group0: bool = False):

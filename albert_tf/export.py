@@ -17,7 +17,8 @@ Shared by run_classifier.py, run_squad.py and run_race.py. The pieces:
   `ClassifierServingModule`      GLUE: `serving_default` (raw text) and
                                  `serve_tokens` around an `AlbertClassifier`.
 
-Tokenization in the graph is `albert_tf.tokenization.InGraphTokenizer`.
+Tokenization in the graph is `albert_tf.tokenization.in_graph_tokenizer(...)`
+(SentencePiece or WordPiece).
 A SavedModel written here loads with `tf.saved_model.load` in a process that
 has only TensorFlow and tensorflow-text (not albert_tf, not Keras models).
 
@@ -285,7 +286,8 @@ class ClassifierServingModule(tf.Module):
         """Raw strings [B] -> int32 features [B, max_seq_length]."""
         ids_b = None if text_b is None else self.tokenizer(text_b)
         return pack_pair(self.tokenizer(text_a), ids_b, self.max_seq_length,
-                         self.tokenizer.cls_id, self.tokenizer.sep_id, self.tokenizer.pad_id)
+                         self.tokenizer.cls_id, self.tokenizer.sep_id,
+                         max(self.tokenizer.pad_id, 0))  # -1: no pad token, as glue pads
 
     def _serve_single(self, text_a):
         return self._finish(self.pack_text(text_a))

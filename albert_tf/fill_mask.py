@@ -1,16 +1,22 @@
 """Fill in `[MASK]` tokens with the masked-LM head of an official-style model directory.
 
   python -m albert_tf.fill_mask --model_dir DIR [--top_k 5] "The [MASK] of France is Paris."
+  python -m albert_tf.fill_mask --model_dir albert_base_zh "中国的首都是[MASK]京。"
 
-DIR holds `albert_config.json`, a SentencePiece `*.model` and a TF1 checkpoint
-(`model.ckpt-best.*` or any prefix named by a `checkpoint` file): an official
-download such as `albert_base_v2/`, or the output directory of run_pretraining.py.
-Prints, for each `[MASK]` of each sentence, the top-k pieces and probabilities.
+DIR is what `checkpoints.from_official_dir` reads: `albert_config.json` (or one
+`albert_config_*.json`), a vocabulary (a SentencePiece `*.model`, or a WordPiece
+`vocab_chinese.txt` / `vocab.txt`) and a TF1 checkpoint (`model.ckpt-best.*`,
+`albert_model.ckpt.*`, or any prefix named by a `checkpoint` file): an official
+download such as `albert_base_v2/` or `albert_base_zh/`, a community Chinese
+release, or the output directory of run_pretraining.py. Prints, for each
+`[MASK]` of each sentence, the top-k tokens (as text: "▁paris" -> "paris",
+"##ing" -> "ing") and their probabilities.
 """
 from __future__ import annotations
 
 import os
-from typing import List, Sequence, Tuple
+import sys
+from typing import Callable, List, Optional, Sequence, Tuple
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -24,19 +30,31 @@ def readable(piece: str) -> str:
     return piece.replace(SPIECE_UNDERLINE, " ").strip() or piece
 
 
-def predict(model_dir: str, sentences: Sequence[str], top_k: int = 5
+def predict(model_dir: str, sentences: Sequence[str], top_k: int = 5, official=None
             ) -> List[List[List[Tuple[str, float]]]]:
-    """For each sentence, for each `[MASK]`, the top_k (piece, probability) pairs."""
-    from albert_tf.checkpoints import from_official_dir
+    """For each sentence, for each `[MASK]`, the top_k (token, probability) pairs.
 
-    official = from_official_dir(model_dir)
+    `official` (a `checkpoints.OfficialModel`) is loaded from `model_dir` when not given.
+    """
+    if official is None:
+        from albert_tf.checkpoints import from_official_dir
+
+        official = from_official_dir(model_dir)
     return [official.fill_mask(sentence, top_k=top_k) for sentence in sentences]
 
 
-def format_predictions(sentence: str, predictions) -> str:
+def format_predictions(sentence: str, predictions,
+                       token_text: Optional[Callable[[str], str]] = None) -> str:
+    """The sentence, then one line per `[MASK]`: `token (probability), ...`.
+
+    `token_text` turns a vocabulary token into display text (`tokenizer.token_text`);
+    the default reads SentencePiece pieces.
+    """
+    token_text = token_text or readable
     lines = [sentence]
     for index, candidates in enumerate(predictions):
-        shown = ", ".join(f"{readable(piece)} ({prob:.3f})" for piece, prob in candidates)
+        shown = ", ".join(f"{token_text(token) or token} ({prob:.3f})"
+                          for token, prob in candidates)
         lines.append(f"  [MASK] #{index + 1}: {shown}")
     return "\n".join(lines)
 
@@ -51,12 +69,23 @@ def main(argv):
         raise app.UsageError(f"no [MASK] in: {missing[0]!r}")
     if not flags.FLAGS.model_dir:
         raise app.UsageError("--model_dir is required")
-    results = predict(flags.FLAGS.model_dir, sentences, flags.FLAGS.top_k)
+    if flags.FLAGS.top_k < 1:
+        raise app.UsageError(f"--top_k must be at least 1, got {flags.FLAGS.top_k}")
+    from albert_tf.checkpoints import from_official_dir
+
+    try:
+        official = from_official_dir(flags.FLAGS.model_dir,
+                                     do_lower_case=flags.FLAGS.do_lower_case)
+        results = predict(flags.FLAGS.model_dir, sentences, flags.FLAGS.top_k, official)
+    except (OSError, ValueError) as err:  # missing files, mismatches, over-long sentences
+        sys.exit(f"fill_mask: error: {err}")
     for sentence, predictions in zip(sentences, results):
-        print(format_predictions(sentence, predictions))
+        print(format_predictions(sentence, predictions, official.tokenizer.token_text))
 
 
 if __name__ == "__main__":
     flags.DEFINE_string("model_dir", None, "Official-style model directory.")
     flags.DEFINE_integer("top_k", 5, "Candidates shown per [MASK].")
+    flags.DEFINE_bool("do_lower_case", True, "Lower-case the text (the official English and "
+                      "Chinese models are uncased).")
     app.run(main)

@@ -5,8 +5,10 @@ Signatures (token ids in, int32 [batch, seq]; `mlm_positions` int32 [batch, P]):
   sop:    same inputs -> + sop_log_probs [B,2] (index 1 = swapped)
   mlm:    + mlm_positions -> + mlm_logits [B,P,V]
   serving_default = mlm
-Assets: albert_config.json and the SentencePiece model, so the directory is
-self-contained; `tokenization_info` returns the model file's path and do_lower_case.
+Assets: albert_config.json and the vocabulary (the SentencePiece model, or the WordPiece
+vocab.txt / vocab_chinese.txt of the Chinese models), so the directory is self-contained
+and `checkpoints.from_official_dir` reads it; `tokenization_info` returns the vocabulary
+file's path and do_lower_case, as the original's TF-Hub modules do.
 The export is written to a temporary directory and renamed into place.
 """
 from __future__ import annotations
@@ -18,14 +20,14 @@ from albert_tf.models import AlbertPretrainer
 
 
 class _PretrainerModule(tf.Module):
-    def __init__(self, model: AlbertPretrainer, config_file: str, spm_model_file: str,
+    def __init__(self, model: AlbertPretrainer, config_file: str, vocab_file: str,
                  do_lower_case: bool, layer_norm: str = "auto"):
         fused_ops.check_export_layer_norm(layer_norm)
         super().__init__()
         self.model = model
         self.layer_norm = layer_norm
         self.config_asset = tf.saved_model.Asset(config_file)
-        self.vocab_asset = tf.saved_model.Asset(spm_model_file)
+        self.vocab_asset = tf.saved_model.Asset(vocab_file)
         self.do_lower_case = tf.Variable(do_lower_case, trainable=False)
 
     def _run(self, input_ids, input_mask, segment_ids, positions=None):
@@ -68,12 +70,13 @@ class _PretrainerModule(tf.Module):
         return {"vocab_file": self.vocab_asset.asset_path, "do_lower_case": self.do_lower_case}
 
 
-def export_pretrainer(model: AlbertPretrainer, config_file: str, spm_model_file: str,
+def export_pretrainer(model: AlbertPretrainer, config_file: str, vocab_file: str,
                       export_dir: str, do_lower_case: bool = True,
                       layer_norm: str = "auto") -> str:
     """Writes the SavedModel to `export_dir` (replacing it only once complete);
+    `vocab_file` is the SentencePiece model or the WordPiece vocabulary;
     `layer_norm` as in `export.call_for_export`."""
-    module = _PretrainerModule(model, config_file, spm_model_file, do_lower_case, layer_norm)
+    module = _PretrainerModule(model, config_file, vocab_file, do_lower_case, layer_norm)
     return export.save_serving_model(export_dir, module, {
         "serving_default": module.mlm, "mlm": module.mlm, "sop": module.sop,
         "tokens": module.tokens, "tokenization_info": module.tokenization_info})

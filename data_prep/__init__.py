@@ -2,7 +2,8 @@
 
 Modules (one job each):
   text_input         files -> documents of normalised sentences (gzip, BOM, CRLF, Gutenberg)
-  sentence_split     rule-based sentence splitter for raw text
+  sentence_split     rule-based sentence splitter for raw text (English and Chinese)
+  zh_words           Chinese whole-word masking flags from a segmenter (optional rjieba)
   pairing            the original's SOP/NSP pair construction and truncate_seq_pair
   masking            whole-word n-gram masking with 80/10/10 replacement
   example_codec      tf.train.Example wire-format encoder for the fixed schema

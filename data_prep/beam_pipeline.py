@@ -34,7 +34,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from data_prep import pipeline
-from data_prep.runner import RunOptions, default_summary_path
+from data_prep.runner import RunOptions, default_summary_path, make_context, options_dict
 from data_prep.text_input import InputError, iter_documents
 
 
@@ -58,12 +58,13 @@ def _open_uncompressed(path: str):
 
 
 def _local_model(path: str) -> str:
-    """A local path of the SentencePiece model (copied from a remote filesystem if needed)."""
+    """A local path of the vocabulary file (SentencePiece model or WordPiece vocab.txt),
+    copied from a remote filesystem if needed."""
     if os.path.exists(path):
         return path
     with FileSystems.open(path) as handle:
         data = handle.read()
-    fd, local = tempfile.mkstemp(suffix=".model")
+    fd, local = tempfile.mkstemp(suffix=os.path.splitext(path)[1] or ".vocab")
     with os.fdopen(fd, "wb") as out:
         out.write(data)
     return local
@@ -75,7 +76,8 @@ class _ReadBlocks(beam.DoFn):
         self._layout = layout
 
     def process(self, files: Sequence[str]):
-        documents = iter_documents(files, self._options.reader, opener=_open_uncompressed)
+        documents = iter_documents(files, self._options.effective_reader(),
+                                   opener=_open_uncompressed)
         yield from pipeline.iter_raw_blocks(documents, self._layout.block_documents,
                                             self._layout.block_chars)
 
@@ -87,15 +89,14 @@ class _WithContext(beam.DoFn):
         self._context = None
 
     def setup(self):
-        self._context = pipeline.WorkerContext(
-            _local_model(self._options.spm_model_file), self._options.reader.do_lower_case,
-            self._options.instances, self._layout)
+        self._context = make_context(self._options, self._layout, localize=_local_model)
 
 
 class _TokenizeAndSplit(_WithContext):
     def process(self, element):
         block_index, documents = element
-        block = pipeline.tokenize_block(block_index, documents, self._context.tokenizer)
+        block = pipeline.tokenize_block(block_index, documents, self._context.tokenizer,
+                                        segmenter=self._context.segmenter)
         for task in pipeline.make_tasks(block, self._options.instances, self._layout.task_tokens):
             yield task, block
 
@@ -175,6 +176,7 @@ def build(root: beam.Pipeline, input_files: Sequence[str], output_files: Sequenc
           options: RunOptions, summary_file: Optional[str] = None) -> None:
     """Adds the pipeline to `root`."""
     options.instances.validate()
+    options.vocabulary_file()  # ValueError naming both flags when neither is set
     layout = dataclasses.replace(options.layout, num_files=len(output_files))
     layout.validate()
     per_file = layout.shuffle_buckets_per_file
@@ -202,12 +204,7 @@ def build(root: beam.Pipeline, input_files: Sequence[str], output_files: Sequenc
         "runner": "beam",
         "input_files": list(input_files),
         "output_file_names": list(output_files),
-        "options": {
-            "spm_model_file": options.spm_model_file,
-            "reader": dataclasses.asdict(options.reader),
-            "instances": dataclasses.asdict(options.instances),
-            "layout": dataclasses.asdict(layout),
-        },
+        "options": options_dict(options, layout),
     }
     _ = stats | "WriteSummary" >> beam.Map(
         _write_summary, beam.pvalue.AsList(file_counts),

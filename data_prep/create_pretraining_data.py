@@ -6,11 +6,20 @@ plus flags for scale (`--num_workers`, `--runner`), input handling
 byte-identical for any `--num_workers` and for the Beam runner. A JSON summary
 is written next to the first output file. See data_prep/README.md.
 
-Example:
+The vocabulary is a SentencePiece model (`--spm_model_file`) or, as in the
+original when no SentencePiece model is given, a WordPiece vocabulary
+(`--vocab_file`, e.g. the Chinese ALBERT's vocab_chinese.txt): lines are then
+only stripped (the BasicTokenizer normalises) and a `##` piece continues the
+previous word. `--zh_whole_word_mask` (WordPiece, optional rjieba) masks
+Chinese words as units.
+
+Examples:
   python -m data_prep.create_pretraining_data \
     --input_file='corpus/*.txt' --output_file=out/train.tfrecord@4 \
     --spm_model_file=30k-clean.model --max_seq_length=128 \
     --max_predictions_per_seq=20 --dupe_factor=5 --num_workers=2
+  python -m data_prep.create_pretraining_data --input_format=raw \
+    --input_file='zh/*.txt' --output_file=out/zh@4 --vocab_file=vocab_chinese.txt
 """
 from __future__ import annotations
 
@@ -32,9 +41,10 @@ flags.DEFINE_string("output_file", None,
                     "Output TFRecord file(s), comma-separated; `path@N` is short for N "
                     "shards path-00000-of-0000N ... . Instances are spread over the files.")
 flags.DEFINE_string("vocab_file", None,
-                    "WordPiece vocabulary (the original's BERT path). Not supported here: "
-                    "ignored when --spm_model_file is given, an error otherwise.")
-flags.DEFINE_string("spm_model_file", None, "SentencePiece model (required).")
+                    "WordPiece vocabulary (vocab.txt, one token per line): the original's "
+                    "WordPiece path, used when --spm_model_file is not given.")
+flags.DEFINE_string("spm_model_file", None,
+                    "SentencePiece model; takes precedence over --vocab_file.")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case the input text.")
 flags.DEFINE_bool("do_whole_word_mask", True,
                   "Mask whole words (all pieces of a word) instead of single pieces.")
@@ -61,6 +71,9 @@ flags.DEFINE_enum("decode_errors", "strict", ["strict", "replace"],
                   "them with U+FFFD (replace).")
 flags.DEFINE_bool("strip_gutenberg", True,
                   "Drop Project Gutenberg headers/footers (outside the *** START/END markers).")
+flags.DEFINE_bool("zh_whole_word_mask", False,
+                  "Beyond the original (WordPiece only): mask Chinese words found by the rjieba "
+                  "segmenter as units, as Chinese-BERT-wwm does (pip install rjieba).")
 flags.DEFINE_integer("num_workers", 1, "Worker processes for the local runner.")
 flags.DEFINE_string("runner", "local",
                     "`local` (multiprocessing on this machine) or a Beam runner name "
@@ -107,6 +120,8 @@ def options_from_flags() -> runner.RunOptions:
     """Flags -> RunOptions (the only place flags are read)."""
     return runner.RunOptions(
         spm_model_file=FLAGS.spm_model_file,
+        vocab_file=FLAGS.vocab_file,
+        zh_whole_word_mask=FLAGS.zh_whole_word_mask,
         reader=ReaderOptions(input_format=FLAGS.input_format,
                              do_lower_case=FLAGS.do_lower_case,
                              decode_errors=FLAGS.decode_errors,
@@ -137,11 +152,12 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     logging.getLogger("data_prep").setLevel(logging.INFO)
     log = logging.getLogger("data_prep").info
-    if not FLAGS.spm_model_file:
-        if FLAGS.vocab_file:
-            raise app.UsageError("WordPiece vocabularies (--vocab_file alone) are not supported; "
-                                 "pass --spm_model_file")
-        raise app.UsageError("--spm_model_file is required")
+    if not FLAGS.spm_model_file and not FLAGS.vocab_file:
+        raise app.UsageError("no vocabulary: pass --spm_model_file (SentencePiece) or "
+                             "--vocab_file (WordPiece)")
+    if FLAGS.spm_model_file and FLAGS.vocab_file:
+        log(f"both --spm_model_file and --vocab_file given: using the SentencePiece model "
+            f"{FLAGS.spm_model_file} (as the original), --vocab_file is ignored")
     try:
         options = options_from_flags()
         output_files = expand_output_spec(FLAGS.output_file)

@@ -31,11 +31,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import random
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from data_prep import tokenization
+from data_prep import tokenization, zh_words
 from data_prep.example_codec import ExampleEncoder, FLOAT, INT64
 from data_prep.masking import MaskingOptions, MaskStats, mask_pair
 from data_prep.pairing import DocView, create_pairs
@@ -143,7 +143,9 @@ class TokenizedBlock:
     """A block of tokenized documents, flat arrays.
 
     doc_indices int64 [D] global document ordinals; doc_bounds int64 [D+1]
-    sentence ranges; sent_bounds int64 [S+1] token ranges; ids int32 [T].
+    sentence ranges; sent_bounds int64 [S+1] token ranges; ids int32 [T];
+    continues bool [T] or None: tokens that continue the previous word
+    whatever their piece says (Chinese whole-word masking).
     Sentences that tokenize to nothing and documents left empty are dropped.
     """
     block_index: int
@@ -152,6 +154,7 @@ class TokenizedBlock:
     sent_bounds: np.ndarray
     ids: np.ndarray
     num_sentences_in: int = 0
+    continues: Optional[np.ndarray] = None
 
     @property
     def num_docs(self) -> int:
@@ -162,22 +165,28 @@ class TokenizedBlock:
         return int(self.sent_bounds[s1] - self.sent_bounds[s0])
 
     def save(self, path: str) -> None:
+        extra = {} if self.continues is None else {"continues": self.continues}
         with open(path, "wb") as handle:
             np.savez(handle, block_index=self.block_index, doc_indices=self.doc_indices,
                      doc_bounds=self.doc_bounds, sent_bounds=self.sent_bounds, ids=self.ids,
-                     num_sentences_in=self.num_sentences_in)
+                     num_sentences_in=self.num_sentences_in, **extra)
 
     @classmethod
     def load(cls, path: str) -> "TokenizedBlock":
         with np.load(path) as data:
             return cls(int(data["block_index"]), data["doc_indices"], data["doc_bounds"],
-                       data["sent_bounds"], data["ids"], int(data["num_sentences_in"]))
+                       data["sent_bounds"], data["ids"], int(data["num_sentences_in"]),
+                       data["continues"] if "continues" in data.files else None)
 
 
-def tokenize_block(block_index: int, documents: Sequence[Document],
-                   tokenizer: "tokenization.SentencePieceTokenizer",
-                   num_threads: int = 1) -> TokenizedBlock:
-    """Tokenizes every sentence of the block (SentencePiece batch encoding)."""
+def tokenize_block(block_index: int, documents: Sequence[Document], tokenizer,
+                   num_threads: int = 1,
+                   segmenter: Optional[Callable[[str], List[str]]] = None) -> TokenizedBlock:
+    """Tokenizes every sentence of the block (the tokenizer's batch `encode_ids`).
+
+    With `segmenter` (Chinese whole-word masking, WordPiece only) also records
+    which tokens continue a segmented word (`continues`).
+    """
     sentences = [s for d in documents for s in d.sentences]
     encoded = tokenizer.encode_ids(sentences, num_threads=num_threads)
     lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
@@ -191,8 +200,15 @@ def tokenize_block(block_index: int, documents: Sequence[Document],
     sent_bounds = np.concatenate([[0], np.cumsum(lengths[keep])]).astype(np.int64)
     doc_bounds = np.concatenate([[0], np.cumsum(kept_counts)]).astype(np.int64)
     doc_indices = np.array([documents[k].index for k in kept_docs], dtype=np.int64)
+    continues = None
+    if segmenter is not None:
+        to_token = tokenizer.convert_ids_to_tokens
+        continues = np.fromiter(
+            (flag for text, e in zip(sentences, encoded) if e
+             for flag in zh_words.continuation_flags(text, to_token(e), segmenter)),
+            dtype=bool, count=len(ids))
     return TokenizedBlock(block_index, doc_indices, doc_bounds, sent_bounds, ids,
-                          num_sentences_in=len(sentences))
+                          num_sentences_in=len(sentences), continues=continues)
 
 
 # ---------------------------------------------------------------------------
@@ -283,18 +299,37 @@ class Stats:
 
 
 class WorkerContext:
-    """Per-process state: tokenizer constants, word-start table, example encoder."""
+    """Per-process state: tokenizer constants, word-start table, example encoder.
 
-    def __init__(self, spm_model_file: str, do_lower_case: bool,
-                 instance_options: InstanceOptions, layout: LayoutOptions):
-        tokenizer = tokenization.SentencePieceTokenizer(spm_model_file, do_lower_case)
-        missing = [name for name in ("cls_id", "sep_id", "mask_id")
-                   if getattr(tokenizer, name) < 0]
-        if missing:
-            raise ValueError(f"SentencePiece model {spm_model_file} lacks "
-                             f"{', '.join(n[:-3].upper() for n in missing)} pieces; "
-                             "train it with data_prep/train_sentencepiece.py")
+    The tokenizer is SentencePiece when `spm_model_file` is given (it wins over
+    `vocab_file`, as in the original), else WordPiece from `vocab_file`.
+    `zh_whole_word_mask` (WordPiece only) loads the Chinese segmenter
+    (`segmenter`, used by `tokenize_block`).
+    """
+
+    def __init__(self, spm_model_file: Optional[str], do_lower_case: bool,
+                 instance_options: InstanceOptions, layout: LayoutOptions,
+                 vocab_file: Optional[str] = None, zh_whole_word_mask: bool = False):
+        if spm_model_file:
+            tokenizer = tokenization.SentencePieceTokenizer(spm_model_file, do_lower_case)
+            missing = [name for name in ("cls_id", "sep_id", "mask_id")
+                       if getattr(tokenizer, name) < 0]
+            if missing:
+                raise ValueError(f"SentencePiece model {spm_model_file} lacks "
+                                 f"{', '.join(n[:-3].upper() for n in missing)} pieces; "
+                                 "train it with data_prep/train_sentencepiece.py")
+            if zh_whole_word_mask:
+                raise ValueError("--zh_whole_word_mask needs the WordPiece path "
+                                 "(--vocab_file without --spm_model_file)")
+        else:
+            # Raises TokenizerError (a ValueError) naming --vocab_file for a missing
+            # file or a vocabulary without [CLS]/[SEP]/[MASK]/[UNK].
+            tokenizer = tokenization.load_tokenizer(vocab_file=vocab_file,
+                                                    do_lower_case=do_lower_case)
+        if zh_whole_word_mask and not instance_options.masking.do_whole_word_mask:
+            raise ValueError("--zh_whole_word_mask needs --do_whole_word_mask")
         self.tokenizer = tokenizer
+        self.segmenter = zh_words.load_segmenter() if zh_whole_word_mask else None
         self.start_table = np.array(tokenizer.is_start_piece_table(), dtype=bool)
         self.instance_options = instance_options
         self.layout = layout
@@ -341,8 +376,12 @@ def run_task(context: WorkerContext, block_ref, task: Task) -> TaskResult:
         if view is None:
             s0, s1 = int(block.doc_bounds[pos]), int(block.doc_bounds[pos + 1])
             t0 = int(block.sent_bounds[s0])
-            ids_np = block.ids[t0:int(block.sent_bounds[s1])]
-            view = DocView(ids_np.tolist(), context.start_table[ids_np].tolist(),
+            t1 = int(block.sent_bounds[s1])
+            ids_np = block.ids[t0:t1]
+            starts = context.start_table[ids_np]
+            if block.continues is not None:
+                starts = starts & ~block.continues[t0:t1]
+            view = DocView(ids_np.tolist(), starts.tolist(),
                            (block.sent_bounds[s0:s1 + 1] - t0).tolist())
             views[pos] = view
         return view

@@ -29,22 +29,56 @@ _LOG = logging.getLogger("data_prep")
 
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
-    """Everything a run needs besides the file lists."""
-    spm_model_file: str
+    """Everything a run needs besides the file lists.
+
+    The vocabulary: `spm_model_file` (SentencePiece; wins when both are given,
+    as in the original) or `vocab_file` alone (WordPiece: lines are only
+    stripped, the tokenizer normalises). `zh_whole_word_mask`: Chinese
+    whole-word masking (WordPiece only, needs rjieba).
+    """
+    spm_model_file: Optional[str] = None
     reader: ReaderOptions = ReaderOptions()
     instances: pipeline.InstanceOptions = pipeline.InstanceOptions()
     layout: pipeline.LayoutOptions = pipeline.LayoutOptions()
     num_workers: int = 1
     progress_seconds: float = 30.0
+    vocab_file: Optional[str] = None
+    zh_whole_word_mask: bool = False
+
+    @property
+    def wordpiece(self) -> bool:
+        return not self.spm_model_file
+
+    def vocabulary_file(self) -> str:
+        """The file that defines the vocabulary; ValueError naming both flags if neither is set."""
+        path = self.spm_model_file or self.vocab_file
+        if not path:
+            raise ValueError("no vocabulary: pass --spm_model_file (SentencePiece) or "
+                             "--vocab_file (WordPiece)")
+        return path
+
+    def effective_reader(self) -> ReaderOptions:
+        """The reader options with the normalisation of the tokenizer's path."""
+        return dataclasses.replace(self.reader, preprocess_text=not self.wordpiece)
+
+
+def make_context(options: RunOptions, layout: pipeline.LayoutOptions,
+                 localize: Callable[[str], str] = str) -> pipeline.WorkerContext:
+    """The worker state of a run; `localize` maps the vocabulary path to a local file."""
+    spm = localize(options.spm_model_file) if options.spm_model_file else None
+    vocab = localize(options.vocab_file) if not spm and options.vocab_file else None
+    return pipeline.WorkerContext(spm, options.reader.do_lower_case, options.instances, layout,
+                                  vocab_file=vocab,
+                                  zh_whole_word_mask=options.zh_whole_word_mask)
 
 
 # Per-process worker state (set by the pool initializer).
 _CONTEXT: Optional[pipeline.WorkerContext] = None
 
 
-def _init_worker(spm_model_file, do_lower_case, instances, layout):
+def _init_worker(options: RunOptions, layout: pipeline.LayoutOptions):
     global _CONTEXT
-    _CONTEXT = pipeline.WorkerContext(spm_model_file, do_lower_case, instances, layout)
+    _CONTEXT = make_context(options, layout)
 
 
 def _run_in_worker(block_path: str, task: pipeline.Task) -> pipeline.TaskResult:
@@ -126,11 +160,15 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
     layout.validate()
     if options.num_workers < 1:
         raise ValueError(f"--num_workers={options.num_workers} must be >= 1")
-    if not os.path.isfile(options.spm_model_file):
-        raise InputError(f"SentencePiece model not found: {options.spm_model_file}")
+    vocabulary = options.vocabulary_file()
+    if not os.path.isfile(vocabulary):
+        kind, flag = (("WordPiece vocabulary", "--vocab_file") if options.wordpiece
+                      else ("SentencePiece model", "--spm_model_file"))
+        problem = ("is a directory; give the file itself" if os.path.isdir(vocabulary)
+                   else "not found")
+        raise InputError(f"{flag}={vocabulary}: {kind} {problem}")
     start = time.monotonic()
-    context = pipeline.WorkerContext(options.spm_model_file, options.reader.do_lower_case,
-                                     options.instances, layout)
+    context = make_context(options, layout)
     stats = pipeline.Stats(options.instances.masking.ngram)
     first_dir = os.path.dirname(os.path.abspath(output_files[0]))
     os.makedirs(first_dir, exist_ok=True)
@@ -139,7 +177,7 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
     pool = None
     try:
         spill = _SpillWriter(spill_dir, layout.num_buckets)
-        documents = iter_documents(input_files, options.reader)
+        documents = iter_documents(input_files, options.effective_reader())
         blocks = pipeline.iter_raw_blocks(documents, layout.block_documents, layout.block_chars)
         blocks_read = 0
 
@@ -151,14 +189,14 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
         if options.num_workers == 1:
             for block_index, raw_block in blocks:
                 blocks_read += 1
-                block = pipeline.tokenize_block(block_index, raw_block, context.tokenizer)
+                block = pipeline.tokenize_block(block_index, raw_block, context.tokenizer,
+                                                segmenter=context.segmenter)
                 for task in pipeline.make_tasks(block, options.instances, layout.task_tokens):
                     consume(pipeline.run_task(context, block, task))
         else:
             pool = _process_context().Pool(
                 options.num_workers, initializer=_init_worker,
-                initargs=(options.spm_model_file, options.reader.do_lower_case,
-                          options.instances, layout))
+                initargs=(options, layout))
             inflight: Deque = collections.deque()
             block_refs: Dict[str, int] = {}
             max_inflight = 2 * options.num_workers
@@ -175,7 +213,8 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
             for block_index, raw_block in blocks:
                 blocks_read += 1
                 block = pipeline.tokenize_block(block_index, raw_block, context.tokenizer,
-                                                num_threads=options.num_workers)
+                                                num_threads=options.num_workers,
+                                                segmenter=context.segmenter)
                 path = os.path.join(spill_dir, f"block-{block_index:08d}.npz")
                 block.save(path)
                 tasks = pipeline.make_tasks(block, options.instances, layout.task_tokens)
@@ -221,7 +260,7 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
         "num_workers": options.num_workers,
         "input_files": list(input_files),
         "output_files": [{"path": p, "instances": n} for p, n in zip(output_files, per_file)],
-        "options": _options_dict(options, layout),
+        "options": options_dict(options, layout),
     })
     summary_file = summary_file or default_summary_path(output_files[0])
     fileio.atomic_write_text(summary_file, json.dumps(summary, indent=2, sort_keys=True) + "\n")
@@ -236,11 +275,14 @@ def default_summary_path(first_output: str) -> str:
     return first_output + ".summary.json"
 
 
-def _options_dict(options: RunOptions, layout: pipeline.LayoutOptions) -> dict:
-    out = {
+def options_dict(options: RunOptions, layout: pipeline.LayoutOptions) -> dict:
+    """The options as recorded in the summary (the same for the local and Beam runners)."""
+    return {
         "spm_model_file": options.spm_model_file,
-        "reader": dataclasses.asdict(options.reader),
+        "vocab_file": options.vocab_file,
+        "tokenizer": "wordpiece" if options.wordpiece else "sentencepiece",
+        "zh_whole_word_mask": options.zh_whole_word_mask,
+        "reader": dataclasses.asdict(options.effective_reader()),
         "instances": dataclasses.asdict(options.instances),
         "layout": dataclasses.asdict(layout),
     }
-    return out

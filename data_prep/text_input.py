@@ -14,8 +14,14 @@ headers and footers (everything outside the `*** START OF ...` /
 are dropped when `strip_gutenberg` is set.
 
 Every sentence goes through `preprocess_text(line, lower=do_lower_case)`, as
-in the original, before documents are handed on; sentences that normalise to
-an empty string are boundaries ("sentences") or dropped ("raw").
+in the original's SentencePiece path, before documents are handed on; with
+`preprocess_text=False` (the original's WordPiece path, whose BasicTokenizer
+normalises) a sentence is only stripped. Sentences that normalise to an empty
+string are boundaries ("sentences") or dropped ("raw").
+
+In "raw" paragraphs, lines are joined with a space, except between two
+Chinese/Japanese characters or marks (text that uses no spaces, wrapped at a
+fixed width), where a space would split a word.
 """
 from __future__ import annotations
 
@@ -38,11 +44,16 @@ class InputError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class ReaderOptions:
-    """How to read text. `input_format` is one of FORMATS; `decode_errors` 'strict'|'replace'."""
+    """How to read text. `input_format` is one of FORMATS; `decode_errors` 'strict'|'replace'.
+
+    `preprocess_text`: normalise each sentence with the original's
+    `preprocess_text` (SentencePiece path) or only strip it (WordPiece path).
+    """
     input_format: str = "sentences"
     do_lower_case: bool = True
     decode_errors: str = "strict"
     strip_gutenberg: bool = True
+    preprocess_text: bool = True
 
     def __post_init__(self):
         if self.input_format not in FORMATS:
@@ -178,19 +189,27 @@ def iter_documents(paths: Sequence[str], options: ReaderOptions,
         lines = iter_lines(path, options.decode_errors, opener)
         if options.strip_gutenberg:
             lines = strip_gutenberg(lines)
+        normalise = _normaliser(options)
         if options.input_format == "sentences":
-            docs = _sentence_documents(lines, options.do_lower_case)
+            docs = _sentence_documents(lines, normalise)
         else:
-            docs = _raw_documents(lines, options.do_lower_case)
+            docs = _raw_documents(lines, normalise)
         for sentences in docs:
             yield Document(index, path, tuple(sentences))
             index += 1
 
 
-def _sentence_documents(lines, lower: bool) -> Iterator[List[str]]:
+def _normaliser(options: ReaderOptions) -> Callable[[str], str]:
+    if options.preprocess_text:
+        lower = options.do_lower_case
+        return lambda text: tokenization.preprocess_text(text, lower=lower)
+    return str.strip
+
+
+def _sentence_documents(lines, normalise: Callable[[str], str]) -> Iterator[List[str]]:
     current: List[str] = []
     for _, line in lines:
-        text = tokenization.preprocess_text(line, lower=lower)
+        text = normalise(line)
         if text:
             current.append(text)
         elif current:
@@ -200,13 +219,33 @@ def _sentence_documents(lines, lower: bool) -> Iterator[List[str]]:
         yield current
 
 
-def _raw_documents(lines, lower: bool) -> Iterator[List[str]]:
+# Characters of scripts written without spaces: CJK ideographs (with extension
+# A and compatibility forms), CJK symbols and punctuation, kana, full-width forms.
+_NO_SPACE_SCRIPT = re.compile("[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+                              "\uff01-\uff60]")
+
+
+def join_lines(lines: Sequence[str]) -> str:
+    """Joins the lines of a paragraph: a space between lines, none between two CJK characters."""
+    parts: List[str] = []
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        if parts and not (_NO_SPACE_SCRIPT.match(parts[-1][-1])
+                          and _NO_SPACE_SCRIPT.match(line[0])):
+            parts.append(" ")
+        parts.append(line)
+    return "".join(parts)
+
+
+def _raw_documents(lines, normalise: Callable[[str], str]) -> Iterator[List[str]]:
     sentences: List[str] = []
     paragraph: List[str] = []
 
     def flush():
-        for sentence in split_sentences(" ".join(paragraph)):
-            text = tokenization.preprocess_text(sentence, lower=lower)
+        for sentence in split_sentences(join_lines(paragraph)):
+            text = normalise(sentence)
             if text:
                 sentences.append(text)
         paragraph.clear()

@@ -233,7 +233,8 @@ def test_errors_name_the_problem_and_leave_no_output(tmp_path, spm_model):
                                                                      max_seq_length=4))
     with pytest.raises(ValueError, match="max_seq_length=4 is too small"):
         _run([str(empty)], [out], small)
-    with pytest.raises(InputError, match="SentencePiece model not found"):
+    with pytest.raises(InputError, match="--spm_model_file=.*missing.model: SentencePiece model "
+                                         "not found"):
         _run([str(empty)], [out], _options(str(tmp_path / "missing.model")))
 
 

@@ -225,3 +225,24 @@ def test_full_tokenizer_chooses_like_the_original(vocab_path, shared_data):
     assert tokenization.vocabulary_fingerprint(wordpiece).startswith("wordpiece:")
     assert tokenization.vocabulary_fingerprint(both) != tokenization.vocabulary_fingerprint(
         wordpiece)
+
+
+def test_character_tables_equal_the_rules_on_every_code_point():
+    """The one-pass tables of `_CharClasses` against the rule functions, for all of Unicode."""
+    import unicodedata
+
+    classes = tokenization._CharClasses.get()
+    for cp in range(0x110000):
+        char = chr(cp)
+        if tokenization.is_wordpiece_control(char):
+            want = None
+        elif tokenization.is_wordpiece_whitespace(char):
+            want = " "
+        elif tokenization.is_cjk_char(cp):
+            want = f" {char} "
+        else:
+            want = char
+        assert classes.clean.get(cp, char) == want, hex(cp)
+        assert (cp in classes.marks) == (unicodedata.category(char) == "Mn"), hex(cp)
+    assert classes.punctuation_codes == [cp for cp in range(0x110000)
+                                         if tokenization.is_wordpiece_punctuation(chr(cp))]

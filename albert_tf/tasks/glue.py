@@ -13,9 +13,12 @@ columns than the task reads, or a label outside the task's label list, is an
 error naming the file and line. QQP's known short rows in train/dev are
 skipped and counted, as the original skips them.
 
-`custom`: a user's own TSV/CSV files `{train,dev,test}.{tsv,csv}` in
-`data_dir` with columns chosen by name (header row) or 0-based index;
-the label list is the sorted set of training labels (or `regression=True`).
+`custom`: a user's own files `{train,dev,test}.{tsv,csv,txt}` in `data_dir`
+(`.txt` is read as TSV: ChnSentiCorp's `text<TAB>label` files) with columns
+chosen by name (header row) or 0-based index; the label list is the sorted
+set of training labels (or `regression=True`).
+
+CLUE's JSON-lines tasks are in `albert_tf.tasks.clue`.
 
 Features follow the original's TFRecord schema (`input_ids`, `input_mask`,
 `segment_ids` int64 [S], `label_ids` int64 or float for regression,
@@ -50,7 +53,8 @@ class InputExample:
     """One example: raw texts (text_b None for single-sentence tasks) and its label.
 
     `label` is a label string (classification), a float (regression) or None
-    (test split). `source` is "file:line", for error messages.
+    (test split). `source` is "file:line", for error messages. `example_id` is
+    the example's id as its file gives it (CLUE's JSON `id`), for submissions.
     """
 
     guid: str
@@ -58,6 +62,7 @@ class InputExample:
     text_b: Optional[str] = None
     label: Optional[object] = None
     source: str = ""
+    example_id: Optional[object] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,7 +247,8 @@ def _parse_label(raw: str, labels: Optional[Sequence[str]], do_lower_case: bool,
 
 @dataclasses.dataclass
 class CustomTaskOptions:
-    """A user's own task: files `{train,dev,test}.tsv` (or `.csv`) in data_dir.
+    """A user's own task: files `{train,dev,test}.tsv` (or `.csv`, or `.txt` read as TSV)
+    in data_dir.
 
     Columns are header names (with `has_header`) or 0-based indices given as
     strings ("0", "3"). text_b_column None = single-sentence task; the test
@@ -257,15 +263,19 @@ class CustomTaskOptions:
     regression: bool = False
 
 
+CUSTOM_EXTENSIONS = ("tsv", "csv", "txt")
+
+
 def custom_file(data_dir: str, split: str) -> str:
-    """data_dir/{split}.tsv or .csv (error when neither or both exist)."""
+    """data_dir/{split}.tsv, .csv or .txt (error unless exactly one exists)."""
     import tensorflow as tf
 
-    found = [os.path.join(data_dir, f"{split}.{ext}") for ext in ("tsv", "csv")
+    found = [os.path.join(data_dir, f"{split}.{ext}") for ext in CUSTOM_EXTENSIONS
              if tf.io.gfile.exists(os.path.join(data_dir, f"{split}.{ext}"))]
     if len(found) != 1:
         raise GlueDataError(f"{data_dir}: expected exactly one of {split}.tsv and {split}.csv "
-                            f"for --task_name=custom, found {len(found)}")
+                            f"(or {split}.txt, read as TSV) for --task_name=custom, found "
+                            f"{len(found)}")
     return found[0]
 
 
@@ -569,7 +579,7 @@ def compute_metrics(spec: TaskSpec, logits: np.ndarray, label_ids: np.ndarray
 
 
 def fingerprint_file(path: str) -> str:
-    """sha1 of a file's bytes (identifies the SentencePiece vocabulary in cache keys)."""
+    """sha1 of a file's bytes (`tokenization.vocabulary_fingerprint` identifies vocabularies)."""
     import tensorflow as tf
 
     with tf.io.gfile.GFile(path, "rb") as handle:

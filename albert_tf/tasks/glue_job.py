@@ -9,6 +9,7 @@ pearson for STS-B, eval_accuracy otherwise, as the original) is kept as
   test_results.tsv     class probabilities per test example (the regression score for STS-B)
   submit_results.tsv   `index<TAB>prediction`, as the original
   {TASK}.tsv           the same, under the GLUE leaderboard's file name (e.g. MNLI-m.tsv)
+  {task}_predict.json  CLUE tasks: the CLUE submission file (albert_tf.tasks.clue)
   *.tf_record (+.json) feature caches (in cached_dir, default output_dir)
 and, with `export_dir`, a SavedModel with `serving_default` (raw text) and
 `serve_tokens` signatures (albert_tf.export).
@@ -26,23 +27,26 @@ from absl import logging
 from albert_tf import checkpoints, distribute, export, fileio, finetuning, fused_ops, tokenization
 from albert_tf.config import AlbertConfig
 from albert_tf.models import AlbertClassifier, classifier_losses
-from albert_tf.tasks import glue
+from albert_tf.tasks import clue, glue
 
 
 @dataclasses.dataclass
 class GlueOptions:
     """Everything `run_glue` needs besides the shared fine-tuning options.
 
-    `task_name`: a key of `glue.TASKS` or "custom" (then `custom` is required).
-    Batch sizes are global. `classifier_dropout` is the dropout on the pooled
-    output (the original's fixed 0.1).
+    `task_name`: a key of `glue.TASKS` or `clue.TASKS`, or "custom" (then
+    `custom` is required). The vocabulary: `spm_model_file` (SentencePiece)
+    or `vocab_file` (WordPiece); SentencePiece wins when both are given, as
+    in the original. Batch sizes are global. `classifier_dropout` is the
+    dropout on the pooled output (the original's fixed 0.1).
     """
 
     task_name: str
     data_dir: str
-    spm_model_file: str
     albert_config: AlbertConfig
     finetuning: finetuning.FinetuningOptions
+    spm_model_file: Optional[str] = None
+    vocab_file: Optional[str] = None
     cached_dir: Optional[str] = None
     do_lower_case: bool = True
     max_seq_length: int = 512
@@ -57,15 +61,20 @@ class GlueOptions:
         """Raises ValueError naming the flag that is wrong."""
         fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
         name = self.task_name.lower()
-        if name != glue.CUSTOM_TASK and name not in glue.TASKS:
+        if name != glue.CUSTOM_TASK and name not in glue.TASKS and name not in clue.TASKS:
             raise ValueError(f"--task_name {self.task_name!r} is not one of "
-                             f"{', '.join(sorted(glue.TASKS))} or custom")
+                             f"{', '.join(sorted(glue.TASKS))} (GLUE), "
+                             f"{', '.join(sorted(clue.TASKS))} (CLUE) or custom")
         if name == glue.CUSTOM_TASK and self.custom is None:
             raise ValueError("--task_name=custom needs --text_a_column and --label_column")
         if not self.data_dir:
             raise ValueError("--data_dir is required")
-        if not self.spm_model_file or not tf.io.gfile.exists(self.spm_model_file):
-            raise ValueError(f"--spm_model_file {self.spm_model_file!r} does not exist")
+        if not self.spm_model_file and not self.vocab_file:
+            raise ValueError("give --spm_model_file (SentencePiece) or --vocab_file (WordPiece)")
+        for flag in ("spm_model_file", "vocab_file"):
+            path = getattr(self, flag)
+            if path and not tf.io.gfile.exists(path):
+                raise ValueError(f"--{flag} {path!r} does not exist")
         limit = self.albert_config.max_position_embeddings
         if self.max_seq_length > limit:
             raise ValueError(f"--max_seq_length {self.max_seq_length} exceeds the config's "
@@ -128,21 +137,38 @@ def predict_logits(strategy: tf.distribute.Strategy, model, data: tf.data.Datase
 
 
 def _resolve_task(options: GlueOptions):
+    """(TaskSpec, split -> examples, CLUE task or None) of options.task_name."""
     name = options.task_name.lower()
+    if name in clue.TASKS:
+        task = clue.TASKS[name]
+        directory = clue.task_dir(task, options.data_dir)
+        labels, _ = clue.task_labels(task, directory)
+        return (clue.spec(task, labels),
+                lambda split: clue.read_examples(task, directory, split, labels), task)
     if name != glue.CUSTOM_TASK:
         spec = glue.TASKS[name]
         return spec, lambda split: glue.read_examples(spec, options.data_dir, split,
-                                                      options.do_lower_case)
+                                                      options.do_lower_case), None
     labels = None if options.custom.regression else glue.custom_labels(options.custom,
                                                                        options.data_dir)
     spec = glue.custom_spec(options.custom, labels)
     return spec, lambda split: glue.read_custom_examples(options.custom, options.data_dir,
-                                                         split, labels, options.do_lower_case)
+                                                         split, labels,
+                                                         options.do_lower_case), None
+
+
+def load_tokenizer(options: GlueOptions):
+    """The Python tokenizer of options (SentencePiece when spm_model_file is given)."""
+    return tokenization.load_tokenizer(vocab_file=options.vocab_file,
+                                      spm_model_file=options.spm_model_file,
+                                      do_lower_case=options.do_lower_case)
 
 
 def write_predictions(output_dir: str, spec: glue.TaskSpec,
-                      examples: List[glue.InputExample], logits: np.ndarray) -> Dict:
-    """test_results.tsv, submit_results.tsv and the GLUE `{TASK}.tsv`; returns what was written."""
+                      examples: List[glue.InputExample], logits: np.ndarray,
+                      clue_task: Optional[clue.ClueTask] = None) -> Dict:
+    """test_results.tsv, submit_results.tsv, and the GLUE `{TASK}.tsv` or the CLUE
+    `{task}_predict.json`; returns what was written."""
     if spec.is_regression:
         probabilities = logits[:, :1]
         labels = [str(float(v)) for v in logits[:, 0]]
@@ -160,6 +186,8 @@ def write_predictions(output_dir: str, spec: glue.TaskSpec,
         fileio.atomic_write_text(os.path.join(output_dir, f"{spec.submission_name}.tsv"),
                                  submission)
         written.append(f"{spec.submission_name}.tsv")
+    if clue_task is not None:
+        written.append(clue.write_submission(output_dir, clue_task, examples, labels))
     logging.info("wrote predictions for %d test examples: %s", len(examples),
                  ", ".join(written))
     return {"probabilities": probabilities, "labels": labels, "files": written}
@@ -167,8 +195,9 @@ def write_predictions(output_dir: str, spec: glue.TaskSpec,
 
 def export_classifier(model, options: GlueOptions, spec: glue.TaskSpec) -> str:
     """Saves `model` as a SavedModel (raw-text and token signatures) to options.export_dir."""
-    tokenizer = tokenization.InGraphTokenizer(options.spm_model_file,
-                                              do_lower_case=options.do_lower_case)
+    tokenizer = tokenization.in_graph_tokenizer(vocab_file=options.vocab_file,
+                                                spm_model_file=options.spm_model_file,
+                                                do_lower_case=options.do_lower_case)
     module = export.ClassifierServingModule(model, tokenizer, options.max_seq_length,
                                             None if spec.is_regression else spec.labels,
                                             pair=spec.is_pair,
@@ -182,10 +211,13 @@ def run_glue(options: GlueOptions, strategy: Optional[tf.distribute.Strategy] = 
     strategy = strategy or tf.distribute.get_strategy()
     options.validate(strategy.num_replicas_in_sync)
     ft = options.finetuning
-    spec, read = _resolve_task(options)
-    tokenizer = tokenization.SentencePieceTokenizer(options.spm_model_file,
-                                                    do_lower_case=options.do_lower_case)
-    vocab = glue.fingerprint_file(options.spm_model_file)
+    spec, read, clue_task = _resolve_task(options)
+    tokenizer = load_tokenizer(options)
+    # A vocabulary of another model (e.g. the Chinese vocab.txt with an English
+    # checkpoint) would train silently on the wrong embeddings: sizes must agree.
+    checkpoints.check_vocab_size(tokenizer, options.albert_config, "--albert_config_file",
+                                 ft.init_checkpoint)
+    vocab = tokenization.vocabulary_fingerprint(tokenizer)
     cached_dir = options.cached_dir or ft.output_dir
     tf.io.gfile.makedirs(ft.output_dir)
     seq_length, regression = options.max_seq_length, spec.is_regression
@@ -236,7 +268,7 @@ def run_glue(options: GlueOptions, strategy: Optional[tf.distribute.Strategy] = 
                                     "test examples")
             if not distribute.is_chief(strategy):
                 return {"logits": logits}
-            written = write_predictions(ft.output_dir, spec, test_examples, logits)
+            written = write_predictions(ft.output_dir, spec, test_examples, logits, clue_task)
             return dict(written, logits=logits)
 
     def build_model(dtype):
