@@ -23,3 +23,12 @@ def shared_data() -> pathlib.Path:
         pytest.skip(f"shared test data not found at {SHARED_DATA} "
                     "(set ALBERT_TF_SHARED_DATA to its location)")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def chinese_vocab_file(shared_data) -> str:
+    """The official Chinese ALBERT WordPiece vocabulary (21,128 tokens) in ../shared/data."""
+    path = shared_data / "chinese" / "vocab" / "vocab_chinese.txt"
+    if not path.exists():
+        pytest.skip(f"{path} not found (the official Chinese vocabulary)")
+    return str(path)

@@ -30,11 +30,8 @@ Unsurprisingly, the disproportionately long words split into many wordpieces.
 
 
 @pytest.fixture(scope="module")
-def vocab_file(shared_data):
-    path = shared_data / "chinese" / "vocab" / "vocab_chinese.txt"
-    if not path.exists():
-        pytest.skip(f"{path} not found")
-    return str(path)
+def vocab_file(chinese_vocab_file):
+    return chinese_vocab_file
 
 
 @pytest.fixture(scope="module")

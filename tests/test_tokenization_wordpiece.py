@@ -29,11 +29,8 @@ MIXED = [
 
 
 @pytest.fixture(scope="module")
-def vocab_path(shared_data):
-    path = shared_data / "chinese" / "vocab" / "vocab_chinese.txt"
-    if not path.exists():
-        pytest.skip(f"{path} not found (the official Chinese vocabulary)")
-    return str(path)
+def vocab_path(chinese_vocab_file):
+    return chinese_vocab_file
 
 
 @pytest.fixture(scope="module")

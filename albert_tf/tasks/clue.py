@@ -122,15 +122,7 @@ def split_file(task: ClueTask, directory: str, split: str) -> str:
 
 def read_json_lines(path: str) -> Iterator[Tuple[int, dict]]:
     """(1-based line number, object) of each non-blank line of a UTF-8 JSON-lines file."""
-    import tensorflow as tf
-
-    with tf.io.gfile.GFile(path, "rb") as handle:
-        raw = handle.read()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = raw[:err.start].count(b"\n") + 1
-        raise glue.GlueDataError(f"{path}:{line}: not valid UTF-8 ({err.reason})") from err
+    text = glue.read_utf8_text(path)
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue

@@ -149,6 +149,19 @@ CUSTOM_TASK = "custom"
 # --- reading ------------------------------------------------------------------------------------
 
 
+def read_utf8_text(path: str) -> str:
+    """A whole UTF-8 file (a BOM is skipped); GlueDataError naming file:line if it is not UTF-8."""
+    import tensorflow as tf  # gfile: local paths and gs:// alike
+
+    with tf.io.gfile.GFile(path, "rb") as handle:
+        raw = handle.read()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw[:err.start].count(b"\n") + 1
+        raise GlueDataError(f"{path}:{line}: not valid UTF-8 ({err.reason})") from err
+
+
 def read_rows(path: str, delimiter: str = "\t") -> Iterator[Tuple[int, List[str]]]:
     """(1-based line number, fields) of a UTF-8 (optional BOM) TSV or CSV file.
 
@@ -159,13 +172,7 @@ def read_rows(path: str, delimiter: str = "\t") -> Iterator[Tuple[int, List[str]
 
     if not tf.io.gfile.exists(path):
         raise GlueDataError(f"{path}: file not found (check --data_dir and --task_name)")
-    with tf.io.gfile.GFile(path, "rb") as handle:
-        raw = handle.read()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = raw[:err.start].count(b"\n") + 1
-        raise GlueDataError(f"{path}:{line}: not valid UTF-8 ({err.reason})") from err
+    text = read_utf8_text(path)
     quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting)
     previous_end = 0
