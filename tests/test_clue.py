@@ -1,6 +1,6 @@
 """CLUE classification (albert_tf.tasks.clue) and WordPiece in run_classifier, on the shared
 CLUE samples and ChnSentiCorp (../shared/data/chinese): readers, labels, bad input, the
-submission file, fine-tune/evaluate/predict for each task, and the exported SavedModel
+submission file, fine-tune/evaluate/predict/export for each task, and the exported SavedModel
 serving raw Chinese pairs in a TensorFlow-only process."""
 import json
 import logging
@@ -298,8 +298,7 @@ def test_finetune_evaluate_predict_each_task(chinese, clue_dir, tmp_path, name):
     from albert_tf.tasks.glue_job import run_glue
 
     options = glue_options(chinese, clue_dir, tmp_path, name)
-    if name == "tnews":  # a single-sentence export (the CLI test exports a pair task)
-        options.export_dir = str(tmp_path / "export")
+    options.export_dir = str(tmp_path / "export")
     results = run_glue(options)
     task = clue.TASKS[name]
     labels, _ = clue.task_labels(task, str(clue_dir / name))
@@ -311,13 +310,16 @@ def test_finetune_evaluate_predict_each_task(chinese, clue_dir, tmp_path, name):
                                                               "test_results.tsv"]
     test = read(clue_dir, name, "test")
     probabilities, predicted = check_predictions(tmp_path, name, test, labels)
-    if name == "tnews":
-        import tensorflow as tf
-        serve = tf.saved_model.load(results["export_dir"]).signatures["serving_default"]
-        assert set(serve.structured_input_signature[1]) == {"text_a"}
-        served = serve(text_a=tf.constant([e.text_a for e in test]))
-        np.testing.assert_allclose(served["probabilities"].numpy(), probabilities, atol=1e-5)
-        assert [p.decode() for p in served["predictions"].numpy()] == predicted
+    # The SavedModel serves the raw Chinese texts (in-graph WordPiece) as Python predicted.
+    import tensorflow as tf
+    serve = tf.saved_model.load(results["export_dir"]).signatures["serving_default"]
+    texts = {"text_a": tf.constant([e.text_a for e in test])}
+    if task.text_b:
+        texts["text_b"] = tf.constant([e.text_b for e in test])
+    assert set(serve.structured_input_signature[1]) == set(texts)
+    served = serve(**texts)
+    np.testing.assert_allclose(served["probabilities"].numpy(), probabilities, atol=1e-5)
+    assert [p.decode() for p in served["predictions"].numpy()] == predicted
 
 
 def test_chnsenticorp_tsv_through_the_custom_task(chinese, tmp_path):
