@@ -25,7 +25,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Callable, List, Sequence
 
-from albert_tf import tokenization
+from data_prep import tokenization
 
 INSTALL_HINT = "pip install rjieba"
 

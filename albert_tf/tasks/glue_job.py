@@ -71,9 +71,10 @@ class GlueOptions:
             raise ValueError("--data_dir is required")
         if not self.spm_model_file and not self.vocab_file:
             raise ValueError("give --spm_model_file (SentencePiece) or --vocab_file (WordPiece)")
-        for flag in ("spm_model_file", "vocab_file"):
+        # The vocabulary file is not read when a SentencePiece model is given (the original's rule).
+        for flag in ("spm_model_file",) if self.spm_model_file else ("vocab_file",):
             path = getattr(self, flag)
-            if path and not tf.io.gfile.exists(path):
+            if not tf.io.gfile.exists(path):
                 raise ValueError(f"--{flag} {path!r} does not exist")
         limit = self.albert_config.max_position_embeddings
         if self.max_seq_length > limit:
