@@ -15,7 +15,9 @@ is split with rules:
     follows, which means the quoted exclamation/question is part of a longer
     sentence. ASCII `!`/`?` end a sentence the same way when a Chinese
     character (or an opening Chinese quote) follows, after full-width closing
-    marks only (an ASCII `"` there may as well open the next sentence). `.` never ends a sentence
+    marks only (an ASCII `"` there may as well open the next sentence). After `。` an
+    ASCII `"` is taken as closing only when a `"` is open (an odd number of them
+    earlier in the paragraph). `.` never ends a sentence
     before Chinese text (decimals, abbreviations), and `……` is not a boundary.
 
 It is deterministic and fast (two regex scans per paragraph); it will
@@ -55,7 +57,13 @@ def _boundaries(text: str) -> List[Tuple[int, int]]:
     """Candidate (end, start of the terminal run) pairs in text order, both rules merged."""
     found = {m.end(): m.start() for m in _BOUNDARY.finditer(text)}
     for match in _ZH_BOUNDARY.finditer(text):
-        found.setdefault(match.end(), -1)  # -1: no abbreviation check
+        end = match.end()
+        quote = text.find('"', match.start(), end)
+        # An ASCII '"' after 。 closes a quote only if one is open (an odd number of them
+        # before it in the paragraph); otherwise it opens the next sentence.
+        if quote >= 0 and text.count('"', 0, match.start()) % 2 == 0:
+            end = quote
+        found.setdefault(end, -1)  # -1: no abbreviation check
     return sorted(found.items())
 
 

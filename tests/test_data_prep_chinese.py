@@ -136,6 +136,9 @@ def wordpiece_run(tmp_path_factory, corpus, vocab_file):
     ("他去了。Mr. Smith came home. He sat down!她笑了",
      ["他去了。", "Mr. Smith came home.", "He sat down!", "她笑了"]),
     ("“何也？”曰：“不知。”", ["“何也？”", "曰：“不知。”"]),
+    # ASCII quotes: closing after 。 only while one is open.
+    ('他走了。"你好"，他说。', ["他走了。", '"你好"，他说。']),
+    ('他说："你好。"然后走了。', ['他说："你好。"', "然后走了。"]),
 ])
 def test_split_sentences_chinese(paragraph, expected):
     assert split_sentences(paragraph) == expected
