@@ -1,13 +1,16 @@
-"""Fine-tune ALBERT on RACE multiple-choice reading comprehension.
+"""Fine-tune ALBERT on RACE (English) or C3 (Chinese) multiple-choice reading comprehension.
 
 Flags follow the original run_race.py (defaults included: --do_train and
 --do_eval are on, lr 1e-5, 12000 steps, 1000 warmup, save every 100).
-Additions: --init_from_group0, --predict_split, --export_dir, --strategy,
---mixed_precision, --jit_compile, --gradient_accumulation_steps, --seed.
---data_dir holds RACE/{train,dev,test}/{middle,high}/ with either the
-download's N.txt files or the original's all.txt. Feature caches
-(--train_file, --eval_file, --predict_file) default to --output_dir and are
-rebuilt when the data or the settings change.
+Additions: --task_name (race or c3), --vocab_file (WordPiece; --spm_model_file
+wins when both are given, as the original's FullTokenizer), --init_from_group0,
+--predict_split, --export_dir, --strategy, --mixed_precision, --jit_compile,
+--gradient_accumulation_steps, --seed.
+RACE: --data_dir holds RACE/{train,dev,test}/{middle,high}/ with either the
+download's N.txt files or the original's all.txt. C3: --data_dir holds
+c3-{m,d}-{train,dev,test}.json (or a folder c3/ or data/ holding them).
+Feature caches (--train_file, --eval_file, --predict_file) default to
+--output_dir and are rebuilt when the data or the settings change.
 
 Example:
   python run_race.py --data_dir=data --albert_config_file=albert_base/albert_config.json \
@@ -15,9 +18,16 @@ Example:
     --output_dir=runs/race --max_seq_length=512 --max_qa_length=128 \
     --train_batch_size=32 --learning_rate=1e-5 --train_step=12000 --warmup_step=1000 \
     --save_checkpoints_steps=100 --do_predict --export_dir=runs/race/export
+  python run_race.py --task_name=c3 --data_dir=c3/data \
+    --albert_config_file=albert_base_zh/albert_config.json \
+    --vocab_file=albert_base_zh/vocab_chinese.txt --init_checkpoint=albert_base_zh \
+    --output_dir=runs/c3 --max_seq_length=512 --train_batch_size=16 \
+    --learning_rate=2e-5 --train_step=6000 --warmup_step=600 --do_predict \
+    --export_dir=runs/c3/export
 Outputs: eval_results.txt (eval_accuracy for all, eval_accuracy_middle,
-eval_accuracy_high), model.ckpt-best.*, predictions.jsonl, predict_results.txt,
-and the SavedModel (raw-text signature) in --export_dir.
+eval_accuracy_high; C3: eval_accuracy_m, eval_accuracy_d), model.ckpt-best.*,
+predictions.jsonl (C3: also c3_predict.json), predict_results.txt, and the
+SavedModel (raw-text signature) in --export_dir.
 """
 import os
 
@@ -28,9 +38,15 @@ from absl import app, flags, logging  # noqa: E402
 from albert_tf import cli  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("data_dir", None, "Directory holding RACE/{train,dev,test}/{middle,high}.")
+flags.DEFINE_enum("task_name", "race", ["race", "c3"], "race (English RACE) or c3 (Chinese "
+                  "C3, 2-4 options per question).")
+flags.DEFINE_string("data_dir", None, "race: directory holding RACE/{train,dev,test}/"
+                    "{middle,high}; c3: directory holding c3-{m,d}-{train,dev,test}.json.")
 flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model.")
-flags.DEFINE_string("spm_model_file", None, "SentencePiece model.")
+flags.DEFINE_string("spm_model_file", None, "SentencePiece model (the English checkpoints). "
+                    "Give it or --vocab_file; it wins when both are given.")
+flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary of the checkpoint (vocab.txt, "
+                    "the Chinese models); used when --spm_model_file is not given.")
 flags.DEFINE_string("output_dir", None, "Where checkpoints, results and predictions are written.")
 flags.DEFINE_string("init_checkpoint", None, "Checkpoint to initialise from: TF1 prefix or "
                     "directory (official download, TF-Hub module), Hugging Face directory, "
@@ -47,13 +63,14 @@ flags.DEFINE_string("predict_file", None, "TFRecord cache of the --predict_split
 flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (uncased models).")
 flags.DEFINE_float("dropout_prob", 0.1, "Dropout on the pooled output before the choice logit.")
 flags.DEFINE_integer("max_seq_length", 512, "Maximum sequence length.")
-flags.DEFINE_integer("max_qa_length", 128, "Maximum question+option length in tokens (the "
-                     "last tokens are kept); at most max_seq_length - 3.")
+flags.DEFINE_integer("max_qa_length", 128, "race: maximum question+option length in tokens "
+                     "(the last tokens are kept); at most max_seq_length - 3. Not used by c3, "
+                     "which truncates as C3's baseline.")
 flags.DEFINE_integer("num_keep_checkpoint", 5, "Training checkpoints kept.")
-flags.DEFINE_bool("high_only", False, "Use only the high-school passages.")
-flags.DEFINE_bool("middle_only", False, "Use only the middle-school passages.")
-flags.DEFINE_bool("do_train", True, "Train on RACE/train.")
-flags.DEFINE_bool("do_eval", True, "Evaluate every checkpoint on RACE/dev; keep the best.")
+flags.DEFINE_bool("high_only", False, "race: use only the high-school passages.")
+flags.DEFINE_bool("middle_only", False, "race: use only the middle-school passages.")
+flags.DEFINE_bool("do_train", True, "Train on the train split.")
+flags.DEFINE_bool("do_eval", True, "Evaluate every checkpoint on the dev split; keep the best.")
 flags.DEFINE_bool("do_predict", False, "Predict --predict_split with the best weights.")
 flags.DEFINE_enum("predict_split", "test", ["train", "dev", "test"],
                   "Split read by --do_predict.")
@@ -80,14 +97,21 @@ def main(argv):
     from albert_tf.tasks.race_job import RaceOptions, run_race
 
     logging.set_verbosity(logging.INFO)
-    for name in ("data_dir", "albert_config_file", "spm_model_file", "output_dir"):
+    for name in ("data_dir", "albert_config_file", "output_dir"):
         if not getattr(FLAGS, name):
             raise app.UsageError(f"--{name} is required")
+    if not FLAGS.spm_model_file and not FLAGS.vocab_file:
+        raise app.UsageError("--spm_model_file (SentencePiece) or --vocab_file (WordPiece) is "
+                             "required")
+    if FLAGS.task_name == "c3" and FLAGS["max_qa_length"].present:
+        raise app.UsageError("--max_qa_length is RACE's; --task_name=c3 truncates context, "
+                             "question and option together as C3's baseline")
     strategy = cli.strategy_from_flags(FLAGS)
     options = RaceOptions(
         data_dir=FLAGS.data_dir,
         albert_config=AlbertConfig.from_json_file(FLAGS.albert_config_file),
-        spm_model_file=FLAGS.spm_model_file, output_dir=FLAGS.output_dir,
+        spm_model_file=FLAGS.spm_model_file, vocab_file=FLAGS.vocab_file,
+        task_name=FLAGS.task_name, output_dir=FLAGS.output_dir,
         init_checkpoint=FLAGS.init_checkpoint, init_from_group0=FLAGS.init_from_group0,
         do_lower_case=FLAGS.do_lower_case, dropout_prob=FLAGS.dropout_prob,
         max_seq_length=FLAGS.max_seq_length, max_qa_length=FLAGS.max_qa_length,

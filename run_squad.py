@@ -1,10 +1,12 @@
 """Fine-tune ALBERT on SQuAD v1.1 or v2.0 (the original run_squad_v1.py / run_squad_v2.py).
 
 Flags follow the original scripts; --version_2_with_negative selects v2.0 (the
-XLNet-style head with answerability). Additions: --null_score_diff_threshold,
---export_dir, --strategy, --mixed_precision, --jit_compile,
---gradient_accumulation_steps, --seed. Feature caches are plain TFRecords
-(--train_feature_file / --predict_feature_file, default in --output_dir).
+XLNet-style head with answerability). Additions: --vocab_file (a WordPiece
+vocabulary: the Chinese models, CMRC 2018; --spm_model_file wins when both are
+given), --metric, --null_score_diff_threshold, --export_dir, --strategy,
+--mixed_precision, --jit_compile, --gradient_accumulation_steps, --seed.
+Feature caches are plain TFRecords (--train_feature_file /
+--predict_feature_file, default in --output_dir).
 
 Example (SQuAD v2.0):
   python run_squad.py --albert_config_file=albert_base/albert_config.json \
@@ -12,6 +14,12 @@ Example (SQuAD v2.0):
     --train_file=train-v2.0.json --predict_file=dev-v2.0.json \
     --output_dir=runs/squad2 --version_2_with_negative --do_train --do_predict \
     --max_seq_length=384 --train_batch_size=48 --learning_rate=3e-5
+Example (CMRC 2018 with a Chinese model; the CMRC metric is chosen automatically):
+  python run_squad.py --albert_config_file=albert_base_zh/albert_config.json \
+    --vocab_file=albert_base_zh/vocab_chinese.txt --init_checkpoint=albert_base_zh \
+    --train_file=cmrc2018_train.json --predict_file=cmrc2018_dev.json \
+    --output_dir=runs/cmrc --do_train --do_predict --max_seq_length=512 \
+    --doc_stride=128 --max_answer_length=50 --train_batch_size=32 --learning_rate=3e-5
 Score any predictions file with the official metrics:
   python -m albert_tf.tasks.squad evaluate --data_file=dev-v2.0.json \
     --prediction_file=runs/squad2/predictions.json --na_prob_file=runs/squad2/null_odds.json
@@ -26,7 +34,16 @@ from albert_tf import cli  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model.")
-flags.DEFINE_string("spm_model_file", None, "SentencePiece model.")
+flags.DEFINE_string("spm_model_file", None, "SentencePiece model of the checkpoint "
+                    "(30k-clean.model). Give it or --vocab_file; it wins when both are given.")
+flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary of the checkpoint (vocab.txt, "
+                    "vocab_chinese.txt: the Chinese models, CMRC 2018), used when "
+                    "--spm_model_file is not given.")
+flags.DEFINE_enum("metric", "auto", ["auto", "squad", "cmrc2018"], "Metric of --do_predict "
+                  "(and of choosing the best checkpoint): the official SQuAD v1.1/v2.0 script, "
+                  "or the official CMRC 2018 definitions. auto: cmrc2018 when more than half "
+                  "of the predict file's non-whitespace context characters are CJK ideographs "
+                  "(and not --version_2_with_negative), else squad.")
 flags.DEFINE_string("output_dir", None, "Where checkpoints and predictions are written.")
 flags.DEFINE_string("train_file", None, "SQuAD JSON for training.")
 flags.DEFINE_string("predict_file", None, "SQuAD JSON for prediction (and evaluation when "
@@ -81,9 +98,12 @@ def main(argv):
     from albert_tf.tasks.squad_job import SquadOptions, run_squad
 
     logging.set_verbosity(logging.INFO)
-    for name in ("albert_config_file", "spm_model_file", "output_dir"):
+    for name in ("albert_config_file", "output_dir"):
         if not getattr(FLAGS, name):
             raise app.UsageError(f"--{name} is required")
+    if not FLAGS.spm_model_file and not FLAGS.vocab_file:
+        raise app.UsageError("--spm_model_file (SentencePiece) or --vocab_file (WordPiece) is "
+                             "required")
     strategy = cli.strategy_from_flags(FLAGS)
     names = ("spm_model_file", "output_dir", "train_file", "predict_file", "train_feature_file",
              "predict_feature_file", "init_checkpoint", "init_from_group0", "do_lower_case",
@@ -93,7 +113,8 @@ def main(argv):
              "iterations_per_loop", "n_best_size", "max_answer_length",
              "version_2_with_negative", "start_n_top", "end_n_top", "dropout_prob",
              "null_score_diff_threshold", "optimizer", "mixed_precision", "jit_compile",
-             "gradient_accumulation_steps", "seed", "export_dir", "export_layer_norm")
+             "gradient_accumulation_steps", "seed", "export_dir", "export_layer_norm",
+             "vocab_file", "metric")
     options = SquadOptions(albert_config=AlbertConfig.from_json_file(FLAGS.albert_config_file),
                            **{name: getattr(FLAGS, name) for name in names})
     try:

@@ -720,7 +720,7 @@ def _tokenizer_from_proto(model_proto: bytes, do_lower_case: bool) -> SentencePi
         os.remove(path)
 
 
-def _wordpiece_regexes() -> Dict[str, str]:
+def wordpiece_regexes() -> Dict[str, str]:
     """RE2 classes of the BasicTokenizer's character sets (from Python's `unicodedata`)."""
     classes = _CharClasses.get()
     control = sorted(cp for cp, out in classes.clean.items() if out is None)
@@ -770,7 +770,7 @@ def _make_in_graph_wordpiece_class():
             self.do_lower_case = do_lower_case
             for attr in ("vocab_size", "pad_id", "unk_id", "cls_id", "sep_id", "mask_id"):
                 setattr(self, attr, getattr(python_tokenizer, attr))
-            self._regex = _wordpiece_regexes()
+            self.regexes = wordpiece_regexes()
             tokens = python_tokenizer.convert_ids_to_tokens(range(python_tokenizer.vocab_size))
             # FastWordpieceTokenizer rejects tokens with spaces (the original's
             # token for an empty line); no word can contain a space anyway.
@@ -784,7 +784,7 @@ def _make_in_graph_wordpiece_class():
 
         def words(self, texts):
             """The BasicTokenizer: tf.string [B] -> words tf.string RaggedTensor [B, (W)]."""
-            regex = self._regex
+            regex = self.regexes
             texts = tf.strings.regex_replace(texts, regex["control"], "")
             texts = tf.strings.regex_replace(texts, regex["cjk"], " \\0 ")
             if self.do_lower_case:
@@ -795,14 +795,22 @@ def _make_in_graph_wordpiece_class():
             texts = tf.strings.regex_replace(texts, regex["whitespace"], " ")
             return tf.strings.split(texts)
 
+        def wordpiece_with_offsets(self, words):
+            """WordPiece of BasicTokenizer words tf.string [W] -> (ids int64 [W, (P)],
+            byte starts int64 [W, (P)], byte ends int64 [W, (P)]) inside each word.
+
+            A word of more than 200 characters is one [UNK] (whose offsets may run
+            past the word's end: clamp them to its length).
+            """
+            long_words = tf.strings.length(words, unit="UTF8_CHAR") > MAX_INPUT_CHARS_PER_WORD
+            words = tf.where(long_words, self._too_long, words)
+            return self._wordpiece.tokenize_with_offsets(words)
+
         def tokenize(self, texts):
             """Raw texts tf.string [B] -> ids int32 RaggedTensor [B, (T)]."""
             words = self.words(texts)
-            long_words = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > \
-                MAX_INPUT_CHARS_PER_WORD
-            words = words.with_flat_values(
-                tf.where(long_words, self._too_long, words.flat_values))
-            ids = self._wordpiece.tokenize(words).merge_dims(1, 2)
+            ids, _, _ = self.wordpiece_with_offsets(words.flat_values)
+            ids = words.with_flat_values(ids).merge_dims(1, 2)
             return tf.cast(ids, tf.int32).with_row_splits_dtype(tf.int64)
 
         def preprocess(self, texts):

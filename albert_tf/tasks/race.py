@@ -38,7 +38,7 @@ import hashlib
 import json
 import os
 import random
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 from absl import logging
@@ -163,12 +163,17 @@ def _require(passage: dict, key: str, kind, where: str):
 
 
 def examples_from_passage(passage: dict, where: str, level: str,
-                          do_lower_case: bool = True) -> List[RaceExample]:
+                          do_lower_case: bool = True,
+                          normalize: Optional[Callable[[str], str]] = None) -> List[RaceExample]:
     """Validates one passage and returns one `RaceExample` per question.
 
-    `where` is "path:line", used in error messages.
+    `where` is "path:line", used in error messages. `normalize` is applied to
+    every text (default `preprocess_text(text, lower=do_lower_case)`, the
+    original's; give `tokenizer.preprocess`, the identity for WordPiece).
     """
     def process(text):
+        if normalize is not None:
+            return normalize(text)
         return preprocess_text(text, lower=do_lower_case)
 
     example_id = _require(passage, "id", str, where)
@@ -212,8 +217,10 @@ def examples_from_passage(passage: dict, where: str, level: str,
 
 
 def read_examples(data_dir: str, split: str, do_lower_case: bool = True,
-                  high_only: bool = False, middle_only: bool = False) -> List[RaceExample]:
-    """Every question of `data_dir/RACE/<split>/{middle,high}` (see the module docstring)."""
+                  high_only: bool = False, middle_only: bool = False,
+                  normalize: Optional[Callable[[str], str]] = None) -> List[RaceExample]:
+    """Every question of `data_dir/RACE/<split>/{middle,high}` (see the module docstring);
+    `normalize` as in `examples_from_passage`."""
     import tensorflow as tf
 
     if split not in SPLITS:
@@ -240,7 +247,7 @@ def read_examples(data_dir: str, split: str, do_lower_case: bool = True,
                 raise RaceDataError(f"{path}: not UTF-8 ({err})") from None
             for line_no, passage in parse_passages(path, text):
                 examples.extend(examples_from_passage(passage, f"{path}:{line_no}", level,
-                                                      do_lower_case))
+                                                      do_lower_case, normalize))
         logging.info("RACE %s/%s: %d questions from %d files", split, level,
                      len(examples) - before, len(files))
     if not examples:
@@ -289,15 +296,17 @@ def featurize(examples: Sequence[RaceExample], tokenizer, max_seq_length: int,
 
     Yields dicts of int32 arrays `input_ids`, `input_mask`, `segment_ids` [4, S]
     and scalars `label_ids`, `is_real_example`, `level_ids`, `example_index` (= i).
-    `tokenizer` is a `SentencePieceTokenizer`; ids are its `encode_ids`, which
-    equal the original's `convert_tokens_to_ids(tokenize(text))`. Each distinct
+    `tokenizer` is a `tokenization.Tokenizer` (SentencePiece or WordPiece) and the
+    examples' texts are already normalised for it (`read_examples(normalize=...)`);
+    ids are its `encode_ids`, which equal the original's
+    `convert_tokens_to_ids(tokenize(text))`. Each distinct
     article is tokenized once (kept as int32 arrays: about 40 MB for all of RACE).
     """
     validate_lengths(max_seq_length, max_qa_length)
     cls_id, sep_id = tokenizer.cls_id, tokenizer.sep_id
     if cls_id < 0 or sep_id < 0:
-        raise ValueError(f"{tokenizer.spm_model_file} has no [CLS]/[SEP] piece "
-                         "(--spm_model_file)")
+        raise ValueError(f"{tokenizer.vocab_file} has no [CLS]/[SEP] piece "
+                         "(--spm_model_file / --vocab_file)")
     order = list(range(len(examples))) if order is None else list(order)
     articles = list(dict.fromkeys(e.article for e in examples))
     article_ids: Dict[str, np.ndarray] = {}
@@ -342,7 +351,8 @@ def _log_example(example: RaceExample, features, tokenizer) -> None:
 # --- TFRecord cache ------------------------------------------------------------------------------
 
 
-def feature_spec(max_seq_length: int):
+def feature_spec(max_seq_length: int, choice_mask: bool = False):
+    """The records' schema; `choice_mask` [4] is in C3's records only (`albert_tf.tasks.c3`)."""
     import tensorflow as tf
 
     flat = NUM_CHOICES * max_seq_length
@@ -350,6 +360,8 @@ def feature_spec(max_seq_length: int):
             for name in ("input_ids", "input_mask", "segment_ids")}
     for name in ("label_ids", "is_real_example", "level_ids", "example_index"):
         spec[name] = tf.io.FixedLenFeature([1], tf.int64)
+    if choice_mask:
+        spec["choice_mask"] = tf.io.FixedLenFeature([NUM_CHOICES], tf.int64)
     return spec
 
 
@@ -376,13 +388,20 @@ def examples_fingerprint(examples: Iterable[RaceExample]) -> str:
 
 def cache_settings(examples: Sequence[RaceExample], tokenizer, max_seq_length: int,
                    max_qa_length: int, shuffle_seed: Optional[int]) -> Dict:
-    """What a cache must match to be reused."""
-    with open(tokenizer.spm_model_file, "rb") as handle:
-        spm_sha = hashlib.sha256(handle.read()).hexdigest()
-    return {"format": CACHE_FORMAT, "max_seq_length": max_seq_length,
-            "max_qa_length": max_qa_length, "do_lower_case": tokenizer.do_lower_case,
-            "spm_model_sha256": spm_sha, "shuffle_seed": shuffle_seed,
-            "num_examples": len(examples), "examples_sha256": examples_fingerprint(examples)}
+    """What a cache must match to be reused (the vocabulary: `spm_model_sha256` for a
+    SentencePiece model, `vocabulary` for a WordPiece one)."""
+    from albert_tf import tokenization
+
+    settings = {"format": CACHE_FORMAT, "max_seq_length": max_seq_length,
+                "max_qa_length": max_qa_length, "do_lower_case": tokenizer.do_lower_case}
+    if tokenizer.kind == "sentencepiece":
+        with open(tokenizer.vocab_file, "rb") as handle:
+            settings["spm_model_sha256"] = hashlib.sha256(handle.read()).hexdigest()
+    else:
+        settings["vocabulary"] = tokenization.vocabulary_fingerprint(tokenizer)
+    settings.update({"shuffle_seed": shuffle_seed, "num_examples": len(examples),
+                     "examples_sha256": examples_fingerprint(examples)})
+    return settings
 
 
 def record_order(num_examples: int, shuffle_seed: Optional[int]) -> List[int]:
@@ -404,11 +423,21 @@ def prepare_cache(path: str, examples: Sequence[RaceExample], tokenizer, max_seq
     not written by this module, e.g. a cache of the original), a sidecar that
     does not match is rebuilt.
     """
+    settings = cache_settings(examples, tokenizer, max_seq_length, max_qa_length, shuffle_seed)
+    return write_cache(path, settings, len(examples), shuffle_seed,
+                       lambda order: featurize(examples, tokenizer, max_seq_length,
+                                               max_qa_length, order))
+
+
+def write_cache(path: str, settings: Dict, num_examples: int, shuffle_seed: Optional[int],
+                features_in_order: Callable[[List[int]], Iterable[Dict[str, np.ndarray]]],
+                what: str = "RACE") -> Dict:
+    """`prepare_cache`'s reuse-or-write logic for any feature generator:
+    `features_in_order(order)` yields the features of those example indices."""
     import tensorflow as tf
 
     from albert_tf import fileio
 
-    settings = cache_settings(examples, tokenizer, max_seq_length, max_qa_length, shuffle_seed)
     meta_path = path + ".json"
     if tf.io.gfile.exists(path):
         if not tf.io.gfile.exists(meta_path):
@@ -419,31 +448,37 @@ def prepare_cache(path: str, examples: Sequence[RaceExample], tokenizer, max_seq
         with tf.io.gfile.GFile(meta_path) as handle:
             found = json.load(handle)
         if found == settings:
-            logging.info("reusing RACE feature cache %s (%d examples)", path, len(examples))
+            logging.info("reusing %s feature cache %s (%d examples)", what, path, num_examples)
             return settings
-        changed = sorted(k for k in settings if found.get(k) != settings[k])
-        logging.warning("rebuilding RACE feature cache %s: %s changed", path, ", ".join(changed))
-    order = record_order(len(examples), shuffle_seed)
-    logging.info("writing RACE features of %d examples to %s", len(examples), path)
+        changed = sorted(k for k in set(settings) | set(found)
+                         if found.get(k) != settings.get(k))
+        logging.warning("rebuilding %s feature cache %s: %s changed", what, path,
+                        ", ".join(changed))
+    order = record_order(num_examples, shuffle_seed)
+    logging.info("writing %s features of %d examples to %s", what, num_examples, path)
     with fileio.atomic_tfrecord_writer(path) as writer:
-        for features in featurize(examples, tokenizer, max_seq_length, max_qa_length, order):
+        for features in features_in_order(order):
             writer.write(serialize(features))
     fileio.atomic_write_text(meta_path, json.dumps(settings, indent=2) + "\n")
     return settings
 
 
-def _padding_features(max_seq_length: int) -> Dict[str, np.ndarray]:
+def _padding_features(max_seq_length: int, choice_mask: bool = False) -> Dict[str, np.ndarray]:
     zeros = np.zeros((NUM_CHOICES, max_seq_length), np.int32)
-    return {"input_ids": zeros, "input_mask": zeros, "segment_ids": zeros,
-            "label_ids": np.int32(0), "is_real_example": np.int32(0),
-            "level_ids": np.int32(-1), "example_index": np.int32(-1)}
+    features = {"input_ids": zeros, "input_mask": zeros, "segment_ids": zeros,
+                "label_ids": np.int32(0), "is_real_example": np.int32(0),
+                "level_ids": np.int32(-1), "example_index": np.int32(-1)}
+    if choice_mask:
+        features["choice_mask"] = np.ones(NUM_CHOICES, np.int32)
+    return features
 
 
 def dataset(path: str, max_seq_length: int, batch_size: int, is_training: bool,
-            num_examples: Optional[int] = None, input_context=None, seed: Optional[int] = None):
+            num_examples: Optional[int] = None, input_context=None, seed: Optional[int] = None,
+            choice_mask: bool = False):
     """tf.data over a RACE TFRecord: dicts of int32 `input_ids`, `input_mask`,
     `segment_ids` [b, 4, S] and `label_ids`, `is_real_example`, `level_ids`,
-    `example_index` [b].
+    `example_index` [b] (and `choice_mask` [b, 4] with `choice_mask`, for C3's records).
 
     batch_size: the global batch size; with `input_context` the dataset is
     sharded and batched per replica. Training repeats, shuffles (100-record
@@ -453,15 +488,18 @@ def dataset(path: str, max_seq_length: int, batch_size: int, is_training: bool,
     """
     import tensorflow as tf
 
-    spec = feature_spec(max_seq_length)
+    spec = feature_spec(max_seq_length, choice_mask)
 
     def parse(record):
         parsed = tf.io.parse_single_example(record, spec)
         out = {}
         for name, value in parsed.items():
             value = tf.cast(value, tf.int32)
-            out[name] = (tf.reshape(value, [NUM_CHOICES, max_seq_length])
-                         if value.shape[0] != 1 else value[0])
+            if name == "choice_mask":
+                out[name] = value
+            else:
+                out[name] = (tf.reshape(value, [NUM_CHOICES, max_seq_length])
+                             if value.shape[0] != 1 else value[0])
         return out
 
     ds = tf.data.TFRecordDataset([path])
@@ -480,21 +518,22 @@ def dataset(path: str, max_seq_length: int, batch_size: int, is_training: bool,
     padding = -num_examples % batch_size
     if padding:
         ds = ds.concatenate(tf.data.Dataset.from_tensors(
-            _padding_features(max_seq_length)).repeat(padding))
+            _padding_features(max_seq_length, choice_mask)).repeat(padding))
     if input_context is not None and input_context.num_input_pipelines > 1:
         ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     return ds.batch(per_replica).prefetch(tf.data.AUTOTUNE)
 
 
-def accuracy_by_level(examples: Sequence[RaceExample], predictions: Sequence[int]
-                      ) -> Dict[str, float]:
+def accuracy_by_level(examples: Sequence[RaceExample], predictions: Sequence[int],
+                      levels: Sequence[str] = LEVELS) -> Dict[str, float]:
     """Accuracy over `all` and per level present (labelled examples only).
 
     Keys: accuracy, accuracy_middle, accuracy_high, examples, examples_middle, ...
+    (C3: `levels` ("m", "d") give accuracy_m, accuracy_d, ...)
     """
     results: Dict[str, float] = {}
     groups = {"": list(range(len(examples)))}
-    for level in LEVELS:
+    for level in levels:
         groups["_" + level] = [i for i, e in enumerate(examples) if e.level == level]
     for suffix, indices in groups.items():
         indices = [i for i in indices if examples[i].label is not None]

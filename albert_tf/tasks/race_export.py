@@ -1,4 +1,4 @@
-"""RACE SavedModel: raw text in (article, question, 4 options), probabilities and letter out.
+"""RACE and C3 SavedModels: raw text in (article, question, options), probabilities out.
 
 The raw-text signature repeats `albert_tf.tasks.race`'s feature conversion as
 graph ops, so the served probabilities equal the Python path's:
@@ -15,6 +15,19 @@ Signatures (see `RaceServingModule`):
          prediction_ids int32 [B]
   serve_tokens(input_ids, input_mask, segment_ids: int32 [B, 4, S])
       -> the same outputs
+The tokenizer is SentencePiece (`InGraphTokenizer`) or WordPiece
+(`InGraphWordPieceTokenizer`), as `tokenization.in_graph_tokenizer` builds it.
+
+C3 (`C3ServingModule`): the same graph-side repetition of `albert_tf.tasks.c3`'s
+features (`[CLS] context [SEP] question [SEP] option [SEP]` with the baseline's
+three-way truncation, `truncate_lengths`), and an absent option is an empty string:
+  serving_default(context [B], question [B], options [B, 4]: tf.string; "" = no option)
+      -> probabilities float32 [B, 4] (exactly 0 for absent options),
+         prediction_ids int32 [B] (never an absent option), predictions tf.string [B]
+         (the chosen option's text); a row without any option gets 0.25 each and
+         prediction 0 (give every question at least one option)
+  serve_tokens(input_ids, input_mask, segment_ids: int32 [B, 4, S], choice_mask int32 [B, 4])
+      -> the same outputs but `predictions`
 The SavedModel loads with `tf.saved_model.load` when only TensorFlow and
 tensorflow-text are imported.
 """
@@ -26,6 +39,25 @@ import tensorflow as tf
 
 from albert_tf import export
 from albert_tf.tasks import race
+
+# A masked choice's logit: exp() of it underflows to exactly 0 in float32, while a
+# finite value keeps log_softmax finite for the real choices.
+MASKED_LOGIT = -1e9
+
+
+def mask_choice_logits(logits, choice_mask):
+    """float32 logits [B, C] with the choices where `choice_mask` [B, C] is 0 set to
+    MASKED_LOGIT, so softmax gives them probability 0 and argmax never picks them."""
+    logits = tf.cast(logits, tf.float32)
+    return tf.where(tf.cast(choice_mask, tf.bool), logits, tf.constant(MASKED_LOGIT, tf.float32))
+
+
+def masked_outputs(outputs, choice_mask) -> Dict[str, tf.Tensor]:
+    """`logits`, `probabilities` [B, C] and `predictions` int32 [B] of a multiple-choice
+    model's outputs, with the choices outside `choice_mask` masked."""
+    logits = mask_choice_logits(outputs["logits"], choice_mask)
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
+            "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
 
 
 def qa_texts(question, options):
@@ -68,6 +100,16 @@ def _fill_rows(value, lengths, dtype=tf.int32) -> tf.RaggedTensor:
         tf.fill([tf.reduce_sum(lengths)], tf.constant(value, dtype)), lengths)
 
 
+def _dense_choices(ids, segments, max_seq_length: int, num_choices: int):
+    """Ragged rows [B*C, (T)] of ids and segment ids -> the model's int32 [B, C, S] features."""
+    shape = [None, max_seq_length]
+    flat = {"input_ids": ids.to_tensor(0, shape=shape),
+            "input_mask": tf.ones_like(ids).to_tensor(0, shape=shape),
+            "segment_ids": segments.to_tensor(0, shape=shape)}
+    return {name: tf.reshape(value, [-1, num_choices, max_seq_length])
+            for name, value in flat.items()}
+
+
 def pack_choices(article_ids: tf.RaggedTensor, qa_ids: tf.RaggedTensor, max_seq_length: int,
                  max_qa_length: int, cls_id: int, sep_id: int,
                  num_choices: int = race.NUM_CHOICES) -> Dict[str, tf.Tensor]:
@@ -90,21 +132,16 @@ def pack_choices(article_ids: tf.RaggedTensor, qa_ids: tf.RaggedTensor, max_seq_
     ids = tf.concat([_fill_rows(cls_id, ones), context, _fill_rows(sep_id, ones), qa,
                      _fill_rows(sep_id, ones)], axis=1)
     segments = tf.concat([_fill_rows(0, context_len + 2), _fill_rows(1, qa_len + 1)], axis=1)
-    shape = [None, max_seq_length]
-    flat = {"input_ids": ids.to_tensor(0, shape=shape),
-            "input_mask": tf.ones_like(ids).to_tensor(0, shape=shape),
-            "segment_ids": segments.to_tensor(0, shape=shape)}
-    return {name: tf.reshape(value, [-1, num_choices, max_seq_length])
-            for name, value in flat.items()}
+    return _dense_choices(ids, segments, max_seq_length, num_choices)
 
 
 class RaceServingModule(tf.Module):
     """Serving wrapper of an `AlbertMultipleChoice` with `serving_default` (raw text)
     and `serve_tokens` (ids) signatures; see the module docstring.
 
-    tokenizer: an `InGraphTokenizer` with the model's SentencePiece model and
-    do_lower_case (it normalises the article, question and options as the
-    Python reader does).
+    tokenizer: `tokenization.in_graph_tokenizer(...)` of the model's vocabulary and
+    do_lower_case (its `preprocess` normalises the article, question and options as
+    the Python reader does: `preprocess_text` for SentencePiece, nothing for WordPiece).
     """
 
     def __init__(self, model, tokenizer, max_seq_length: int, max_qa_length: int,
@@ -150,15 +187,133 @@ class RaceServingModule(tf.Module):
         return {"serving_default": self.serving_default, "serve_tokens": self.serve_tokens}
 
 
-def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_length: int,
-                       max_qa_length: int, do_lower_case: bool = True,
-                       layer_norm: str = "auto") -> str:
-    """Writes `model` (an `AlbertMultipleChoice` with its final weights) as a SavedModel
-    with the raw-text and token signatures, atomically; returns export_dir. `layer_norm`
-    as in `export.call_for_export`."""
-    from albert_tf.tokenization import InGraphTokenizer
+def truncate_lengths(lengths, budget):
+    """`c3.truncate_lengths` on int64 [N, K] lengths (K segments in tie order), budget a
+    Python int: the same level search, vectorised (a bounded binary search)."""
+    lengths = tf.cast(lengths, tf.int64)
+    excess = tf.reduce_sum(lengths, axis=1) - budget                              # [N]
 
-    tokenizer = InGraphTokenizer(spm_model_file, do_lower_case=do_lower_case)
-    module = RaceServingModule(model, tokenizer, max_seq_length, max_qa_length,
-                               layer_norm=layer_norm)
+    def removed(level):                                                           # [N]
+        return tf.reduce_sum(tf.maximum(lengths - level[:, None], 0), axis=1)
+
+    def halve(lo, hi):
+        mid = (lo + hi) // 2
+        fits = removed(mid) <= excess
+        return tf.where(fits, lo, mid + 1), tf.where(fits, mid, hi)
+
+    # The smallest level whose cut removes at most `excess` (64 halvings cover any int64).
+    lo, _ = tf.while_loop(lambda lo, hi: tf.reduce_any(lo < hi), halve,
+                          (tf.zeros_like(excess), tf.reduce_max(lengths, axis=1)),
+                          maximum_iterations=64)
+    level = lo[:, None]
+    rest = (excess - removed(lo))[:, None]
+    reaches = lengths >= level
+    rank = tf.cumsum(tf.cast(reaches, tf.int64), axis=1, exclusive=True)
+    cut = tf.where(reaches & (rank < rest), level - 1, tf.minimum(lengths, level))
+    return tf.where(excess[:, None] > 0, cut, lengths)
+
+
+def pack_c3_choices(context_ids: tf.RaggedTensor, question_ids: tf.RaggedTensor,
+                    option_ids: tf.RaggedTensor, max_seq_length: int, cls_id: int, sep_id: int,
+                    num_choices: int = race.NUM_CHOICES) -> Dict[str, tf.Tensor]:
+    """`[CLS] context [SEP] question [SEP] option [SEP]` per choice, as `c3.choice_ids`.
+
+    context_ids, question_ids: int ragged [B, (T)]; option_ids: int ragged [B * C, (T)]
+    (row b * C + c is option c of example b). Returns int32 `input_ids`,
+    `input_mask`, `segment_ids` [B, C, S].
+    """
+    def prepare(ids):
+        return tf.cast(ids, tf.int32).with_row_splits_dtype(tf.int64)
+
+    option_ids = prepare(option_ids)
+    rows = tf.repeat(tf.range(prepare(context_ids).nrows()), num_choices)
+    context = tf.gather(prepare(context_ids), rows)
+    question = tf.gather(prepare(question_ids), rows)
+    kept = truncate_lengths(tf.stack([context.row_lengths(), option_ids.row_lengths(),
+                                      question.row_lengths()], axis=1), max_seq_length - 4)
+    context = _keep_first(context, kept[:, 0])
+    option = _keep_first(option_ids, kept[:, 1])
+    question = _keep_first(question, kept[:, 2])
+    ones = tf.ones_like(kept[:, 0])
+    ids = tf.concat([_fill_rows(cls_id, ones), context, _fill_rows(sep_id, ones), question,
+                     _fill_rows(sep_id, ones), option, _fill_rows(sep_id, ones)], axis=1)
+    segments = tf.concat([_fill_rows(0, kept[:, 0] + 2),
+                          _fill_rows(1, kept[:, 1] + kept[:, 2] + 2)], axis=1)
+    return _dense_choices(ids, segments, max_seq_length, num_choices)
+
+
+class C3ServingModule(tf.Module):
+    """Serving wrapper of an `AlbertMultipleChoice` for C3: raw `context`, `question` and
+    `options` [B, 4] with "" for absent options (`serving_default`), or token ids with
+    `choice_mask` (`serve_tokens`); absent options are masked. See the module docstring.
+
+    tokenizer: `tokenization.in_graph_tokenizer(...)` of the model's vocabulary.
+    """
+
+    def __init__(self, model, tokenizer, max_seq_length: int, name: Optional[str] = None,
+                 layer_norm: str = "auto"):
+        super().__init__(name=name)
+        from albert_tf.tasks import c3
+
+        c3.validate_length(max_seq_length)
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_seq_length = max_seq_length
+        self._outputs = export.model_outputs(model, ["logits"], layer_norm)
+        self.serving_default = tf.function(self._serve_text, input_signature=[
+            tf.TensorSpec([None], tf.string, "context"),
+            tf.TensorSpec([None], tf.string, "question"),
+            tf.TensorSpec([None, race.NUM_CHOICES], tf.string, "options")])
+        token_signature = export.token_input_signature(max_seq_length,
+                                                       batch_dims=(None, race.NUM_CHOICES))
+        token_signature["choice_mask"] = tf.TensorSpec([None, race.NUM_CHOICES], tf.int32,
+                                                       "choice_mask")
+        self.serve_tokens = tf.function(self._serve_tokens, input_signature=[token_signature])
+
+    def features(self, context, question, options) -> Dict[str, tf.Tensor]:
+        """Raw strings -> int32 features [B, 4, S] and `choice_mask` [B, 4] (equal to
+        `c3.featurize`'s for the same texts)."""
+        tok = self.tokenizer
+        option_ids = tok.encode_preprocessed(tok.preprocess(tf.reshape(options, [-1])))
+        features = pack_c3_choices(tok.encode_preprocessed(tok.preprocess(context)),
+                                   tok.encode_preprocessed(tok.preprocess(question)),
+                                   option_ids, self.max_seq_length, tok.cls_id, tok.sep_id)
+        features["choice_mask"] = tf.cast(tf.not_equal(options, ""), tf.int32)
+        return features
+
+    def _finish(self, features):
+        outputs = masked_outputs(self._outputs(features), features["choice_mask"])
+        return {"probabilities": outputs["probabilities"],
+                "prediction_ids": outputs["predictions"]}
+
+    def _serve_text(self, context, question, options):
+        result = self._finish(self.features(context, question, options))
+        result["predictions"] = tf.gather(options, result["prediction_ids"], batch_dims=1)
+        return result
+
+    def _serve_tokens(self, features):
+        return self._finish(features)
+
+    def signatures(self) -> Dict[str, Callable]:
+        return {"serving_default": self.serving_default, "serve_tokens": self.serve_tokens}
+
+
+def export_saved_model(model, export_dir: str, spm_model_file: Optional[str],
+                       max_seq_length: int, max_qa_length: int, do_lower_case: bool = True,
+                       layer_norm: str = "auto", vocab_file: Optional[str] = None,
+                       task_name: str = "race") -> str:
+    """Writes `model` (an `AlbertMultipleChoice` with its final weights) as a SavedModel
+    with the raw-text and token signatures, atomically; returns export_dir. The
+    vocabulary: `spm_model_file` (SentencePiece, wins when both are given) or
+    `vocab_file` (WordPiece). `task_name` "race" or "c3" (then `max_qa_length` is
+    unused). `layer_norm` as in `export.call_for_export`."""
+    from albert_tf.tokenization import in_graph_tokenizer
+
+    tokenizer = in_graph_tokenizer(vocab_file=vocab_file, spm_model_file=spm_model_file,
+                                   do_lower_case=do_lower_case)
+    if task_name == "c3":
+        module = C3ServingModule(model, tokenizer, max_seq_length, layer_norm=layer_norm)
+    else:
+        module = RaceServingModule(model, tokenizer, max_seq_length, max_qa_length,
+                                   layer_norm=layer_norm)
     return export.save_serving_model(export_dir, module, module.signatures())

@@ -5,19 +5,22 @@ command-line scorer:
 
   python -m albert_tf.tasks.squad evaluate --data_file dev-v2.0.json \\
       --prediction_file predictions.json [--na_prob_file null_odds.json] \\
-      [--na_prob_thresh 1.0] [--version 2]
+      [--na_prob_thresh 1.0] [--version 2] [--metric {squad,cmrc2018}]
 
 prints one JSON object: v1.1 `{"exact_match", "f1", ...}`, v2.0 `{"exact",
 "f1", "total", "HasAns_*", "NoAns_*"[, "best_exact", "best_exact_thresh",
 "best_f1", "best_f1_thresh"]}` plus `missing_predictions` (questions without
 a prediction score 0; their ids are printed on stderr). The version is the
 data file's (v2.0 when any question has `is_impossible`) unless `--version`
-says otherwise.
+says otherwise. `--metric cmrc2018` scores Chinese span extraction with the
+official CMRC 2018 definitions instead (`cmrc_metrics`): `{"exact_match",
+"f1", "average", "total", "skip", "missing_predictions"}`.
 
 Modules: `squad_data` (JSON reading), `squad_features` (alignment, windows,
 TFRecord caches), `squad_postprocess` (n-best, predictions files),
-`squad_metrics` (official metrics), `squad_job` (training / prediction job of
-run_squad.py), `squad_export` (SavedModel with raw-text serving).
+`squad_metrics` (official metrics), `cmrc_metrics` (CMRC 2018 metric),
+`squad_job` (training / prediction job of run_squad.py), `squad_export`
+(SavedModel with raw-text serving).
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ import json
 import sys
 from typing import Dict, Optional
 
+from albert_tf.tasks import cmrc_metrics
 from albert_tf.tasks.squad_data import (SquadExample, SquadFormatError, load_squad_json,
                                         read_squad_examples)
 from albert_tf.tasks.squad_features import (ConversionStats, FeatureOptions, SquadFeature,
@@ -53,15 +57,32 @@ def _load_json_object(path: str, flag: str) -> Dict:
     return value
 
 
+METRICS = ("squad", "cmrc2018")
+
+
 def evaluate_files(data_file: str, prediction_file: str, na_prob_file: Optional[str] = None,
-                   na_prob_thresh: float = 1.0, version: Optional[int] = None) -> Dict:
+                   na_prob_thresh: float = 1.0, version: Optional[int] = None,
+                   metric: str = "squad") -> Dict:
     """Scores a predictions file against a SQuAD data file (see the module docstring)."""
+    if metric not in METRICS:
+        raise ValueError(f"--metric {metric!r}: expected one of {', '.join(METRICS)}")
+    if metric == "cmrc2018" and (na_prob_file or version):
+        raise ValueError("--na_prob_file and --version are SQuAD options; --metric cmrc2018 "
+                         "takes neither")
     dataset = load_squad_json(data_file)
     predictions = _load_json_object(prediction_file, "--prediction_file")
     for qid, text in predictions.items():
         if not isinstance(text, str):
             raise SquadFormatError(f"--prediction_file {prediction_file}: question id {qid}: "
                                    f"the prediction must be a string, got {text!r}")
+    if metric == "cmrc2018":
+        try:
+            return cmrc_metrics.evaluate(dataset, predictions)
+        except (KeyError, TypeError, AttributeError) as err:
+            raise SquadFormatError(f"--data_file {data_file}: not SQuAD-format questions "
+                                   f"({type(err).__name__}: {err})") from err
+        except ValueError as err:
+            raise SquadFormatError(f"--data_file {data_file}: {err}") from err
     version = version or (2 if is_v2_dataset(dataset) else 1)
     if version == 1:
         if na_prob_file:
@@ -82,23 +103,32 @@ def evaluate_files(data_file: str, prediction_file: str, na_prob_file: Optional[
 def _evaluate_main(argv) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m albert_tf.tasks.squad evaluate",
-                                     description="Official SQuAD v1.1 / v2.0 metrics.")
+    parser = argparse.ArgumentParser(
+        prog="python -m albert_tf.tasks.squad evaluate",
+        description="Official SQuAD v1.1 / v2.0 or CMRC 2018 metrics.")
     parser.add_argument("--data_file", required=True, help="SQuAD JSON with gold answers.")
     parser.add_argument("--prediction_file", required=True,
                         help="JSON object {question id: answer text}.")
     parser.add_argument("--na_prob_file", default=None,
                         help="v2.0: JSON object {question id: no-answer score} "
                              "(e.g. null_odds.json).")
-    parser.add_argument("--na_prob_thresh", type=float, default=1.0,
+    parser.add_argument("--na_prob_thresh", type=float, default=None,
                         help="v2.0: predict no answer when the score is above this "
                              "(official default 1.0).")
     parser.add_argument("--version", type=int, choices=(1, 2), default=None,
                         help="Metric version (default: from the data file).")
+    parser.add_argument("--metric", choices=METRICS, default="squad",
+                        help="squad: official SQuAD v1.1/v2.0 metrics; cmrc2018: the official "
+                             "CMRC 2018 metric (Chinese; mixed segmentation, LCS F1).")
     args = parser.parse_args(argv)
+    if args.metric == "cmrc2018" and args.na_prob_thresh is not None:
+        print("error: --na_prob_thresh is a SQuAD v2.0 option; --metric cmrc2018 does not "
+              "take it", file=sys.stderr)
+        return 2
+    thresh = 1.0 if args.na_prob_thresh is None else args.na_prob_thresh
     try:
         result = evaluate_files(args.data_file, args.prediction_file, args.na_prob_file,
-                                args.na_prob_thresh, args.version)
+                                thresh, args.version, args.metric)
     except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -116,7 +146,7 @@ def main(argv=None) -> int:
     if not argv or argv[0] != "evaluate":
         print("usage: python -m albert_tf.tasks.squad evaluate --data_file FILE "
               "--prediction_file FILE [--na_prob_file FILE] [--na_prob_thresh X] "
-              "[--version {1,2}]", file=sys.stderr)
+              "[--version {1,2}] [--metric {squad,cmrc2018}]", file=sys.stderr)
         return 2
     return _evaluate_main(argv[1:])
 

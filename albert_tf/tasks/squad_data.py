@@ -122,3 +122,25 @@ def read_squad_examples(input_file: str, is_training: bool = False,
                     answers=[] if impossible else answers, is_impossible=impossible,
                     plausible_answers=_answers(qa.get("plausible_answers"), q_where)))
     return examples
+
+
+def cjk_fraction(data: list) -> float:
+    """Share of the non-whitespace characters of all contexts that are CJK ideographs.
+
+    `data`: the `data` list of a SQuAD-format file. CJK ideographs are the
+    original BERT's `_is_chinese_char` ranges (`tokenization.is_cjk_char`);
+    punctuation counts as non-CJK. 0.0 for a file without context text.
+    """
+    from albert_tf.tokenization import is_cjk_char
+
+    cjk = total = 0
+    for article in data:
+        for paragraph in article.get("paragraphs", []):
+            context = paragraph.get("context")
+            if not isinstance(context, str):
+                continue
+            for ch in context:
+                if not ch.isspace():
+                    total += 1
+                    cjk += is_cjk_char(ord(ch))
+    return cjk / total if total else 0.0

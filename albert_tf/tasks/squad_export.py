@@ -22,6 +22,13 @@ then the original's windows, p_mask and max-context rule, the model, and the
 n-best span rules of `squad_postprocess` (top-1 only: de-duplication and
 probabilities do not change the best answer).
 
+With a WordPiece vocabulary (`vocab_file`, the Chinese models: CMRC 2018)
+the module is `WordPieceSquadServingModule`: the question through
+`InGraphWordPieceTokenizer`, the context through the BasicTokenizer's
+character rules applied one character at a time (as `squad_wordpiece`) and
+tensorflow-text's FastWordpieceTokenizer with byte offsets per word; the
+windows and the span search are the same.
+
 Loading needs only TensorFlow and tensorflow-text.
 """
 from __future__ import annotations
@@ -80,14 +87,159 @@ def _expansion_offsets(tokenizer: tokenization.SentencePieceTokenizer):
     return ids, rel_start, rel_end, lengths
 
 
-class SquadServingModule(tf.Module):
-    """The SavedModel's module: the Keras model, tokenizers and the span search."""
+class _SpanServingModule(tf.Module):
+    """The Keras model, the windows and the span search; subclasses align the context.
 
-    def __init__(self, model, spm_model_file: str, options: ExportOptions):
+    A subclass sets `self.tokenizer` (in-graph, raw question [1] -> ragged ids),
+    `cls_id`, `sep_id` and implements `_context_alignment`.
+    """
+
+    def __init__(self, model, options: ExportOptions):
         fused_ops.check_export_layer_norm(options.layer_norm)
         super().__init__()
         self.model = model
         self.options = options
+
+    def _context_alignment(self, context):
+        """-> chars [n] (original characters), is_space [n] (Python str.isspace),
+        ids int32 [T] and each token's first / last original character int32 [T]."""
+        raise NotImplementedError
+
+    # --- the per-question search ------------------------------------------------
+
+    def _answer_one(self, question, context):
+        opts = self.options
+        seq = opts.max_seq_length
+        query = self.tokenizer(tf.reshape(question, [1]))[0][:opts.max_query_length]
+        query = tf.cast(query, tf.int32)
+        q_len = tf.size(query)
+        chars, is_space, ids, tok_orig_start, tok_orig_end = self._context_alignment(context)
+        num_tokens = tf.size(ids)
+        max_doc = seq - q_len - 3
+        stride = tf.minimum(opts.doc_stride, max_doc)
+        num_windows = tf.where(num_tokens <= max_doc, 1,
+                               (num_tokens - max_doc + stride - 1) // stride + 1)
+        win_start = tf.range(num_windows) * stride
+        win_len = tf.minimum(num_tokens - win_start, max_doc)
+        # Max context: the first window with the best min(left, right) + 0.01 length.
+        k = tf.range(num_tokens)[None]
+        inside = (k >= win_start[:, None]) & (k < (win_start + win_len)[:, None])
+        score = (tf.cast(tf.minimum(k - win_start[:, None],
+                                    (win_start + win_len - 1)[:, None] - k), tf.float32)
+                 + 0.01 * tf.cast(win_len[:, None], tf.float32))
+        score = tf.where(inside, score, NEG_INF)
+        best_window = tf.cast(tf.argmax(score, axis=0), tf.int32)  # first max on ties
+        # The [W, S] feature grids.
+        p = tf.range(seq)[None]
+        doc_pos = p - (q_len + 2)
+        in_doc = (doc_pos >= 0) & (doc_pos < win_len[:, None])
+        token = tf.clip_by_value(win_start[:, None] + doc_pos, 0, tf.maximum(num_tokens - 1, 0))
+        safe_ids = tf.concat([ids, [0]], 0)
+        doc_ids = tf.gather(safe_ids, tf.where(in_doc, token, num_tokens))
+        query_ids = tf.gather(tf.concat([query, [0]], 0), tf.clip_by_value(p - 1, 0, q_len))
+        shape = tf.shape(in_doc)
+        input_ids = tf.where(p == 0, self.cls_id, tf.where(
+            p <= q_len, query_ids, tf.where(p == q_len + 1, self.sep_id, tf.where(
+                in_doc, doc_ids, tf.where(p == q_len + 2 + win_len[:, None], self.sep_id, 0)))))
+        input_ids = tf.broadcast_to(input_ids, shape)
+        input_mask = tf.cast(tf.broadcast_to(p < q_len + 3 + win_len[:, None], shape), tf.int32)
+        segment_ids = tf.cast((p >= q_len + 2) & (p <= q_len + 2 + win_len[:, None]), tf.int32)
+        p_mask = 1 - tf.cast((p == 0) | in_doc, tf.int32)
+        window = tf.range(num_windows)[:, None]
+        max_context = in_doc & tf.equal(
+            tf.gather(tf.concat([best_window, [-1]], 0), token), window)  # padded, as below
+        inputs = {"input_ids": input_ids, "input_mask": input_mask,
+                  "segment_ids": tf.broadcast_to(segment_ids, shape), "p_mask": p_mask}
+        outputs = export_lib.call_for_export(self.model, inputs, self.options.layer_norm)
+
+        def at(grid, index):  # grid [W, S], index [W, K] -> [W, K]
+            return tf.gather(grid, index, batch_dims=1)
+
+        if opts.version_2_with_negative:
+            k1 = tf.shape(outputs["start_top_index"])[1]
+            k2 = tf.shape(outputs["end_top_index"])[1] // k1
+            s_idx = tf.repeat(outputs["start_top_index"], k2, axis=1)
+            e_idx = outputs["end_top_index"]
+            s_score = tf.repeat(outputs["start_top_log_probs"], k2, axis=1)
+            e_score = outputs["end_top_log_probs"]
+            null_score = tf.reduce_min(outputs["cls_logits"])
+        else:
+            n = tf.minimum(opts.n_best_size, seq)
+            s_val, s_top = tf.math.top_k(outputs["start_logits"], n)
+            e_val, e_top = tf.math.top_k(outputs["end_logits"], n)
+            s_idx, e_idx = tf.repeat(s_top, n, axis=1), tf.tile(e_top, [1, n])
+            s_score, e_score = tf.repeat(s_val, n, axis=1), tf.tile(e_val, [1, n])
+            null_score = tf.constant(0.0)
+        s_idx, e_idx = tf.cast(s_idx, tf.int32), tf.cast(e_idx, tf.int32)
+        valid = (at(in_doc, s_idx) & at(in_doc, e_idx) & at(max_context, s_idx)
+                 & (e_idx >= s_idx) & (e_idx - s_idx + 1 <= opts.max_answer_length))
+        total = tf.reshape(tf.where(valid, s_score + e_score, NEG_INF), [-1])
+        flat_valid = tf.reshape(valid, [-1])
+        best_score = tf.reduce_max(tf.concat([total, [NEG_INF]], 0))
+        best = tf.cast(tf.reduce_min(tf.concat([
+            tf.where(flat_valid & tf.equal(total, best_score))[:, 0],
+            [tf.cast(tf.size(total), tf.int64)]], 0)), tf.int32)
+        any_valid = tf.reduce_any(flat_valid)
+        best = tf.minimum(best, tf.maximum(tf.size(total) - 1, 0))
+        width = tf.shape(s_idx)[1]
+        best_w, best_k = best // tf.maximum(width, 1), best % tf.maximum(width, 1)
+        first_tok = tf.gather(token[best_w], s_idx[best_w, best_k])
+        last_tok = tf.gather(token[best_w], e_idx[best_w, best_k])
+        # (Padded: a context without tokens has no valid span, but the gathers still run.)
+        text = self._span_text(context, chars, is_space,
+                               tf.gather(tf.concat([tok_orig_start, [0]], 0), first_tok),
+                               tf.gather(tf.concat([tok_orig_end, [0]], 0), last_tok))
+        empty = "" if opts.version_2_with_negative else V1_EMPTY_TEXT
+        text = tf.where(any_valid, text, empty)
+        score_out = tf.where(any_valid, best_score, -2e6 if opts.version_2_with_negative else 0.0)
+        if opts.version_2_with_negative and opts.null_score_diff_threshold is not None:
+            text = tf.where(null_score > opts.null_score_diff_threshold, "", text)
+        return text, score_out, null_score
+
+    def _span_text(self, context, chars, is_space, first, last):
+        """Original characters [first, last] with Python's str.strip() applied."""
+        n = tf.size(chars)
+        index = tf.range(n)
+        keep = (index >= first) & (index <= last) & ~is_space
+        kept = tf.boolean_mask(index, keep)
+        lo = tf.reduce_min(tf.concat([kept, [n]], 0))
+        hi = tf.reduce_max(tf.concat([kept, [-1]], 0))
+        ends = tf.cumsum(tf.strings.length(chars))
+        starts = ends - tf.strings.length(chars)
+        safe = tf.concat([starts, [0]], 0)
+        safe_end = tf.concat([ends, [0]], 0)
+        begin = tf.gather(safe, tf.minimum(lo, n))
+        length = tf.gather(safe_end, tf.maximum(hi, 0)) - begin
+        return tf.where(hi >= lo, tf.strings.substr(context, begin, tf.maximum(length, 0)), "")
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="question"),
+                                  tf.TensorSpec([None], tf.string, name="context")])
+    def serve_text(self, question, context):
+        answer, score, null = tf.map_fn(
+            lambda qc: self._answer_one(qc[0], qc[1]), (question, context),
+            fn_output_signature=(tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.float32),
+                                 tf.TensorSpec([], tf.float32)))
+        outputs = {"answer": answer, "score": score}
+        if self.options.version_2_with_negative:
+            outputs["null_score"] = null
+        return outputs
+
+    @tf.function(input_signature=[{name: tf.TensorSpec([None, None], tf.int32, name=name)
+                                   for name in ("input_ids", "input_mask", "segment_ids",
+                                                "p_mask")}])
+    def serve_tokens(self, features):
+        outputs = export_lib.call_for_export(self.model, features, self.options.layer_norm)
+        names = (("start_top_log_probs", "start_top_index", "end_top_log_probs",
+                  "end_top_index", "cls_logits") if self.options.version_2_with_negative
+                 else ("start_logits", "end_logits"))
+        return {name: outputs[name] for name in names}
+
+
+class SquadServingModule(_SpanServingModule):
+    """The SavedModel's module with a SentencePiece model (see the module docstring)."""
+
+    def __init__(self, model, spm_model_file: str, options: ExportOptions):
+        super().__init__(model, options)
         with open(spm_model_file, "rb") as handle:
             proto = handle.read()
         import tensorflow_text as tf_text
@@ -113,6 +265,18 @@ class SquadServingModule(tf.Module):
             piece_bytes.append(1 if unknown else
                                len(piece.replace(tokenization.SPIECE_UNDERLINE, " ").encode()))
         self._piece_bytes = tf.constant(piece_bytes, tf.int32)
+
+    def _context_alignment(self, context):
+        chars, is_space, normalized, cumulative = self._normalize_context(context)
+        ids, byte_start, byte_end = self._context_tokens(normalized)
+        # Byte offset -> original character: first char whose cumulative end exceeds it.
+        byte_end = tf.maximum(byte_end, byte_start + 1)
+        last_char = tf.maximum(tf.size(chars) - 1, 0)
+        tok_orig_start = tf.minimum(tf.searchsorted(cumulative, byte_start, side="right"),
+                                    last_char)
+        tok_orig_end = tf.minimum(tf.searchsorted(cumulative, byte_end - 1, side="right"),
+                                  last_char)
+        return chars, is_space, ids, tok_orig_start, tok_orig_end
 
     # --- context normalisation with a byte -> original character map --------------
 
@@ -167,145 +331,112 @@ class SquadServingModule(tf.Module):
         new_end = tf.maximum(new_start + 1, e - sub_end)
         return rows.flat_values, new_start, new_end
 
-    # --- the per-question search ------------------------------------------------
 
-    def _answer_one(self, question, context):
-        opts = self.options
-        seq = opts.max_seq_length
-        query = self.tokenizer(tf.reshape(question, [1]))[0][:opts.max_query_length]
-        query = tf.cast(query, tf.int32)
-        q_len = tf.size(query)
-        chars, is_space, normalized, cumulative = self._normalize_context(context)
-        ids, byte_start, byte_end = self._context_tokens(normalized)
-        # Byte offset -> original character: first char whose cumulative end exceeds it.
-        byte_end = tf.maximum(byte_end, byte_start + 1)
-        last_char = tf.maximum(tf.size(chars) - 1, 0)
-        tok_orig_start = tf.minimum(tf.searchsorted(cumulative, byte_start, side="right"),
-                                    last_char)
-        tok_orig_end = tf.minimum(tf.searchsorted(cumulative, byte_end - 1, side="right"),
-                                  last_char)
-        num_tokens = tf.size(ids)
-        max_doc = seq - q_len - 3
-        stride = tf.minimum(opts.doc_stride, max_doc)
-        num_windows = tf.where(num_tokens <= max_doc, 1,
-                               (num_tokens - max_doc + stride - 1) // stride + 1)
-        win_start = tf.range(num_windows) * stride
-        win_len = tf.minimum(num_tokens - win_start, max_doc)
-        # Max context: the first window with the best min(left, right) + 0.01 length.
-        k = tf.range(num_tokens)[None]
-        inside = (k >= win_start[:, None]) & (k < (win_start + win_len)[:, None])
-        score = (tf.cast(tf.minimum(k - win_start[:, None],
-                                    (win_start + win_len - 1)[:, None] - k), tf.float32)
-                 + 0.01 * tf.cast(win_len[:, None], tf.float32))
-        score = tf.where(inside, score, NEG_INF)
-        best_window = tf.cast(tf.argmax(score, axis=0), tf.int32)  # first max on ties
-        # The [W, S] feature grids.
-        p = tf.range(seq)[None]
-        doc_pos = p - (q_len + 2)
-        in_doc = (doc_pos >= 0) & (doc_pos < win_len[:, None])
-        token = tf.clip_by_value(win_start[:, None] + doc_pos, 0, tf.maximum(num_tokens - 1, 0))
-        safe_ids = tf.concat([ids, [0]], 0)
-        doc_ids = tf.gather(safe_ids, tf.where(in_doc, token, num_tokens))
-        query_ids = tf.gather(tf.concat([query, [0]], 0), tf.clip_by_value(p - 1, 0, q_len))
-        shape = tf.shape(in_doc)
-        input_ids = tf.where(p == 0, self.cls_id, tf.where(
-            p <= q_len, query_ids, tf.where(p == q_len + 1, self.sep_id, tf.where(
-                in_doc, doc_ids, tf.where(p == q_len + 2 + win_len[:, None], self.sep_id, 0)))))
-        input_ids = tf.broadcast_to(input_ids, shape)
-        input_mask = tf.cast(tf.broadcast_to(p < q_len + 3 + win_len[:, None], shape), tf.int32)
-        segment_ids = tf.cast((p >= q_len + 2) & (p <= q_len + 2 + win_len[:, None]), tf.int32)
-        p_mask = 1 - tf.cast((p == 0) | in_doc, tf.int32)
-        window = tf.range(num_windows)[:, None]
-        max_context = in_doc & tf.equal(tf.gather(best_window, token), window)
-        inputs = {"input_ids": input_ids, "input_mask": input_mask,
-                  "segment_ids": tf.broadcast_to(segment_ids, shape), "p_mask": p_mask}
-        outputs = export_lib.call_for_export(self.model, inputs, self.options.layer_norm)
+class WordPieceSquadServingModule(_SpanServingModule):
+    """The SavedModel's module with a WordPiece vocabulary (the Chinese models, CMRC 2018).
 
-        def at(grid, index):  # grid [W, S], index [W, K] -> [W, K]
-            return tf.gather(grid, index, batch_dims=1)
+    The question goes through `tokenization.InGraphWordPieceTokenizer`. The
+    context follows `squad_wordpiece.basic_words_with_origin` as TensorFlow
+    ops: the BasicTokenizer's character rules one original character at a
+    time (control characters dropped, whitespace separating, lower-casing, NFD
+    and mark stripping per character, CJK ideographs and punctuation as words
+    of their own), so every normalised character knows its original one; the
+    words go through tensorflow-text's FastWordpieceTokenizer with byte
+    offsets inside each word, which map back to original characters.
+    """
 
-        if opts.version_2_with_negative:
-            k1 = tf.shape(outputs["start_top_index"])[1]
-            k2 = tf.shape(outputs["end_top_index"])[1] // k1
-            s_idx = tf.repeat(outputs["start_top_index"], k2, axis=1)
-            e_idx = outputs["end_top_index"]
-            s_score = tf.repeat(outputs["start_top_log_probs"], k2, axis=1)
-            e_score = outputs["end_top_log_probs"]
-            null_score = tf.reduce_min(outputs["cls_logits"])
-        else:
-            n = tf.minimum(opts.n_best_size, seq)
-            s_val, s_top = tf.math.top_k(outputs["start_logits"], n)
-            e_val, e_top = tf.math.top_k(outputs["end_logits"], n)
-            s_idx, e_idx = tf.repeat(s_top, n, axis=1), tf.tile(e_top, [1, n])
-            s_score, e_score = tf.repeat(s_val, n, axis=1), tf.tile(e_val, [1, n])
-            null_score = tf.constant(0.0)
-        s_idx, e_idx = tf.cast(s_idx, tf.int32), tf.cast(e_idx, tf.int32)
-        valid = (at(in_doc, s_idx) & at(in_doc, e_idx) & at(max_context, s_idx)
-                 & (e_idx >= s_idx) & (e_idx - s_idx + 1 <= opts.max_answer_length))
-        total = tf.reshape(tf.where(valid, s_score + e_score, NEG_INF), [-1])
-        flat_valid = tf.reshape(valid, [-1])
-        best_score = tf.reduce_max(tf.concat([total, [NEG_INF]], 0))
-        best = tf.cast(tf.reduce_min(tf.concat([
-            tf.where(flat_valid & tf.equal(total, best_score))[:, 0],
-            [tf.cast(tf.size(total), tf.int64)]], 0)), tf.int32)
-        any_valid = tf.reduce_any(flat_valid)
-        best = tf.minimum(best, tf.maximum(tf.size(total) - 1, 0))
-        width = tf.shape(s_idx)[1]
-        best_w, best_k = best // tf.maximum(width, 1), best % tf.maximum(width, 1)
-        first_tok = tf.gather(token[best_w], s_idx[best_w, best_k])
-        last_tok = tf.gather(token[best_w], e_idx[best_w, best_k])
-        text = self._span_text(context, chars, is_space, tf.gather(tok_orig_start, first_tok),
-                               tf.gather(tok_orig_end, last_tok))
-        empty = "" if opts.version_2_with_negative else V1_EMPTY_TEXT
-        text = tf.where(any_valid, text, empty)
-        score_out = tf.where(any_valid, best_score, -2e6 if opts.version_2_with_negative else 0.0)
-        if opts.version_2_with_negative and opts.null_score_diff_threshold is not None:
-            text = tf.where(null_score > opts.null_score_diff_threshold, "", text)
-        return text, score_out, null_score
+    def __init__(self, model, vocab_file: str, options: ExportOptions):
+        super().__init__(model, options)
+        self.tokenizer = tokenization.InGraphWordPieceTokenizer(
+            vocab_file, do_lower_case=options.do_lower_case)
+        self.cls_id, self.sep_id = self.tokenizer.cls_id, self.tokenizer.sep_id
+        self._regex = self.tokenizer.regexes
 
-    def _span_text(self, context, chars, is_space, first, last):
-        """Original characters [first, last] with Python's str.strip() applied."""
+    def _normalized_chars(self, chars):
+        """Original chars [n] -> normalised characters [m] with origin, last origin, is_cjk."""
+        import tensorflow_text as tf_text
+
+        regex = self._regex
         n = tf.size(chars)
-        index = tf.range(n)
-        keep = (index >= first) & (index <= last) & ~is_space
-        kept = tf.boolean_mask(index, keep)
-        lo = tf.reduce_min(tf.concat([kept, [n]], 0))
-        hi = tf.reduce_max(tf.concat([kept, [-1]], 0))
-        ends = tf.cumsum(tf.strings.length(chars))
-        starts = ends - tf.strings.length(chars)
-        safe = tf.concat([starts, [0]], 0)
-        safe_end = tf.concat([ends, [0]], 0)
-        begin = tf.gather(safe, tf.minimum(lo, n))
-        length = tf.gather(safe_end, tf.maximum(hi, 0)) - begin
-        return tf.where(hi >= lo, tf.strings.substr(context, begin, tf.maximum(length, 0)), "")
+        is_control = tf.strings.regex_full_match(chars, regex["control"])
+        is_space = tf.strings.regex_full_match(chars, regex["whitespace"]) & ~is_control
+        is_cjk = tf.strings.regex_full_match(chars, regex["cjk"])
+        normalized = chars
+        if self.options.do_lower_case:
+            normalized = tf.strings.lower(normalized, encoding="utf-8")
+            normalized = tf_text.normalize_utf8(normalized, "NFD")
+            normalized = tf.strings.regex_replace(normalized, regex["marks"], "")
+        normalized = tf.where(is_space, " ", tf.where(is_control, "", normalized))
+        # A character that normalises to nothing extends the previous character's range
+        # (up to the next control, whitespace or visible character).
+        vanishes = ~is_control & ~is_space & tf.equal(normalized, "")
+        stops = tf.concat([tf.cast(tf.where(~vanishes)[:, 0], tf.int32), [n]], 0)
+        extended = tf.gather(stops, tf.searchsorted(stops, tf.range(n), side="right")) - 1
+        split = tf.strings.unicode_split(normalized, "UTF-8")
+        origin = tf.cast(split.value_rowids(), tf.int32)
+        flat = split.flat_values
+        last_of_origin = tf.not_equal(origin, tf.concat([origin[1:], [-1]], 0))
+        origin_end = tf.where(last_of_origin, tf.gather(extended, origin), origin)
+        return flat, origin, origin_end, tf.gather(is_cjk, origin)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="question"),
-                                  tf.TensorSpec([None], tf.string, name="context")])
-    def serve_text(self, question, context):
-        answer, score, null = tf.map_fn(
-            lambda qc: self._answer_one(qc[0], qc[1]), (question, context),
-            fn_output_signature=(tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.float32),
-                                 tf.TensorSpec([], tf.float32)))
-        outputs = {"answer": answer, "score": score}
-        if self.options.version_2_with_negative:
-            outputs["null_score"] = null
-        return outputs
+    def _context_alignment(self, context):
+        regex = self._regex
+        chars = tf.strings.unicode_split(context, "UTF-8")
+        flat, origin, origin_end, cjk = self._normalized_chars(chars)
+        m = tf.size(flat)
+        space = tf.strings.regex_full_match(flat, regex["whitespace"])
+        punct = tf.strings.regex_full_match(flat, regex["punctuation"])
 
-    @tf.function(input_signature=[{name: tf.TensorSpec([None, None], tf.int32, name=name)
-                                   for name in ("input_ids", "input_mask", "segment_ids",
-                                                "p_mask")}])
-    def serve_tokens(self, features):
-        outputs = export_lib.call_for_export(self.model, features, self.options.layer_norm)
-        names = (("start_top_log_probs", "start_top_index", "end_top_log_probs",
-                  "end_top_index", "cls_logits") if self.options.version_2_with_negative
-                 else ("start_logits", "end_logits"))
-        return {name: outputs[name] for name in names}
+        def previous(values, first):
+            return tf.concat([[first], values], 0)[:m]
+
+        begins = ~space & (tf.equal(tf.range(m), 0) | previous(space, True) | punct
+                           | previous(punct, False)
+                           | (tf.not_equal(origin, previous(origin, -1))
+                              & (cjk | previous(cjk, False))))
+        keep = ~space
+        kept = tf.boolean_mask(flat, keep)
+        kept_start = tf.boolean_mask(origin, keep)
+        kept_end = tf.boolean_mask(origin_end, keep)
+        word_of = tf.cumsum(tf.cast(tf.boolean_mask(begins, keep), tf.int32)) - 1
+        num_words = tf.reduce_max(tf.concat([word_of, [-1]], 0)) + 1
+        word_chars = tf.RaggedTensor.from_value_rowids(kept, word_of, nrows=num_words)
+        words = tf.strings.reduce_join(word_chars, axis=1)
+        ids, starts, ends = self.tokenizer.wordpiece_with_offsets(words)
+        word = tf.cast(ids.value_rowids(), tf.int32)
+        # Byte offsets inside a word -> indexes of kept characters.
+        char_bytes = tf.strings.length(kept)
+        byte_end = tf.cumsum(char_bytes)
+        word_start = tf.gather(byte_end - char_bytes, tf.cast(word_chars.row_starts(), tf.int32))
+        word_bytes = tf.gather(tf.concat([[0], byte_end], 0),
+                               tf.cast(word_chars.row_limits(), tf.int32)) - word_start
+        limit = tf.gather(word_bytes, word)
+        first_byte = tf.gather(word_start, word) + tf.minimum(
+            tf.cast(starts.flat_values, tf.int32), limit - 1)
+        last_byte = tf.gather(word_start, word) + tf.minimum(
+            tf.cast(ends.flat_values, tf.int32), limit) - 1
+        first_char = tf.searchsorted(byte_end, first_byte, side="right")
+        last_char = tf.searchsorted(byte_end, last_byte, side="right")
+        is_space = tf.strings.regex_full_match(chars, regex["whitespace"])
+        return (chars, is_space, tf.cast(ids.flat_values, tf.int32),
+                tf.gather(kept_start, first_char), tf.gather(kept_end, last_char))
 
 
-def export_saved_model(model, export_dir: str, spm_model_file: str,
-                       options: ExportOptions) -> str:
-    """Writes the SavedModel (signatures serving_default and serve_tokens) atomically."""
-    module = SquadServingModule(model, spm_model_file, options)
+def export_saved_model(model, export_dir: str, spm_model_file: Optional[str] = None,
+                       options: Optional[ExportOptions] = None,
+                       vocab_file: Optional[str] = None) -> str:
+    """Writes the SavedModel (signatures serving_default and serve_tokens) atomically.
+
+    The tokenizer: `spm_model_file` (SentencePiece) or `vocab_file` (WordPiece);
+    SentencePiece wins when both are given, as in the original.
+    """
+    options = options or ExportOptions()
+    if spm_model_file:
+        module = SquadServingModule(model, spm_model_file, options)
+    elif vocab_file:
+        module = WordPieceSquadServingModule(model, vocab_file, options)
+    else:
+        raise ValueError("export_saved_model needs spm_model_file or vocab_file")
     return export_lib.save_serving_model(export_dir, module,
                                          {"serving_default": module.serve_text,
                                           "serve_tokens": module.serve_tokens})

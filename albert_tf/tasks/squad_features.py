@@ -25,6 +25,13 @@ stride of `doc_stride` tokens; a token's "max context" window is the one where
 Training windows that do not contain the answer are labelled at `[CLS]`
 (start = end = 0) with `is_impossible = 1`, as the original (also for v1).
 
+With a WordPiece vocabulary (`tokenizer.kind == "wordpiece"`: the Chinese
+models, CMRC 2018), the paragraph is aligned by `squad_wordpiece.align_paragraph`
+(the BasicTokenizer one character at a time, so a CJK character is its own
+token and each "##" piece covers its own characters) and the question is
+`tokenizer.encode_ids` of the raw text; everything after the alignment
+(windows, labels, caches) is shared.
+
 Per-position metadata needed by post-processing is stored in the feature
 itself (and in the TFRecord cache, no pickle): `orig_start` / `orig_end` [S]
 (inclusive character range of the original paragraph of each document token,
@@ -41,7 +48,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 from absl import logging
 
-from albert_tf.tokenization import SPIECE_UNDERLINE, SentencePieceTokenizer, preprocess_text
+from albert_tf.tokenization import (SPIECE_UNDERLINE, SentencePieceTokenizer, Tokenizer,
+                                    preprocess_text, vocabulary_fingerprint)
 from albert_tf.tasks.squad_data import SquadExample
 
 FIRST_UNIQUE_ID = 1000000000  # the original's first feature id
@@ -334,10 +342,11 @@ class SquadFeaturizer:
     """Converts SquadExamples to SquadFeatures (the original's convert_examples_to_features).
 
     Paragraph alignments are cached by text, since SQuAD asks several questions
-    about each paragraph.
+    about each paragraph. `tokenizer`: a SentencePieceTokenizer or a
+    WordPieceTokenizer (see the module docstring).
     """
 
-    def __init__(self, tokenizer: SentencePieceTokenizer, options: FeatureOptions):
+    def __init__(self, tokenizer: Tokenizer, options: FeatureOptions):
         options.validate()
         self.tokenizer = tokenizer
         self.options = options
@@ -348,13 +357,21 @@ class SquadFeaturizer:
         if cached is None:
             if len(self._cache) > 4096:
                 self._cache.clear()
-            cached = self._cache[text] = align_paragraph(self.tokenizer, text,
-                                                         self.options.do_lower_case)
+            if self.tokenizer.kind == "wordpiece":
+                from albert_tf.tasks import squad_wordpiece
+
+                cached = squad_wordpiece.align_paragraph(self.tokenizer, text)
+            else:
+                cached = align_paragraph(self.tokenizer, text, self.options.do_lower_case)
+            self._cache[text] = cached
         return cached
 
     def query_ids(self, question: str) -> List[int]:
-        ids = self.tokenizer.encode_ids(
-            [preprocess_text(question, lower=self.options.do_lower_case)])[0]
+        if self.tokenizer.kind == "wordpiece":  # it normalises inside tokenize
+            ids = self.tokenizer.encode_ids([question])[0]
+        else:
+            ids = self.tokenizer.encode_ids(
+                [preprocess_text(question, lower=self.options.do_lower_case)])[0]
         return ids[:self.options.max_query_length]
 
     def convert(self, examples: Sequence[SquadExample], is_training: bool,
@@ -505,16 +522,22 @@ def write_feature_file(path: str, featurizer: SquadFeaturizer,
         stats = featurizer.convert(
             examples, is_training,
             lambda f: writer.write(feature_to_example(f, is_training).SerializeToString()))
+    tokenizer = featurizer.tokenizer
     meta = dict(dataclasses.asdict(featurizer.options), is_training=is_training,
-                source=source, spm_model_file=featurizer.tokenizer.spm_model_file,
+                source=source, vocabulary_file=tokenizer.vocab_file,
+                vocabulary=vocabulary_fingerprint(tokenizer),
                 examples=stats.examples, features=stats.features,
                 unalignable=stats.unalignable, inexact=len(stats.inexact))
     fileio.atomic_write_text(_meta_path(path), json.dumps(meta, indent=2) + "\n")
     return stats
 
 
-def check_feature_file(path: str, options: FeatureOptions, is_training: bool) -> Dict:
-    """Reads `<path>.json` and checks it matches the current flags; returns it."""
+def check_feature_file(path: str, options: FeatureOptions, is_training: bool,
+                       tokenizer: Optional[Tokenizer] = None) -> Dict:
+    """Reads `<path>.json` and checks it matches the current flags; returns it.
+
+    With `tokenizer`, the cache must also have been built with its vocabulary.
+    """
     import tensorflow as tf
 
     meta_path = _meta_path(path)
@@ -530,6 +553,13 @@ def check_feature_file(path: str, options: FeatureOptions, is_training: bool) ->
     if meta.get("is_training") != is_training:
         kind = "training" if meta.get("is_training") else "prediction"
         raise ValueError(f"{path} holds {kind} features; use another file name")
+    if tokenizer is not None and meta.get("vocabulary") != vocabulary_fingerprint(tokenizer):
+        if "vocabulary" not in meta:  # written before the description recorded it
+            raise ValueError(f"{meta_path} does not record the vocabulary the cache was built "
+                             "with; delete the cache to rebuild it")
+        built = meta.get("vocabulary_file")
+        raise ValueError(f"{path} was built with another vocabulary ({built}) than "
+                         f"{tokenizer.vocab_file}; delete the cache or use the same vocabulary")
     return meta
 
 

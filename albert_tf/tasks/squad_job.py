@@ -13,6 +13,14 @@ eval_results.txt, best_eval.json, best_trial.txt, model.ckpt-best.*):
   predictions.json, nbest_predictions.json, null_odds.json (v2)
   predict_results.json   metrics of the final predictions (when gold answers exist)
 
+Vocabulary: `spm_model_file` (SentencePiece, the English models) or
+`vocab_file` (WordPiece, the Chinese models: CMRC 2018); SentencePiece wins
+when both are given, as in the original. Metric (`metric`): "squad" (the
+official v1.1 / v2.0 script), "cmrc2018" (`cmrc_metrics`, the official CMRC
+2018 definitions; v1.1-style data only) or "auto": cmrc2018 when more than
+half of the predict file's non-whitespace context characters are CJK
+ideographs (`squad_data.cjk_fraction`) and the data is not v2, else squad.
+
 v2 threshold: with `null_score_diff_threshold` None, it is tuned on the
 evaluated set itself (as the original): the answers of predictions.json are ""
 where null_odds > best_f1_thresh, and the results say
@@ -31,13 +39,14 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import fileio, finetuning, fused_ops
+from albert_tf import checkpoints, fileio, finetuning, fused_ops, tokenization
 from albert_tf.config import AlbertConfig
 from albert_tf.models import AlbertSpanLabeler, AlbertSquadV2
-from albert_tf.tokenization import SentencePieceTokenizer
 from albert_tf.tasks import squad_data, squad_features, squad_metrics, squad_postprocess
 
-METRIC = "f1"
+METRIC = "f1"  # both metrics report it (in percent)
+METRICS = ("auto", "squad", "cmrc2018")
+CJK_METRIC_THRESHOLD = 0.5  # auto: cmrc2018 above this share of CJK context characters
 V1_OUTPUTS = ("start_logits", "end_logits")
 V2_OUTPUTS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index",
               "cls_logits")
@@ -77,10 +86,14 @@ def _nll(log_probs, positions):
 
 @dataclasses.dataclass
 class SquadOptions:
-    """run_squad.py's flags (the original's names and defaults)."""
+    """run_squad.py's flags (the original's names and defaults).
+
+    `spm_model_file` or `vocab_file` (see the module docstring); pass
+    spm_model_file=None for a WordPiece vocabulary.
+    """
 
     albert_config: AlbertConfig
-    spm_model_file: str
+    spm_model_file: Optional[str]
     output_dir: str
     train_file: Optional[str] = None
     predict_file: Optional[str] = None
@@ -116,9 +129,18 @@ class SquadOptions:
     seed: Optional[int] = None
     export_dir: Optional[str] = None
     export_layer_norm: str = "auto"
+    vocab_file: Optional[str] = None
+    metric: str = "auto"
 
     def validate(self) -> None:
         fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
+        if not self.spm_model_file and not self.vocab_file:
+            raise ValueError("give --spm_model_file (SentencePiece) or --vocab_file (WordPiece)")
+        if self.metric not in METRICS:
+            raise ValueError(f"--metric must be one of {', '.join(METRICS)}, got {self.metric!r}")
+        if self.metric == "cmrc2018" and self.version_2_with_negative:
+            raise ValueError("--metric=cmrc2018 scores SQuAD v1.1-style data (every question "
+                             "answerable); it cannot be used with --version_2_with_negative")
         if not (self.do_train or self.do_predict):
             raise ValueError("at least one of --do_train or --do_predict must be set")
         if self.do_train and not self.train_file:
@@ -154,17 +176,40 @@ def build_model(options: SquadOptions, dtype_policy: str = "float32"):
     return AlbertSpanLabeler(options.albert_config, dtype=dtype_policy)
 
 
+def load_tokenizer(options: SquadOptions) -> tokenization.Tokenizer:
+    """The Python tokenizer of options (SentencePiece when spm_model_file is given)."""
+    try:
+        return tokenization.load_tokenizer(vocab_file=options.vocab_file,
+                                           spm_model_file=options.spm_model_file,
+                                           do_lower_case=options.do_lower_case)
+    except tokenization.TokenizerError as err:
+        raise ValueError(str(err)) from None
+
+
+def resolve_metric(metric: str, dataset: list, version_2_with_negative: bool) -> str:
+    """"squad" or "cmrc2018" for `metric` (see the module docstring for "auto")."""
+    if metric != "auto":
+        return metric
+    if version_2_with_negative or squad_metrics.is_v2_dataset(dataset):
+        return "squad"
+    share = squad_data.cjk_fraction(dataset)
+    chosen = "cmrc2018" if share > CJK_METRIC_THRESHOLD else "squad"
+    logging.info("--metric=auto: %.1f%% of the context characters are CJK ideographs -> %s",
+                 100 * share, chosen)
+    return chosen
+
+
 def prepare_features(path: str, examples, tokenizer, options: SquadOptions, is_training: bool,
                      source: str) -> Dict:
     """Builds the feature cache unless a matching one exists; returns its description."""
     feature_options = options.feature_options()
     if tf.io.gfile.exists(path):
-        meta = squad_features.check_feature_file(path, feature_options, is_training)
+        meta = squad_features.check_feature_file(path, feature_options, is_training, tokenizer)
         logging.info("reusing the feature cache %s (%d features)", path, meta["features"])
         return meta
     featurizer = squad_features.SquadFeaturizer(tokenizer, feature_options)
     squad_features.write_feature_file(path, featurizer, examples, is_training, source)
-    return squad_features.check_feature_file(path, feature_options, is_training)
+    return squad_features.check_feature_file(path, feature_options, is_training, tokenizer)
 
 
 def train_dataset(path: str, max_seq_length: int, batch_size: int, input_context=None,
@@ -216,12 +261,24 @@ def predict_raw(model, path: str, max_seq_length: int, batch_size: int, v2: bool
     return {name: np.concatenate(parts) for name, parts in columns.items()}
 
 
-def score(dataset, predictions: squad_postprocess.SquadPredictions, options: SquadOptions
-          ) -> Dict:
+def score(dataset, predictions: squad_postprocess.SquadPredictions, options: SquadOptions,
+          metric: str = "squad") -> Dict:
     """Official metrics of predictions (v2: also tunes the null threshold if not given).
 
-    Returns (answers to write, metrics without the `missing` list).
+    metric: "squad" or "cmrc2018" (already resolved, see `resolve_metric`).
+    Returns (answers to write, metrics without the lists of question ids).
     """
+    if metric == "cmrc2018":
+        from albert_tf.tasks import cmrc_metrics
+
+        try:
+            metrics = cmrc_metrics.evaluate(dataset, predictions.answers)
+        except ValueError as err:  # e.g. a question without gold answers
+            raise ValueError(f"--predict_file {options.predict_file}: {err}") from err
+        metrics = {key: value for key, value in metrics.items()
+                   if not isinstance(value, (list, tuple, set, dict))}
+        metrics["metric"] = "cmrc2018"
+        return predictions.answers, metrics
     if not options.version_2_with_negative:
         metrics = squad_metrics.evaluate_v1(dataset, predictions.answers)
         answers = predictions.answers
@@ -247,7 +304,11 @@ def run_squad(options: SquadOptions, strategy: Optional[tf.distribute.Strategy] 
     options.validate()
     strategy = strategy or tf.distribute.get_strategy()
     tf.io.gfile.makedirs(options.output_dir)
-    tokenizer = SentencePieceTokenizer(options.spm_model_file, options.do_lower_case)
+    tokenizer = load_tokenizer(options)
+    # Another model's vocabulary (e.g. the Chinese vocab with an English checkpoint) would
+    # train silently on the wrong embeddings: the sizes must agree.
+    checkpoints.check_vocab_size(tokenizer, options.albert_config, "--albert_config_file",
+                                 options.init_checkpoint)
     v2 = options.version_2_with_negative
     seq = options.max_seq_length
     train_fn = evaluate_fn = predict_fn = None
@@ -278,6 +339,7 @@ def run_squad(options: SquadOptions, strategy: Optional[tf.distribute.Strategy] 
         predict_examples = squad_data.read_squad_examples(options.predict_file, False, v2,
                                                           data=dataset)
         has_gold = any(e.answers or e.is_impossible for e in predict_examples)
+        metric = resolve_metric(options.metric, dataset, v2)
         predict_path = options.predict_feature_file or os.path.join(options.output_dir,
                                                                     "predict.tf_record")
         prepare_features(predict_path, predict_examples, tokenizer, options, False,
@@ -299,14 +361,14 @@ def run_squad(options: SquadOptions, strategy: Optional[tf.distribute.Strategy] 
         if has_gold and options.do_train:
             def evaluate_fn(model, step):
                 predictions = predictions_of(model)
-                answers, metrics = score(dataset, predictions, options)
+                answers, metrics = score(dataset, predictions, options, metric)
                 write(predictions, answers)
                 return metrics
 
         def predict_fn(model):
             predictions = predictions_of(model)
             if has_gold:
-                answers, metrics = score(dataset, predictions, options)
+                answers, metrics = score(dataset, predictions, options, metric)
                 results_extra["predict_metrics"] = metrics
                 if distribute_is_chief(strategy):
                     fileio.atomic_write_text(
@@ -344,7 +406,7 @@ def run_squad(options: SquadOptions, strategy: Optional[tf.distribute.Strategy] 
                 threshold = results_extra["predict_metrics"]["null_score_diff_threshold"]
             squad_export.export_saved_model(
                 results["model"], options.export_dir, options.spm_model_file,
-                squad_export.ExportOptions(
+                vocab_file=options.vocab_file, options=squad_export.ExportOptions(
                     max_seq_length=seq, doc_stride=options.doc_stride,
                     max_query_length=options.max_query_length,
                     do_lower_case=options.do_lower_case, n_best_size=options.n_best_size,
