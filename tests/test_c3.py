@@ -101,7 +101,7 @@ def test_read_shared_dev_files(c3_dir):
     assert dialogue.context == ("男：听说你们公司要派你去南方工作?\n"
                                 "女：是呀，虽说那边环境好，待遇也不错，可我还是觉得在家里最好。")
     assert dialogue.options[dialogue.label] == "工作"
-    # A text that appears twice among the choices: the answer is its first position.
+    # A text that appears twice among the choices (not the answer here).
     twice = next(e for e in d if e.example_id == "47-277")
     assert twice.options == ("可爱", "认真", "马虎", "认真") and twice.label == 2
 
@@ -145,6 +145,13 @@ def test_malformed_documents_name_file_document_and_question(tmp_path, change, m
     with pytest.raises(c3.C3DataError) as err:
         c3.read_examples(bad_file(tmp_path, [GOOD, bad]), "train")
     assert str(err.value) == f"{tmp_path}/c3-m-train.json: {message}"
+
+
+def test_an_answer_repeated_among_the_choices_is_its_last_position(tmp_path):
+    """C3's baseline loops over the choices and keeps the last one equal to the answer."""
+    doc = [["文。"], [{"question": "问?", "choice": ["甲", "乙", "甲"], "answer": "甲"}], "7-2"]
+    (example,) = c3.read_examples(bad_file(tmp_path, [doc]), "train")
+    assert example.label == 2
 
 
 def test_invalid_json_names_the_line(tmp_path):

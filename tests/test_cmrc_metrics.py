@@ -104,6 +104,8 @@ def test_evaluate_several_golds_empty_and_missing():
     json.dumps(result)
     with pytest.raises(ValueError, match="question id q9: no gold answers"):
         m.evaluate(dataset(qa("q9")), {"q9": "x"})
+    # Without a prediction such a question is a skip, as in the script.
+    assert m.evaluate(dataset(qa("q9"), qa("q1", "x")), {"q1": "x"})["skip"] == 1
     with pytest.raises(ValueError, match="question id q1: the prediction must be a string"):
         m.evaluate(dataset(qa("q1", "x")), {"q1": 3})
 
@@ -182,3 +184,9 @@ def squad_evaluate(capsys, *args):
     code = squad.main(["evaluate", *args])
     out = capsys.readouterr()
     return code, out.out, out.err
+
+
+def test_lower_casing_is_python_2s_per_character_mapping():
+    """The script's unicode.lower(): no final-sigma rule, and U+0130 lower-cases to "i"."""
+    assert m.exact_score("ΟΔΟΣ", "οδοσ") == 1 and m.f1_score("ΟΔΟΣ", "οδοσ") == 1.0
+    assert m.exact_score("\u0130", "i") == 1

@@ -158,10 +158,12 @@ def examples_from_document(document, subset: str, where: str) -> List[C3Example]
             if answer not in choices:
                 raise C3DataError(f"{at}: the answer {answer!r} is not one of its choices "
                                   f"{json.dumps(choices, ensure_ascii=False)}")
-            label = choices.index(answer)
+            # The baseline's loop keeps the last matching choice.
+            label = len(choices) - 1 - choices[::-1].index(answer)
             if choices.count(answer) > 1:
                 logging.warning("%s: the answer %r appears %d times among the choices; the "
-                                "first is the label", at, answer, choices.count(answer))
+                                "last is the label, as C3's baseline", at, answer,
+                                choices.count(answer))
         examples.append(C3Example(
             example_id=doc_id, question_index=index, subset=subset, context=context,
             question=question, options=tuple(choices), label=label,

@@ -39,7 +39,9 @@ _CHINESE = re.compile("[\u4e00-\u9fa5]")
 
 
 def _prepare(text: str) -> str:
-    return text.lower().strip()
+    # Python 2's unicode.lower() (the script's) maps each character on its own: no
+    # final-sigma rule, and U+0130 (İ) -> "i", where Python 3 gives "i̇".
+    return "".join("i" if char == "\u0130" else char.lower() for char in text).strip()
 
 
 def segment(text: str) -> List[str]:
@@ -109,8 +111,8 @@ def evaluate(dataset: Sequence[Mapping], predictions: Mapping[str, str]) -> Dict
       name the SQuAD metrics use) and `missing` (their ids, file order).
 
     Raises:
-      ValueError: a question without gold answers (the script would crash),
-        or a prediction that is not a string.
+      ValueError: a predicted question without gold answers (the script would
+        crash; unpredicted, it is a skip as there), or a prediction that is not a string.
     """
     total, exact, f1 = 0, 0, 0.0
     missing = []
@@ -120,12 +122,12 @@ def evaluate(dataset: Sequence[Mapping], predictions: Mapping[str, str]) -> Dict
                 qid = qa["id"].strip()
                 total += 1
                 golds = [answer["text"] for answer in qa.get("answers") or []]
-                if not golds:
-                    raise ValueError(f"question id {qid}: no gold answers (the CMRC 2018 "
-                                     "metric needs at least one per question)")
                 if qid not in predictions:
                     missing.append(qid)
                     continue
+                if not golds:
+                    raise ValueError(f"question id {qid}: no gold answers (the CMRC 2018 "
+                                     "metric needs at least one per question)")
                 prediction = predictions[qid]
                 if not isinstance(prediction, str):
                     raise ValueError(f"question id {qid}: the prediction must be a string, "

@@ -278,7 +278,9 @@ class C3ServingModule(tf.Module):
         features = pack_c3_choices(tok.encode_preprocessed(tok.preprocess(context)),
                                    tok.encode_preprocessed(tok.preprocess(question)),
                                    option_ids, self.max_seq_length, tok.cls_id, tok.sep_id)
-        features["choice_mask"] = tf.cast(tf.not_equal(options, ""), tf.int32)
+        # Blank options are absent, as the Python reader refuses a blank choice.
+        features["choice_mask"] = tf.cast(tf.not_equal(tf.strings.strip(options), ""),
+                                          tf.int32)
         return features
 
     def _finish(self, features):
