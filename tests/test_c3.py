@@ -378,9 +378,12 @@ def test_run_race_c3_train_eval_predict_export(dev_documents, tmp_path, chinese_
     assert any(unmasked_choice[i] >= len(examples[i].options) for i in short), \
         "the check is vacuous: no short question would pick a padding option unmasked"
 
-    # The SavedModel, loaded with TensorFlow only, serves the raw texts ("" = no option).
+    # The SavedModel, loaded with TensorFlow only, serves the raw texts ("" = no option;
+    # every other example pads with a blank " ", which is absent too).
     items = [{"context": e.context, "question": e.question,
-              "options": c3.padded_options(e.options)} for e in examples]
+              "options": [o or " " * (i % 2) for o in c3.padded_options(e.options)]}
+             for i, e in enumerate(examples)]
+    assert any(" " in item["options"] for item in items)
     (tmp_path / "items.json").write_text(json.dumps(items, ensure_ascii=False),
                                          encoding="utf-8")
     served = subprocess.run([sys.executable, "-c", LOADER, str(out / "export"),
