@@ -24,7 +24,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags, logging  # noqa: E402
+from absl import flags, logging  # noqa: E402
 
 REPO = os.path.dirname(os.path.abspath(__file__))
 SENTENCES = [
@@ -90,8 +90,16 @@ class Stages:
         self.path = os.path.join(output_dir, "stages.json")
         self.done = {}
         if os.path.exists(self.path):
-            with open(self.path, encoding="utf-8") as handle:
-                self.done = json.load(handle)
+            from albert_tf.errors import UserValueError
+            try:
+                with open(self.path, encoding="utf-8") as handle:
+                    self.done = json.load(handle)
+            except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                raise UserValueError(f"{self.path} is damaged ({err}); delete it to rerun "
+                                     "every stage") from err
+            if not isinstance(self.done, dict):
+                raise UserValueError(f"{self.path} is not this demo's stage record; delete it "
+                                     "to rerun every stage")
         self.ran, self.skipped = [], []
 
     def run(self, name, fingerprint, outputs, fn):
@@ -329,7 +337,13 @@ flags.DEFINE_integer("num_train_steps", None, "Override the number of pretrainin
 
 
 def main(argv):
-    del argv
+    from albert_tf.errors import UserValueError, check_writable
+
+    if len(argv) > 1:
+        raise UserValueError(f"unexpected arguments: {' '.join(argv[1:])} (see --help)")
+    if FLAGS.num_train_steps is not None and FLAGS.num_train_steps < 1:
+        raise UserValueError(f"--num_train_steps must be positive, got {FLAGS.num_train_steps}")
+    check_writable(FLAGS.output_dir, "--output_dir", "directory")
     logging.set_verbosity(logging.INFO)
     cfg = DemoConfig() if FLAGS.size == "full" else DemoConfig.mini()
     if FLAGS.num_train_steps:
@@ -340,4 +354,7 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    from albert_tf import cli
+
+    cli.run(main, interrupted=lambda: f"the completed stages in {FLAGS.output_dir} are kept "
+            "(pretraining from its last checkpoint); rerun the same command to resume")

@@ -39,7 +39,7 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags, logging  # noqa: E402
+from absl import flags, logging  # noqa: E402
 
 from albert_tf import cli  # noqa: E402
 
@@ -102,26 +102,26 @@ flags.adopt_module_key_flags(cli)  # list them in --help
 
 def main(argv):
     del argv
-    from albert_tf.config import AlbertConfig
+    from albert_tf.errors import UserValueError
     from albert_tf.finetuning import FinetuningOptions
-    from albert_tf.tasks.glue import CustomTaskOptions, GlueDataError
+    from albert_tf.tasks.glue import CustomTaskOptions
     from albert_tf.tasks.glue_job import GlueOptions, run_glue
 
     logging.set_verbosity(logging.INFO)
-    for name in ("data_dir", "task_name", "albert_config_file", "output_dir"):
-        if not getattr(FLAGS, name):
-            raise app.UsageError(f"--{name} is required")
+    cli.require("data_dir", "task_name", "albert_config_file", "output_dir")
     if not FLAGS.spm_model_file and not FLAGS.vocab_file:
-        raise app.UsageError("--spm_model_file (SentencePiece) or --vocab_file (WordPiece) is "
+        raise UserValueError("--spm_model_file (SentencePiece) or --vocab_file (WordPiece) is "
                              "required")
+    albert_config = cli.load_albert_config(FLAGS.albert_config_file)
     custom = None
     if FLAGS.task_name.lower() == "custom":
         if not FLAGS.text_a_column or not FLAGS.label_column:
-            raise app.UsageError("--task_name=custom needs --text_a_column and --label_column")
+            raise UserValueError("--task_name=custom needs --text_a_column and --label_column")
         custom = CustomTaskOptions(
             text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
             label_column=FLAGS.label_column, id_column=FLAGS.id_column,
             has_header=FLAGS.has_header, regression=FLAGS.regression)
+    cli.check_init_checkpoint(FLAGS.init_checkpoint)
     strategy = cli.strategy_from_flags(FLAGS)
     finetuning = FinetuningOptions(
         output_dir=FLAGS.output_dir, init_checkpoint=FLAGS.init_checkpoint,
@@ -137,23 +137,20 @@ def main(argv):
     options = GlueOptions(
         task_name=FLAGS.task_name, data_dir=FLAGS.data_dir, spm_model_file=FLAGS.spm_model_file,
         vocab_file=FLAGS.vocab_file,
-        albert_config=AlbertConfig.from_json_file(FLAGS.albert_config_file),
-        finetuning=finetuning, cached_dir=FLAGS.cached_dir, do_lower_case=FLAGS.do_lower_case,
+        albert_config=albert_config, finetuning=finetuning, cached_dir=FLAGS.cached_dir,
+        do_lower_case=FLAGS.do_lower_case,
         max_seq_length=FLAGS.max_seq_length, eval_batch_size=FLAGS.eval_batch_size,
         predict_batch_size=FLAGS.predict_batch_size,
         classifier_dropout=FLAGS.classifier_dropout, export_dir=FLAGS.export_dir,
         export_layer_norm=FLAGS.export_layer_norm,
         custom=custom)
-    try:
-        results = run_glue(options, strategy)
-    except (ValueError, FileNotFoundError) as err:  # bad flags or data: one clear message
-        if isinstance(err, GlueDataError):
-            raise app.UsageError(f"bad input data: {err}") from err
-        raise app.UsageError(str(err)) from err
+    cli.check_options(options.validate, strategy.num_replicas_in_sync)
+    cli.check_options(finetuning.validate, strategy.num_replicas_in_sync)
+    results = run_glue(options, strategy)
     logging.info("done at step %d; best: %s", results["global_step"], results.get("best"))
     if results.get("export_dir"):
         logging.info("SavedModel: %s", results["export_dir"])
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main, interrupted=lambda: cli.resume_hint(FLAGS.output_dir))

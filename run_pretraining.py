@@ -16,7 +16,7 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags, logging  # noqa: E402
+from absl import flags, logging  # noqa: E402
 
 from albert_tf import cli  # noqa: E402
 
@@ -60,16 +60,16 @@ flags.DEFINE_bool("recompute_layers", False,
 
 def main(argv):
     del argv
-    from albert_tf.config import AlbertConfig
+    from albert_tf import inputs
     from albert_tf.pretraining import PretrainingOptions, run_pretraining
 
     logging.set_verbosity(logging.INFO)
-    for name in ("albert_config_file", "output_dir"):
-        if not getattr(FLAGS, name):
-            raise app.UsageError(f"--{name} is required")
+    cli.require("albert_config_file", "output_dir")
+    albert_config = cli.load_albert_config(FLAGS.albert_config_file)
+    cli.check_init_checkpoint(FLAGS.init_checkpoint)
     strategy = cli.strategy_from_flags(FLAGS)
     options = PretrainingOptions(
-        albert_config=AlbertConfig.from_json_file(FLAGS.albert_config_file),
+        albert_config=albert_config,
         output_dir=FLAGS.output_dir, input_file=FLAGS.input_file,
         eval_input_file=FLAGS.eval_input_file, init_checkpoint=FLAGS.init_checkpoint,
         init_from_group0=FLAGS.init_from_group0, max_seq_length=FLAGS.max_seq_length,
@@ -86,12 +86,13 @@ def main(argv):
         jit_compile=FLAGS.jit_compile, recompute_layers=FLAGS.recompute_layers,
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps, seed=FLAGS.seed,
         deterministic_input=FLAGS.deterministic_input)
-    try:
-        results = run_pretraining(options, strategy)
-    except ValueError as err:  # bad flags or data: one clear line, no traceback
-        raise app.UsageError(str(err)) from err
+    cli.check_options(options.validate, strategy.num_replicas_in_sync)
+    for flag, needed in (("input_file", FLAGS.do_train), ("eval_input_file", FLAGS.do_eval)):
+        if needed:
+            cli.for_flag(f"--{flag}", inputs.expand_patterns, getattr(FLAGS, flag))
+    results = run_pretraining(options, strategy)
     logging.info("done at step %d; best: %s", results["global_step"], results.get("best"))
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main, interrupted=lambda: cli.resume_hint(FLAGS.output_dir))

@@ -33,7 +33,7 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags, logging  # noqa: E402
+from absl import flags, logging  # noqa: E402
 
 from albert_tf import cli  # noqa: E402
 
@@ -93,24 +93,24 @@ flags.adopt_module_key_flags(cli)  # list them in --help
 
 def main(argv):
     del argv
-    from albert_tf.config import AlbertConfig
+    from albert_tf.errors import UserValueError
     from albert_tf.tasks.race_job import RaceOptions, run_race
 
     logging.set_verbosity(logging.INFO)
-    for name in ("data_dir", "albert_config_file", "output_dir"):
-        if not getattr(FLAGS, name):
-            raise app.UsageError(f"--{name} is required")
+    cli.require("data_dir", "albert_config_file", "output_dir")
     if not FLAGS.spm_model_file and not FLAGS.vocab_file:
-        raise app.UsageError("--spm_model_file (SentencePiece) or --vocab_file (WordPiece) is "
+        raise UserValueError("--spm_model_file (SentencePiece) or --vocab_file (WordPiece) is "
                              "required")
     if FLAGS.task_name == "c3" and FLAGS["max_qa_length"].present:
-        raise app.UsageError("--max_qa_length is RACE's; --task_name=c3 truncates context, "
+        raise UserValueError("--max_qa_length is RACE's; --task_name=c3 truncates context, "
                              "question and option together as C3's baseline")
+    albert_config = cli.load_albert_config(FLAGS.albert_config_file)
+    cli.check_init_checkpoint(FLAGS.init_checkpoint)
     strategy = cli.strategy_from_flags(FLAGS)
     options = RaceOptions(
         data_dir=FLAGS.data_dir,
-        albert_config=AlbertConfig.from_json_file(FLAGS.albert_config_file),
-        spm_model_file=FLAGS.spm_model_file, vocab_file=FLAGS.vocab_file,
+        albert_config=albert_config, spm_model_file=FLAGS.spm_model_file,
+        vocab_file=FLAGS.vocab_file,
         task_name=FLAGS.task_name, output_dir=FLAGS.output_dir,
         init_checkpoint=FLAGS.init_checkpoint, init_from_group0=FLAGS.init_from_group0,
         do_lower_case=FLAGS.do_lower_case, dropout_prob=FLAGS.dropout_prob,
@@ -129,14 +129,13 @@ def main(argv):
         mixed_precision=FLAGS.mixed_precision,
         jit_compile=FLAGS.jit_compile,
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps, seed=FLAGS.seed)
-    try:
-        results = run_race(options, strategy)
-    except ValueError as err:  # bad flags or data (RaceDataError included): one clear line
-        raise app.UsageError(str(err)) from err
+    cli.check_options(options.validate)
+    cli.check_options(options.finetuning_options().validate, strategy.num_replicas_in_sync)
+    results = run_race(options, strategy)
     logging.info("done at step %s; best: %s; predict: %s; export: %s",
                  results.get("global_step"), results.get("best"),
                  results.get("predict_accuracy"), results.get("export_dir"))
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main, interrupted=lambda: cli.resume_hint(FLAGS.output_dir))

@@ -28,7 +28,7 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags, logging  # noqa: E402
+from absl import flags, logging  # noqa: E402
 
 from albert_tf import cli  # noqa: E402
 
@@ -94,16 +94,17 @@ def main(argv):
     del argv
     import json
 
-    from albert_tf.config import AlbertConfig
+    from albert_tf.errors import UserValueError
+    from albert_tf.finetuning import FinetuningOptions
     from albert_tf.tasks.squad_job import SquadOptions, run_squad
 
     logging.set_verbosity(logging.INFO)
-    for name in ("albert_config_file", "output_dir"):
-        if not getattr(FLAGS, name):
-            raise app.UsageError(f"--{name} is required")
+    cli.require("albert_config_file", "output_dir")
     if not FLAGS.spm_model_file and not FLAGS.vocab_file:
-        raise app.UsageError("--spm_model_file (SentencePiece) or --vocab_file (WordPiece) is "
+        raise UserValueError("--spm_model_file (SentencePiece) or --vocab_file (WordPiece) is "
                              "required")
+    albert_config = cli.load_albert_config(FLAGS.albert_config_file)
+    cli.check_init_checkpoint(FLAGS.init_checkpoint)
     strategy = cli.strategy_from_flags(FLAGS)
     names = ("spm_model_file", "output_dir", "train_file", "predict_file", "train_feature_file",
              "predict_feature_file", "init_checkpoint", "init_from_group0", "do_lower_case",
@@ -115,16 +116,17 @@ def main(argv):
              "null_score_diff_threshold", "optimizer", "mixed_precision", "jit_compile",
              "gradient_accumulation_steps", "seed", "export_dir", "export_layer_norm",
              "vocab_file", "metric")
-    options = SquadOptions(albert_config=AlbertConfig.from_json_file(FLAGS.albert_config_file),
+    options = SquadOptions(albert_config=albert_config,
                            **{name: getattr(FLAGS, name) for name in names})
-    try:
-        results = run_squad(options, strategy)
-    except ValueError as err:  # bad flags or data: one clear line, no traceback
-        raise app.UsageError(str(err)) from err
+    cli.check_options(options.validate)
+    cli.check_options(FinetuningOptions.from_fields(
+        options, do_eval=False, train_step=1, warmup_step=0).validate,
+        strategy.num_replicas_in_sync)  # the steps come from the data later
+    results = run_squad(options, strategy)
     if results.get("predict_metrics"):
         print(json.dumps(results["predict_metrics"]))
     logging.info("done at step %d; best: %s", results["global_step"], results.get("best"))
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main, interrupted=lambda: cli.resume_hint(FLAGS.output_dir))

@@ -35,6 +35,7 @@ import numpy as np
 
 from albert_tf import tf1_names
 from albert_tf.config import AlbertConfig
+from albert_tf.errors import UserError, UserFileNotFoundError, UserValueError
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ _INNER_RE = re.compile(r"/inner_group_(\d+)/")
 PREFERRED_PREFIXES = ("model.ckpt-best", "albert_model.ckpt")
 
 
-class CheckpointMismatchError(ValueError):
+class CheckpointMismatchError(UserError, ValueError):
     """The checkpoint does not fit the model: names, shapes or config fields differ."""
 
 
@@ -253,8 +254,8 @@ def assign_named_arrays(model, shapes: Mapping[str, Tuple[int, ...]],
         try:
             value = np.asarray(read(src))
         except Exception as err:  # noqa: BLE001 -- re-raised with the file and variable named
-            raise ValueError(f"cannot read {src} from {source} (truncated or corrupt "
-                             f"checkpoint?): {err}") from err
+            raise UserValueError(f"cannot read {src} from {source} (truncated or corrupt "
+                                 f"checkpoint?): {err}") from err
         values.append(value.reshape(tuple(variable.shape)).astype(variable.dtype))
     for (name, src, variable), value in zip(plan, values):
         variable.assign(value)
@@ -301,7 +302,7 @@ def resolve_tf1_checkpoint(path_or_dir: str) -> str:
         prefixes = sorted(p[:-len(".index")] for p in tf.io.gfile.glob(os.path.join(path,
                                                                                     "*.index")))
         if not prefixes:
-            raise FileNotFoundError(
+            raise UserFileNotFoundError(
                 f"{path}: no checkpoint in this directory (looked for a `checkpoint` file and "
                 f"*.index files such as {'.index, '.join(PREFERRED_PREFIXES)}.index)")
         if len(prefixes) == 1:
@@ -314,10 +315,10 @@ def resolve_tf1_checkpoint(path_or_dir: str) -> str:
         if steps:
             return max(steps, key=steps.get)
         listed = ", ".join(map(os.path.basename, prefixes))
-        raise ValueError(f"{path}: several checkpoints ({listed}); pass the prefix of the one "
-                         "to load")
+        raise UserValueError(f"{path}: several checkpoints ({listed}); pass the prefix of the one "
+                             "to load")
     if not tf.io.gfile.exists(path + ".index"):
-        raise FileNotFoundError(f"{path}: no such checkpoint ({path}.index not found)")
+        raise UserFileNotFoundError(f"{path}: no such checkpoint ({path}.index not found)")
     return path
 
 
@@ -327,8 +328,8 @@ def _open_reader(prefix: str):
     try:
         return tf.train.load_checkpoint(prefix)
     except (tf.errors.OpError, ValueError) as err:
-        raise ValueError(f"cannot read checkpoint {prefix} (truncated or corrupt? missing "
-                         f".data file?): {getattr(err, 'message', err)}") from err
+        raise UserValueError(f"cannot read checkpoint {prefix} (truncated or corrupt? missing "
+                             f".data file?): {getattr(err, 'message', err)}") from err
 
 
 def read_tf1_variables(path_or_dir: str):
@@ -341,8 +342,8 @@ def read_tf1_variables(path_or_dir: str):
     reader = _open_reader(prefix)
     raw = {name: tuple(shape) for name, shape in reader.get_variable_to_shape_map().items()}
     if OBJECT_GRAPH_KEY in raw:
-        raise ValueError(f"{prefix} is an object-based tf.train.Checkpoint (TF2), not a TF1 "
-                         "name-based checkpoint; use checkpoints.restore_for_training")
+        raise UserValueError(f"{prefix} is an object-based tf.train.Checkpoint (TF2), not a TF1 "
+                             "name-based checkpoint; use checkpoints.restore_for_training")
     weights = [n for n in raw if not _is_optimizer_state(n)]
     strip = bool(weights) and all(n.startswith(TFHUB_PREFIX) for n in weights)
     shapes, source_names = {}, {}
@@ -480,8 +481,8 @@ def restore_for_training(model, path: str, init_from_group0: bool = False,
     """
     fmt = detect_format(path)
     if init_from_group0 and fmt not in ("tf1", "huggingface"):
-        raise ValueError(f"init_from_group0 applies to TF1 and Hugging Face checkpoints; {path} "
-                         f"is a {fmt} checkpoint")
+        raise UserValueError(f"init_from_group0 applies to TF1 and Hugging Face checkpoints; "
+                             f"{path} is a {fmt} checkpoint")
     if fmt == "tf1":
         return load_tf1_checkpoint(model, path, init_from_group0=init_from_group0)
     if fmt == "huggingface":
@@ -494,7 +495,7 @@ def restore_for_training(model, path: str, init_from_group0: bool = False,
         try:
             model.load_weights(path)
         except (ValueError, KeyError) as err:
-            raise ValueError(
+            raise UserValueError(
                 f"{path}: cannot load these Keras weights into {type(model).__name__} ({err}); a "
                 ".weights.h5 file only fits the model class and config that wrote it. To move "
                 "weights between model classes, convert through the TF1 format "
@@ -538,7 +539,7 @@ class OfficialModel:
         """
         tok = self.tokenizer
         if tok.mask_id < 0:
-            raise ValueError(f"the vocabulary {tok.vocab_file} has no {MASK_TOKEN} token")
+            raise UserValueError(f"the vocabulary {tok.vocab_file} has no {MASK_TOKEN} token")
         ids, positions = [tok.cls_id], []
         for index, part in enumerate(text.split(MASK_TOKEN)):
             if index:
@@ -554,8 +555,8 @@ class OfficialModel:
         ids.append(tok.sep_id)
         limit = self.config.max_position_embeddings
         if len(ids) > limit:
-            raise ValueError(f"{text[:40]!r}...: {len(ids)} tokens with [CLS] and [SEP], more "
-                             f"than max_position_embeddings ({limit})")
+            raise UserValueError(f"{text[:40]!r}...: {len(ids)} tokens with [CLS] and [SEP], more "
+                                 f"than max_position_embeddings ({limit})")
         return ids, positions
 
     def fill_mask(self, text: str, top_k: int = 5) -> List[List[Tuple[str, float]]]:
@@ -567,7 +568,7 @@ class OfficialModel:
         """
         ids, positions = self.encode_with_masks(text)
         if not positions:
-            raise ValueError(f"no {MASK_TOKEN} in {text!r}")
+            raise UserValueError(f"no {MASK_TOKEN} in {text!r}")
         outputs = self.model({"input_ids": np.array([ids], np.int32),
                               "masked_lm_positions": np.array([positions], np.int32)})
         logits = np.asarray(outputs["mlm_logits"], np.float64)[0]
@@ -604,12 +605,12 @@ def find_config_file(directory: str) -> str:
         found = _matching(base, [CONFIG_FILE], CONFIG_PATTERN)
         if len(found) > 1:
             listed = ", ".join(map(os.path.basename, found))
-            raise ValueError(f"{base}: several config files ({listed}); keep only the one "
-                             "that belongs to the checkpoint")
+            raise UserValueError(f"{base}: several config files ({listed}); keep only the one "
+                                 "that belongs to the checkpoint")
         if found:
             return found[0]
-    raise FileNotFoundError(f"{directory}: no config file (looked for {CONFIG_FILE} and "
-                            f"{CONFIG_PATTERN}, also under assets/)")
+    raise UserFileNotFoundError(f"{directory}: no config file (looked for {CONFIG_FILE} and "
+                                f"{CONFIG_PATTERN}, also under assets/)")
 
 
 def find_vocabulary(directory: str) -> Tuple[str, str]:
@@ -624,9 +625,9 @@ def find_vocabulary(directory: str) -> Tuple[str, str]:
     for base in _search_dirs(directory):
         spm = _matching(base, [SPM_MODEL_FILE]) or _matching(base, pattern="*.model")
         if len(spm) > 1:
-            raise ValueError(f"{base}: several SentencePiece models "
-                             f"({', '.join(map(os.path.basename, spm))}); keep only the one "
-                             "that belongs to the checkpoint")
+            raise UserValueError(f"{base}: several SentencePiece models "
+                                 f"({', '.join(map(os.path.basename, spm))}); keep only the one "
+                                 "that belongs to the checkpoint")
         if spm:
             return "sentencepiece", spm[0]
         vocab = _matching(base, WORDPIECE_VOCAB_FILES)
@@ -636,11 +637,12 @@ def find_vocabulary(directory: str) -> Tuple[str, str]:
                 with open(path, "rb") as handle:
                     contents.add(handle.read())
             if len(contents) > 1:
-                raise ValueError(f"{base}: {' and '.join(map(os.path.basename, vocab))} differ; "
-                                 "keep only the vocabulary that belongs to the checkpoint")
+                names = " and ".join(map(os.path.basename, vocab))
+                raise UserValueError(f"{base}: {names} differ; "
+                                     "keep only the vocabulary that belongs to the checkpoint")
         if vocab:
             return "wordpiece", vocab[0]
-    raise FileNotFoundError(
+    raise UserFileNotFoundError(
         f"{directory}: no vocabulary (looked for a SentencePiece {SPM_MODEL_FILE} or *.model "
         f"and a WordPiece {' or '.join(WORDPIECE_VOCAB_FILES)}, also under assets/)")
 
@@ -692,8 +694,8 @@ def from_official_dir(directory: str, model_class=None, init_from_group0: bool =
 
     model_class = model_class or models.AlbertPretrainer
     if not os.path.isdir(directory):
-        raise FileNotFoundError(f"{directory}: not a directory (expected a model download "
-                                "with albert_config.json, a vocabulary and a checkpoint)")
+        raise UserFileNotFoundError(f"{directory}: not a directory (expected a model download "
+                                    "with albert_config.json, a vocabulary and a checkpoint)")
     config_file = find_config_file(directory)
     config = AlbertConfig.from_json_file(config_file)
     kind, vocab_file = find_vocabulary(directory)

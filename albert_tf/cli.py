@@ -1,18 +1,121 @@
-"""Flags shared by the run_*.py CLIs (runtime: distribution, precision, XLA, seed).
+"""What every command line shares: the error contract (`run`, `ArgumentParser`,
+`guard`) and the run_*.py CLIs' runtime flags (distribution, precision, XLA, seed).
+
+The error contract (albert_tf/errors.py): a `UserError`, an absl
+`app.UsageError` raised by our own checks, or a flag that does not parse
+prints `<prog>: error: <message>` on stderr and exits 2, with no usage dump and
+no traceback; `--help` / `--helpfull` print the complete help as always; any
+other exception is a bug and keeps its traceback; Ctrl-C exits 130 with one
+line saying what was kept.
 
 Only the CLIs' modules call `define_runtime_flags()` (at import) and read flags;
-library code receives plain values.
+library code receives plain values. This module imports TensorFlow only when
+those flags are defined or read, so the data-preparation CLIs use `run` without it.
 """
 from __future__ import annotations
 
+import argparse
+import os
+import re
+import sys
+from typing import Callable, Optional, Sequence, Union
+
 from absl import flags
 
-from albert_tf import distribute, fused_ops
+from albert_tf import errors
+
+Interrupted = Union[None, str, Callable[[], Optional[str]]]
+
+
+def program_name(argv: Optional[Sequence[str]] = None) -> str:
+    """The name errors are prefixed with: the script's file name (`run_squad.py`,
+    `fill_mask.py` for `python -m albert_tf.fill_mask`)."""
+    argv = sys.argv if argv is None else argv
+    return os.path.basename(argv[0]) if argv and argv[0] else "albert_tf"
+
+
+def report(prog: str, message: object) -> None:
+    """Prints `<prog>: error: <message>` on stderr."""
+    text = str(message).strip() or type(message).__name__
+    sys.stderr.write(f"{prog}: error: {text}\n")
+    sys.stderr.flush()
+
+
+def fail(prog: str, message: object, status: int = errors.EXIT_USER_ERROR):
+    """Prints `<prog>: error: <message>` on stderr and exits with `status`."""
+    report(prog, message)
+    sys.exit(status)
+
+
+def _interrupted_line(prog: str, interrupted: Interrupted) -> str:
+    what = interrupted() if callable(interrupted) else interrupted
+    return f"{prog}: interrupted" + (f": {what}" if what else "")
+
+
+def guard(main: Callable, argv, prog: str, interrupted: Interrupted = None):
+    """Calls `main(argv)` under the error contract; returns what it returns, or the exit
+    status after printing the one line of a user error (2) or an interrupt (130).
+
+    `interrupted` (a string, or a function called at Ctrl-C time) says what was
+    kept and how to resume, e.g. "checkpoints in runs/x are kept; rerun the same
+    command to resume".
+    """
+    from absl import app
+
+    try:
+        return main(argv)
+    except (errors.UserError, app.UsageError) as err:
+        report(prog, err)
+        return errors.EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        try:
+            line = _interrupted_line(prog, interrupted)
+        except Exception:  # noqa: BLE001 -- the message must not hide the interrupt
+            line = f"{prog}: interrupted"
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+        return errors.EXIT_INTERRUPTED
+
+
+def _flags_parser(prog: str):
+    def parse(argv):
+        try:
+            return flags.FLAGS(argv)
+        except flags.Error as err:  # a wrong type, an unknown or a missing required flag
+            required = re.search(r"Flag (--\w+) must have a value other than None", str(err))
+            message = f"{required.group(1)} is required" if required else str(err)
+            fail(prog, f"{message} (see --help)")
+    return parse
+
+
+def run(main: Callable, *, interrupted: Interrupted = None, argv=None) -> None:
+    """`absl.app.run(main)` under the error contract (see the module docstring).
+
+    absl's own handling of `app.UsageError` would print the whole usage before
+    the message, and its flag errors exit 1 after a "FATAL" line; here both are
+    one `<prog>: error:` line and status 2. `--help` stays absl's.
+    """
+    from absl import app
+
+    argv = sys.argv if argv is None else argv
+    prog = program_name(argv)
+    app.run(lambda args: guard(main, args, prog, interrupted), argv=argv,
+            flags_parser=_flags_parser(prog))
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with the error contract: a bad argument prints one `<prog>: error:` line
+    (no usage dump) and exits 2; `--help` is argparse's complete help."""
+
+    def error(self, message):
+        fail(self.prog, f"{message} (see --help)")
 
 
 def define_runtime_flags() -> None:
     """Defines --strategy, the original's TPU flags, --mixed_precision, --jit_compile,
     --gradient_accumulation_steps and --seed."""
+    from albert_tf import distribute
+
     flags.DEFINE_enum("strategy", "one_device", list(distribute.STRATEGIES),
                       "Distribution strategy (multi_worker_mirrored reads TF_CONFIG).")
     flags.DEFINE_bool("use_tpu", False, "Same as --strategy=tpu (the original's flag).")
@@ -34,6 +137,8 @@ def define_runtime_flags() -> None:
 
 def define_export_flags() -> None:
     """Defines --export_layer_norm (how an --export_dir SavedModel spells its LayerNorms)."""
+    from albert_tf import fused_ops
+
     flags.DEFINE_enum(
         "export_layer_norm", "auto", list(fused_ops.EXPORT_LAYER_NORMS),
         "LayerNorms of the --export_dir SavedModel: 'onednn' runs them in one fused kernel "
@@ -45,6 +150,64 @@ def define_export_flags() -> None:
 
 def strategy_from_flags(values=flags.FLAGS):
     """The tf.distribute strategy the runtime flags ask for."""
+    from albert_tf import distribute
+
     name = "tpu" if values.use_tpu else values.strategy
     return distribute.get_strategy(name, tpu_address=values.tpu_name or values.master,
                                    tpu_zone=values.tpu_zone, gcp_project=values.gcp_project)
+
+
+def check_options(validate: Callable, *args) -> None:
+    """Runs an options object's `validate(*args)`, whose ValueErrors name a wrong flag by
+    contract, turning them into UserError (only those: ValueErrors elsewhere stay bugs)."""
+    try:
+        validate(*args)
+    except errors.UserError:
+        raise
+    except ValueError as err:
+        raise errors.UserValueError(str(err)) from err
+
+
+def for_flag(flag: str, fn: Callable, *args):
+    """`fn(*args)`; a UserError it raises is re-raised with `flag` in front of its message
+    (for library checks that name a file or pattern but not the flag it came from)."""
+    try:
+        return fn(*args)
+    except errors.UserError as err:
+        if str(err).startswith(flag):
+            raise
+        raise errors.UserValueError(f"{flag}: {err}") from err
+
+
+def require(*names: str, values=flags.FLAGS) -> None:
+    """A UserError naming the first of the flags `names` that is not set."""
+    for name in names:
+        if not getattr(values, name):
+            raise errors.UserValueError(f"--{name} is required (see --help)")
+
+
+def load_albert_config(path: str, flag: str = "--albert_config_file"):
+    """The AlbertConfig in `path`; a missing, empty or invalid file is a UserError naming
+    `flag` or the file."""
+    from albert_tf.config import AlbertConfig
+
+    errors.check_file(path, flag, "albert_config.json file")
+    return AlbertConfig.from_json_file(path)
+
+
+def check_init_checkpoint(path: Optional[str], flag: str = "--init_checkpoint") -> None:
+    """A UserError naming `flag` when `path` is neither a file, a directory nor a TF1 /
+    tf.train.Checkpoint prefix (`path`.index); the loaders check the content later."""
+    if not path or "://" in path:
+        return
+    if not os.path.exists(path) and not os.path.exists(path + ".index"):
+        raise errors.UserFileNotFoundError(
+            f"{flag}={path}: no such checkpoint (not a file, a directory, or a prefix with "
+            f"{os.path.basename(path)}.index beside it)")
+
+
+def resume_hint(output_dir: Optional[str], what: str = "checkpoints") -> str:
+    """The Ctrl-C line of a training CLI: what is kept and how to resume."""
+    if not output_dir:
+        return ""
+    return f"{what} in {output_dir} are kept; rerun the same command to resume"

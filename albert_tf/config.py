@@ -26,6 +26,7 @@ import math
 from typing import Any, Dict, Mapping
 
 from albert_tf import fileio
+from albert_tf.errors import UserFileNotFoundError, UserValueError
 
 SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "relu", "tanh", "linear")
 SHARING_MODES = ("all", "attention", "ffn", "none")
@@ -152,14 +153,19 @@ class AlbertConfig:
         try:
             with open(path, encoding="utf-8") as handle:
                 values = json.load(handle)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}: not valid JSON ({err})") from err
+        except FileNotFoundError as err:
+            raise UserFileNotFoundError(f"{path}: no such config file") from err
+        except IsADirectoryError as err:
+            raise UserFileNotFoundError(f"{path} is a directory; give its albert_config.json "
+                                        "file") from err
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise UserValueError(f"{path}: not valid JSON ({err})") from err
         if not isinstance(values, dict):
-            raise ValueError(f"{path}: expected a JSON object, got {type(values).__name__}")
+            raise UserValueError(f"{path}: expected a JSON object, got {type(values).__name__}")
         try:
             return cls.from_dict(values)
         except (TypeError, ValueError) as err:
-            raise ValueError(f"{path}: {err}") from err
+            raise UserValueError(f"{path}: {err}") from err
 
     def to_json_string(self) -> str:
         """JSON with 2-space indent and sorted keys, as the original writes it."""

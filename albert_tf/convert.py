@@ -17,9 +17,13 @@ from the input is reported and written with its initial values.
 from __future__ import annotations
 
 import os
-import sys
 
-from absl import app, flags
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import flags  # noqa: E402
+
+from albert_tf.errors import (UserFileNotFoundError, UserValueError,  # noqa: E402
+                              check_file)
 
 FORMATS = ["auto", "tf1", "hf", "keras_h5", "tf_checkpoint"]
 MODELS = ["pretrainer", "encoder", "classifier", "span_labeler", "squad_v2", "multiple_choice"]
@@ -78,8 +82,8 @@ def find_config(input_path: str, config_file=None):
     try:
         return AlbertConfig.from_json_file(checkpoints.find_config_file(base or "."))
     except FileNotFoundError:
-        raise ValueError(f"no config for {input_path} (albert_config.json or "
-                         "albert_config_*.json): pass --albert_config_file") from None
+        raise UserValueError(f"no config for {input_path} (albert_config.json or "
+                             "albert_config_*.json): pass --albert_config_file") from None
 
 
 def load(model, path: str, fmt: str = "auto", init_from_group0: bool = False):
@@ -93,9 +97,9 @@ def load(model, path: str, fmt: str = "auto", init_from_group0: bool = False):
     if fmt == "hf":
         return hf_weights.load_hf_checkpoint(model, path, init_from_group0=init_from_group0)
     if fmt == "keras_h5" and not path.endswith(".h5"):
-        raise ValueError(f"{path}: a Keras weights file must end with .weights.h5")
+        raise UserValueError(f"{path}: a Keras weights file must end with .weights.h5")
     if fmt == "tf_checkpoint" and checkpoints.detect_format(path) != "tf_checkpoint":
-        raise ValueError(f"{path} is not a tf.train.Checkpoint")
+        raise UserValueError(f"{path} is not a tf.train.Checkpoint")
     return checkpoints.restore_for_training(model, path)
 
 
@@ -116,11 +120,11 @@ def save(model, path: str, fmt: str = "auto", global_step=None) -> str:
     if fmt == "hf":
         left_out = hf_weights.save_hf_checkpoint(model, path)
         if left_out:
-            raise ValueError(f"these variables have no Hugging Face name: {left_out}")
+            raise UserValueError(f"these variables have no Hugging Face name: {left_out}")
         return f"Hugging Face directory {path}"
     if fmt == "keras_h5":
         if not path.endswith(".weights.h5"):
-            raise ValueError(f"{path}: a Keras weights file must end with .weights.h5")
+            raise UserValueError(f"{path}: a Keras weights file must end with .weights.h5")
         directory = os.path.dirname(path)
         if directory:
             os.makedirs(directory, exist_ok=True)
@@ -131,7 +135,7 @@ def save(model, path: str, fmt: str = "auto", global_step=None) -> str:
     written = tf.train.Checkpoint(model=model).write(path)
     stored = [n for n, _ in tf.train.list_variables(written) if n.startswith("model/")]
     if len(stored) < len(model.weights):
-        raise ValueError(
+        raise UserValueError(
             f"tf.train.Checkpoint stored {len(stored)} of the model's {len(model.weights)} "
             f"variables in {written}: some layers are not tracked by TensorFlow's object "
             "graph; use --output_format=tf1 or keras_h5")
@@ -140,20 +144,22 @@ def save(model, path: str, fmt: str = "auto", global_step=None) -> str:
 
 def main(argv):
     del argv
-    from albert_tf import checkpoints
-
     args = flags.FLAGS
-    try:
-        config = find_config(args.input, args.albert_config_file)
-        model = build_model(args.model, config, args.num_labels, args.num_choices)
-        report = load(model, args.input, args.input_format, args.init_from_group0)
-        print(report.summary())
-        print("Wrote", save(model, args.output, args.output_format, args.global_step))
-    except (checkpoints.CheckpointMismatchError, ValueError, FileNotFoundError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(1)
+    if args.albert_config_file:
+        check_file(args.albert_config_file, "--albert_config_file", "albert_config.json file")
+    if "://" not in args.input and not os.path.exists(args.input) and not os.path.exists(
+            args.input + ".index"):
+        raise UserFileNotFoundError(f"--input={args.input}: no such file, directory or "
+                                    "checkpoint prefix")
+    config = find_config(args.input, args.albert_config_file)
+    model = build_model(args.model, config, args.num_labels, args.num_choices)
+    report = load(model, args.input, args.input_format, args.init_from_group0)
+    print(report.summary())
+    print("Wrote", save(model, args.output, args.output_format, args.global_step))
 
 
 if __name__ == "__main__":
+    from albert_tf import cli
+
     define_flags()
-    app.run(main)
+    cli.run(main)

@@ -15,12 +15,11 @@ release, or the output directory of run_pretraining.py. Prints, for each
 from __future__ import annotations
 
 import os
-import sys
 from typing import Callable, List, Optional, Sequence, Tuple
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags  # noqa: E402
+from absl import flags  # noqa: E402
 
 from albert_tf.tokenization import SPIECE_UNDERLINE  # noqa: E402
 
@@ -60,32 +59,32 @@ def format_predictions(sentence: str, predictions,
 
 
 def main(argv):
+    from albert_tf.checkpoints import from_official_dir
+    from albert_tf.errors import UserValueError, check_dir
+
     sentences = argv[1:]
     if not sentences:
-        raise app.UsageError('give at least one sentence with [MASK], e.g. '
+        raise UserValueError('give at least one sentence with [MASK] after the flags, e.g. '
                              '"The [MASK] of France is Paris."')
     missing = [s for s in sentences if "[MASK]" not in s]
     if missing:
-        raise app.UsageError(f"no [MASK] in: {missing[0]!r}")
+        raise UserValueError(f"no [MASK] in: {missing[0]!r}")
     if not flags.FLAGS.model_dir:
-        raise app.UsageError("--model_dir is required")
+        raise UserValueError("--model_dir is required (see --help)")
     if flags.FLAGS.top_k < 1:
-        raise app.UsageError(f"--top_k must be at least 1, got {flags.FLAGS.top_k}")
-    from albert_tf.checkpoints import from_official_dir
-
-    try:
-        official = from_official_dir(flags.FLAGS.model_dir,
-                                     do_lower_case=flags.FLAGS.do_lower_case)
-        results = predict(flags.FLAGS.model_dir, sentences, flags.FLAGS.top_k, official)
-    except (OSError, ValueError) as err:  # missing files, mismatches, over-long sentences
-        sys.exit(f"fill_mask: error: {err}")
+        raise UserValueError(f"--top_k must be at least 1, got {flags.FLAGS.top_k}")
+    check_dir(flags.FLAGS.model_dir, "--model_dir", "model directory")
+    official = from_official_dir(flags.FLAGS.model_dir, do_lower_case=flags.FLAGS.do_lower_case)
+    results = predict(flags.FLAGS.model_dir, sentences, flags.FLAGS.top_k, official)
     for sentence, predictions in zip(sentences, results):
         print(format_predictions(sentence, predictions, official.tokenizer.token_text))
 
 
 if __name__ == "__main__":
+    from albert_tf import cli
+
     flags.DEFINE_string("model_dir", None, "Official-style model directory.")
     flags.DEFINE_integer("top_k", 5, "Candidates shown per [MASK].")
     flags.DEFINE_bool("do_lower_case", True, "Lower-case the text (the official English and "
                       "Chinese models are uncased).")
-    app.run(main)
+    cli.run(main)

@@ -18,7 +18,8 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import checkpoints, distribute, fileio, optimization, training
+from albert_tf import errors
+from albert_tf import checkpoints, distribute, fileio, optimization, run_dir, training
 
 BEST_PREFIX = "model.ckpt-best"
 CHECKPOINT_SUBDIR = "checkpoints"
@@ -32,6 +33,11 @@ class BestCheckpointTracker:
     and `best_trial.txt` (`global_step:best_step:best_value`, as the original),
     and its weights in `model.ckpt-best.{index,data-*}`. State survives restarts.
     Non-chief workers (`write=False`) track but write nothing.
+
+    Interruptions: an evaluation's block is appended to eval_results.txt last,
+    after a new best's export, best_trial.txt and best_eval.json (in that
+    order), so a step missing from eval_results.txt was not fully recorded and
+    `evaluated_steps` lets the resumed run evaluate it again.
     """
 
     def __init__(self, output_dir: str, metric: str, higher_is_better: bool = True,
@@ -45,6 +51,15 @@ class BestCheckpointTracker:
         if tf.io.gfile.exists(self.state_path):
             with tf.io.gfile.GFile(self.state_path) as handle:
                 self.best = json.load(handle)
+
+    def evaluated_steps(self) -> set:
+        """The global steps whose evaluation eval_results.txt records."""
+        path = os.path.join(self.output_dir, "eval_results.txt")
+        if not tf.io.gfile.exists(path):
+            return set()
+        with tf.io.gfile.GFile(path) as handle:
+            return {int(float(line.split("=", 1)[1])) for line in handle.read().splitlines()
+                    if line.startswith("global_step =")}
 
     def _improves(self, value: float) -> bool:
         if self.best is None:
@@ -65,13 +80,6 @@ class BestCheckpointTracker:
         if not self.write:
             self.best = results if improved else self.best
             return improved
-        path = os.path.join(self.output_dir, "eval_results.txt")
-        previous = ""
-        if tf.io.gfile.exists(path):
-            with tf.io.gfile.GFile(path) as handle:
-                previous = handle.read()
-        lines = [f"{key} = {results[key]}" for key in sorted(results)]
-        fileio.atomic_write_text(path, previous + "\n".join(lines) + "\n")
         if summary_writer is not None:
             with summary_writer.as_default(step=step):
                 for key, value in metrics.items():
@@ -80,14 +88,38 @@ class BestCheckpointTracker:
         if improved:
             checkpoints.save_tf1_checkpoint(model, os.path.join(self.output_dir, BEST_PREFIX),
                                             global_step=step)
-            self.best = results
-            fileio.atomic_write_text(self.state_path,
-                                     json.dumps(self.best, indent=2, default=float) + "\n")
             fileio.atomic_write_text(os.path.join(self.output_dir, "best_trial.txt"),
                                      f"{step}:{step}:{metrics[self.metric]}\n")
+            fileio.atomic_write_text(self.state_path,
+                                     json.dumps(results, indent=2, default=float) + "\n")
+            self.best = results
             logging.info("new best %s %.4g: exported %s", self.metric, metrics[self.metric],
                          BEST_PREFIX)
+        path = os.path.join(self.output_dir, "eval_results.txt")
+        previous = ""
+        if tf.io.gfile.exists(path):
+            with tf.io.gfile.GFile(path) as handle:
+                previous = handle.read()
+        lines = [f"{key} = {results[key]}" for key in sorted(results)]
+        fileio.atomic_write_text(path, previous + "\n".join(lines) + "\n")
         return improved
+
+
+def evaluate_unrecorded_checkpoint(trainer: training.Trainer, tracker: BestCheckpointTracker,
+                                   evaluate_now: Callable[[int], None]) -> None:
+    """Before a resumed run trains on: evaluates the latest checkpoint if eval_results.txt
+    does not record it (the previous run was interrupted between saving and recording it),
+    so that every checkpoint is evaluated once, as in an uninterrupted run."""
+    latest = tf.train.latest_checkpoint(trainer.config.output_dir)
+    if latest is None:
+        return
+    step = int(latest.rsplit("-", 1)[1])
+    if step in tracker.evaluated_steps():
+        return
+    trainer.restore_latest()
+    logging.info("%s was saved but not evaluated (an interrupted run): evaluating it first",
+                 latest)
+    evaluate_now(step)
 
 
 class ExampleMeanTask(training.Task):
@@ -181,7 +213,8 @@ def run_finetuning(options: FinetuningOptions, build_model: Callable[[str], kera
                    evaluate_fn: Optional[Callable[[keras.Model, int], Dict]] = None,
                    predict_fn: Optional[Callable[[keras.Model], Dict]] = None,
                    higher_is_better: bool = True,
-                   strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
+                   strategy: Optional[tf.distribute.Strategy] = None,
+                   identity: Optional[run_dir.RunIdentity] = None) -> Dict:
     """Trains, evaluates and predicts; returns {"train", "eval", "best", "predict", "model"}.
 
     build_model(dtype_policy) -> an unbuilt task model (built here, in the strategy scope).
@@ -191,8 +224,13 @@ def run_finetuning(options: FinetuningOptions, build_model: Callable[[str], kera
         checkpoint when do_eval, or once on the latest checkpoint without do_train.
     predict_fn(model) -> anything; called with the best weights (model.ckpt-best, or
         the final weights when nothing was evaluated) when do_predict.
-    Output directory: checkpoints/ (resumable), train/ logs, eval_results.txt,
-    best_eval.json, best_trial.txt, model.ckpt-best.*.
+    identity: what the run is (`run_dir.RunIdentity`: task, model config); default the
+        task's class, the metric and the model's config. An output_dir holding a run of
+        another identity is refused before anything is written (`run_dir.OutputDirError`).
+    Output directory: albert_tf_run.json (the identity), checkpoints/ (resumable), train/
+    logs, eval_results.txt, best_eval.json, best_trial.txt, model.ckpt-best.*. A rerun of
+    the same command resumes from the latest checkpoint, first evaluating it when an
+    interruption left it unevaluated.
     """
     strategy = strategy or tf.distribute.get_strategy()
     options.validate(strategy.num_replicas_in_sync)
@@ -202,12 +240,18 @@ def run_finetuning(options: FinetuningOptions, build_model: Callable[[str], kera
         raise ValueError("do_eval needs an evaluate_fn")
     if options.seed is not None:
         keras.utils.set_random_seed(options.seed)
-    tf.io.gfile.makedirs(options.output_dir)
     chief = distribute.is_chief(strategy)
+    if identity is not None:
+        run_dir.claim_output_dir(options.output_dir, identity, write=chief)
     ckpt_dir = os.path.join(options.output_dir, CHECKPOINT_SUBDIR)
     with strategy.scope():
         model = build_model(options.mixed_precision)
         model.build()
+    if identity is None:
+        run_dir.claim_output_dir(options.output_dir, run_dir.RunIdentity.of(
+            run_dir.FINETUNING, type(task).__name__, getattr(model, "config", None),
+            metric=metric), write=chief)
+    with strategy.scope():
         optimizer = optimization.create_optimizer(
             options.learning_rate, options.train_step, options.warmup_step, options.optimizer,
             clip_norm=None)
@@ -237,13 +281,15 @@ def run_finetuning(options: FinetuningOptions, build_model: Callable[[str], kera
         tracker.record(step, results["eval"], model, eval_writer)
 
     if options.do_train:
+        if options.do_eval and resuming:
+            evaluate_unrecorded_checkpoint(trainer, tracker, evaluate_now)
         results["train"] = trainer.train(train_dataset_fn,
                                          on_checkpoint=evaluate_now if options.do_eval else None)
     elif options.do_eval or (options.do_predict and tracker.best is None):
         if tf.train.latest_checkpoint(ckpt_dir):
             trainer.restore_latest()
         elif not options.init_checkpoint:
-            raise FileNotFoundError(f"nothing to evaluate: no checkpoint in {ckpt_dir} and no "
+            raise errors.UserFileNotFoundError(f"nothing to evaluate: no checkpoint in {ckpt_dir} and no "
                                     "--init_checkpoint")
     if options.do_eval and "eval" not in results:
         evaluate_now(trainer.step)

@@ -38,6 +38,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 import numpy as np
 
 from albert_tf import checkpoints, fileio, tf1_names
+from albert_tf.errors import UserFileNotFoundError, UserValueError
 from albert_tf.config import AlbertConfig
 
 HF_BASE_PREFIX = "albert."
@@ -110,23 +111,23 @@ def _hf_to_tf1_table(names) -> Dict[str, Tuple[str, bool]]:
 def config_from_hf(values: Mapping, source: str = "config.json") -> AlbertConfig:
     """An AlbertConfig from a Hugging Face ALBERT `config.json` dict."""
     if values.get("model_type", "albert") != "albert":
-        raise ValueError(f"{source}: model_type is {values.get('model_type')!r}, not 'albert'")
+        raise UserValueError(f"{source}: model_type is {values.get('model_type')!r}, not 'albert'")
     act = values.get("hidden_act", "gelu_new")
     if act == "gelu":
-        raise ValueError(f"{source}: hidden_act 'gelu' is Hugging Face's exact (erf) GELU; "
-                         "ALBERT uses the tanh approximation ('gelu_new'), and this project "
-                         "implements only that one")
+        raise UserValueError(f"{source}: hidden_act 'gelu' is Hugging Face's exact (erf) GELU; "
+                             "ALBERT uses the tanh approximation ('gelu_new'), and this project "
+                             "implements only that one")
     acts = {"gelu_new": "gelu", "gelu_pytorch_tanh": "gelu", "relu": "relu", "tanh": "tanh",
             "linear": "linear"}
     if act not in acts:
-        raise ValueError(f"{source}: hidden_act {act!r} is not supported")
+        raise UserValueError(f"{source}: hidden_act {act!r} is not supported")
     eps = values.get("layer_norm_eps", 1e-12)
     if abs(eps - 1e-12) > 1e-15:
-        raise ValueError(f"{source}: layer_norm_eps is {eps}; ALBERT (and this project) "
-                         "uses 1e-12")
+        raise UserValueError(f"{source}: layer_norm_eps is {eps}; ALBERT (and this project) "
+                             "uses 1e-12")
     if values.get("position_embedding_type", "absolute") != "absolute":
-        raise ValueError(f"{source}: position_embedding_type "
-                         f"{values['position_embedding_type']!r} is not supported")
+        raise UserValueError(f"{source}: position_embedding_type "
+                             f"{values['position_embedding_type']!r} is not supported")
     fields = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
               "num_hidden_groups", "num_attention_heads", "intermediate_size",
               "inner_group_num", "hidden_dropout_prob", "attention_probs_dropout_prob",
@@ -136,15 +137,15 @@ def config_from_hf(values: Mapping, source: str = "config.json") -> AlbertConfig
     try:
         return AlbertConfig.from_dict(kwargs)
     except ValueError as err:
-        raise ValueError(f"{source}: {err}") from err
+        raise UserValueError(f"{source}: {err}") from err
 
 
 def config_to_hf(config: AlbertConfig, architectures: List[str],
                  extra: Optional[Mapping] = None) -> Dict:
     """A Hugging Face ALBERT `config.json` dict for `config`."""
     if config.parameter_sharing not in ("all", "none"):
-        raise ValueError(f"parameter_sharing={config.parameter_sharing!r} has no Hugging Face "
-                         "layout (only 'all' and 'none' do)")
+        raise UserValueError(f"parameter_sharing={config.parameter_sharing!r} has no Hugging Face "
+                             "layout (only 'all' and 'none' do)")
     groups = (config.num_hidden_layers if config.parameter_sharing == "none"
               else config.num_hidden_groups)
     act = {"gelu": "gelu_new", "gelu_new": "gelu_new"}.get(config.hidden_act, config.hidden_act)
@@ -178,8 +179,9 @@ def _safetensors_files(directory: str) -> List[str]:
     single = os.path.join(directory, "model.safetensors")
     if os.path.exists(single):
         return [single]
-    raise FileNotFoundError(f"{directory}: no model.safetensors (only the safetensors format is "
-                            "read; convert a pytorch_model.bin with Hugging Face first)")
+    raise UserFileNotFoundError(f"{directory}: no model.safetensors (only the safetensors "
+                                "format is read; convert a pytorch_model.bin with Hugging Face "
+                                "first)")
 
 
 def read_hf_tensors(directory: str) -> Dict[str, np.ndarray]:
@@ -192,8 +194,8 @@ def read_hf_tensors(directory: str) -> Dict[str, np.ndarray]:
         try:
             tensors.update(load_file(path))
         except (SafetensorError, OSError, ValueError, TypeError) as err:
-            raise ValueError(f"cannot read {path} (truncated, corrupt, or a dtype NumPy lacks "
-                             f"such as bfloat16?): {err}") from err
+            raise UserValueError(f"cannot read {path} (truncated, corrupt, or a dtype NumPy lacks "
+                                 f"such as bfloat16?): {err}") from err
     return tensors
 
 
@@ -322,8 +324,8 @@ def _architecture(model) -> Tuple[str, Dict]:
         return "AlbertForQuestionAnswering", {}
     if isinstance(model, AlbertEncoder):
         return "AlbertModel", {}
-    raise ValueError(f"{type(model).__name__} has no Hugging Face counterpart "
-                     "(the SQuAD v2 beam head has none)")
+    raise UserValueError(f"{type(model).__name__} has no Hugging Face counterpart "
+                         "(the SQuAD v2 beam head has none)")
 
 
 def save_hf_checkpoint(model, directory: str) -> List[str]:

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import glob
-from typing import Dict, List, Optional, Sequence, Union
+import re
+from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import tensorflow as tf
+from absl import logging
+
+from albert_tf.errors import UserError
 
 INT64 = "int64"
 FLOAT = "float"
@@ -39,24 +43,52 @@ def feature_spec(schema: Dict[str, tuple]) -> Dict[str, tf.io.FixedLenFeature]:
             for name, (kind, length) in schema.items()}
 
 
-class InputError(ValueError):
+class InputError(UserError, ValueError):
     """An input file is missing, malformed or does not match the expected schema."""
 
 
+# data_prep's JSON summary (`train.summary.json`; `train.tfrecord.summary.json` before).
+SUMMARY_SUFFIX = ".summary.json"
+# Skips already logged in this process: the readers expand the same patterns at
+# every evaluation and for every input pipeline, the log should say it once.
+_LOGGED_SKIPS: Set[Tuple[str, ...]] = set()
+
+
 def expand_patterns(patterns: Union[str, Sequence[str]]) -> List[str]:
-    """Comma lists and globs -> sorted unique file list; a pattern matching nothing is an error."""
+    """Comma lists and globs -> sorted unique file list; a pattern matching nothing is an error.
+
+    A data-prep summary (`*.summary.json`) matched by a glob is skipped (logged
+    once per process); one named explicitly is an error.
+    """
     if isinstance(patterns, str):
         patterns = [patterns]
-    files = []
+    files, skipped = [], []
     for item in patterns:
         for pattern in filter(None, (p.strip() for p in item.split(","))):
-            matched = sorted(tf.io.gfile.glob(pattern)) if glob.has_magic(pattern) else (
-                [pattern] if tf.io.gfile.exists(pattern) else [])
+            if not glob.has_magic(pattern):
+                if not tf.io.gfile.exists(pattern):
+                    raise InputError(f"input pattern {pattern!r} matches no file")
+                if pattern.endswith(SUMMARY_SUFFIX):
+                    raise InputError(f"{pattern}: a data-prep summary (JSON), not a TFRecord "
+                                     "file; give the TFRecord files it describes")
+                files.append(pattern)
+                continue
+            matched = sorted(tf.io.gfile.glob(pattern))
+            kept = [path for path in matched if not path.endswith(SUMMARY_SUFFIX)]
             if not matched:
                 raise InputError(f"input pattern {pattern!r} matches no file")
-            files.extend(matched)
+            if not kept:
+                raise InputError(f"input pattern {pattern!r} matches only data-prep summaries "
+                                 f"({', '.join(matched)}), no TFRecord file")
+            skipped.extend(path for path in matched if path.endswith(SUMMARY_SUFFIX))
+            files.extend(kept)
     if not files:
         raise InputError("no input files given")
+    skipped = tuple(dict.fromkeys(skipped))
+    if skipped and skipped not in _LOGGED_SKIPS:
+        _LOGGED_SKIPS.add(skipped)
+        logging.info("input: skipped %d data-prep summary file(s) matched by a glob (not "
+                     "TFRecords): %s", len(skipped), ", ".join(skipped))
     return list(dict.fromkeys(files))
 
 
@@ -72,11 +104,17 @@ def _example_kinds(example: tf.train.Example) -> Dict[str, tuple]:
 
 def validate_file(path: str, schema: Dict[str, tuple]) -> None:
     """Checks the first record of `path` against `schema`; errors name the feature and the file."""
+    if tf.io.gfile.isdir(path):
+        raise InputError(f"{path}: a directory, not a TFRecord file")
     try:
         record = next(iter(tf.data.TFRecordDataset([path]).take(1)), None)
     except tf.errors.DataLossError as err:
-        raise InputError(f"{path}: not a readable TFRecord file ({err.message.strip()})") from err
+        raise InputError(f"{path}: not a readable TFRecord file ({_reason(err)})") from err
     if record is None:
+        size = tf.io.gfile.stat(path).length
+        if size:  # shorter than a record header: TensorFlow reads it as no records
+            raise InputError(f"{path}: not a readable TFRecord file ({size} bytes, no "
+                             "complete record)")
         raise InputError(f"{path}: contains no records")
     try:
         example = tf.train.Example.FromString(record.numpy())
@@ -104,7 +142,13 @@ def locate_corruption(files: Sequence[str]) -> None:
             for _ in tf.data.TFRecordDataset([path]):
                 pass
         except tf.errors.DataLossError as err:
-            raise InputError(f"{path}: corrupted TFRecord ({err.message.strip()})") from err
+            raise InputError(f"{path}: corrupted TFRecord ({_reason(err)})") from err
+
+
+def _reason(err: tf.errors.OpError) -> str:
+    """TensorFlow's message without the op and function names around it."""
+    message = re.sub(r"\{\{[^}]*\}\}\s*", "", err.message)
+    return re.sub(r"\s*\[Op:[^\]]*\].*$", "", message, flags=re.S).strip()
 
 
 @dataclasses.dataclass

@@ -16,7 +16,8 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import checkpoints, distribute, finetuning, inputs, optimization, training
+from albert_tf import (checkpoints, distribute, finetuning, inputs, optimization, run_dir,
+                       training)
 from albert_tf.config import AlbertConfig
 from albert_tf.models import MLM_LOSS_EPSILON, AlbertPretrainer
 from albert_tf.training import Task
@@ -168,17 +169,23 @@ def run_pretraining(options: PretrainingOptions,
                     strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
     """Trains and/or evaluates; returns {"train": metrics, "eval": metrics, "best": ...}.
 
-    Output directory (re-running the same command resumes from `checkpoints/`):
-      albert_config.json, checkpoints/ckpt-N (tf.train.Checkpoint: model, optimizer,
-      input position), train/ and eval/ TensorBoard logs, eval_results.txt,
-      model.ckpt-best.{index,data-*} (official TF1 format, best masked_lm_accuracy;
-      the final checkpoint when there is no evaluation), best_eval.json.
+    Output directory (re-running the same command resumes from `checkpoints/`, first
+    evaluating the latest checkpoint when an interruption left it unevaluated; a directory
+    holding a fine-tuning run or a run of another model config is refused before anything
+    is written, see `albert_tf.run_dir`):
+      albert_tf_run.json (the run's identity), albert_config.json, checkpoints/ckpt-N
+      (tf.train.Checkpoint: model, optimizer, input position), train/ and eval/
+      TensorBoard logs, eval_results.txt, model.ckpt-best.{index,data-*} (official TF1
+      format, best masked_lm_accuracy; the final checkpoint when there is no evaluation),
+      best_eval.json.
     """
     strategy = strategy or tf.distribute.get_strategy()
     options.validate(strategy.num_replicas_in_sync)
     if options.seed is not None:
         keras.utils.set_random_seed(options.seed)
-    tf.io.gfile.makedirs(options.output_dir)
+    identity = run_dir.RunIdentity.of(run_dir.PRETRAINING, run_dir.PRETRAINING,
+                                      options.albert_config)
+    run_dir.claim_output_dir(options.output_dir, identity, write=distribute.is_chief(strategy))
     if distribute.is_chief(strategy):
         options.albert_config.to_json_file(os.path.join(options.output_dir,
                                                         "albert_config.json"))
@@ -227,6 +234,8 @@ def run_pretraining(options: PretrainingOptions,
 
     if options.do_train:
         train_config = _input_config(options, options.input_file, is_training=True)
+        if options.do_eval and resuming:
+            finetuning.evaluate_unrecorded_checkpoint(trainer, tracker, evaluate_now)
         try:
             results["train"] = trainer.train(
                 _dataset_fn(train_config, options.train_batch_size),

@@ -40,6 +40,8 @@ from __future__ import annotations
 import unicodedata
 from typing import Dict, Iterable, List, Optional, Sequence
 
+from albert_tf.errors import UserError
+
 SPIECE_UNDERLINE = "\u2581"
 PAD_PIECE = "<pad>"
 UNK_PIECE = "<unk>"
@@ -104,7 +106,7 @@ def _needs_digit_comma_split(piece: str) -> bool:
     return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
 
 
-class TokenizerError(ValueError):
+class TokenizerError(UserError, ValueError):
     """A tokenizer cannot be built from what was given (the message names the flag or file)."""
 
 

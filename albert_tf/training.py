@@ -28,13 +28,14 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf import distribute
+from albert_tf.errors import UserError, UserFileNotFoundError, UserValueError
 
 
-class NonFiniteLossError(RuntimeError):
+class NonFiniteLossError(UserError, RuntimeError):
     """Training produced a NaN or infinite loss; the last checkpoint on disk is intact."""
 
 
-class CorruptedInputError(RuntimeError):
+class CorruptedInputError(UserError, RuntimeError):
     """The input pipeline hit a corrupted record (TensorFlow does not say in which file)."""
 
 
@@ -209,6 +210,8 @@ class Trainer:
             save_iterator = False
         checkpoint = self.make_checkpoint(iterator if save_iterator else None)
         manager = self._restore(checkpoint)
+        if self.is_chief:
+            self._trim_jsonl(self.step)
         if self._train_fn is None:
             self._train_fn = self.build_train_function()
         writer = tf.summary.create_file_writer(
@@ -270,7 +273,7 @@ class Trainer:
         """Restores model and optimizer from the newest checkpoint (evaluation-only runs)."""
         latest = tf.train.latest_checkpoint(self.config.output_dir)
         if not latest:
-            raise FileNotFoundError(f"no checkpoint to evaluate in {self.config.output_dir}")
+            raise UserFileNotFoundError(f"no checkpoint to evaluate in {self.config.output_dir}")
         self._restore(self.make_checkpoint())
         return latest
 
@@ -281,6 +284,32 @@ class Trainer:
         tf.io.gfile.makedirs(directory)
         with tf.io.gfile.GFile(os.path.join(directory, "metrics.jsonl"), "a") as handle:
             handle.write(json.dumps(record) + "\n")
+
+    def _trim_jsonl(self, step: int) -> None:
+        """Drops the metrics.jsonl lines of steps after `step` (the checkpoint resumed from):
+        an interrupted run logged windows that the resumed run trains and logs again."""
+        cfg = self.config
+        path = os.path.join(cfg.summary_dir or os.path.join(cfg.output_dir, "train"),
+                            "metrics.jsonl")
+        if not tf.io.gfile.exists(path):
+            return
+        with tf.io.gfile.GFile(path) as handle:
+            lines = handle.read().splitlines()
+        kept = []
+        for line in lines:
+            try:
+                if json.loads(line).get("step", 0) <= step:
+                    kept.append(line)
+            except (ValueError, AttributeError):
+                pass  # a line cut by the interruption
+        if len(kept) == len(lines):
+            return
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with tf.io.gfile.GFile(tmp, "w") as handle:
+            handle.write("".join(line + "\n" for line in kept))
+        tf.io.gfile.rename(tmp, path, overwrite=True)
+        logging.info("%s: dropped %d lines logged after step %d by the interrupted run", path,
+                     len(lines) - len(kept), step)
 
     def _make_iterator(self, dataset_fn):
         """A checkpointable plain iterator on one replica, a distributed one otherwise."""
@@ -346,7 +375,7 @@ def evaluate(strategy, model, task: Task, dataset_fn, metric_names,
             totals[name] += float(value)
         batches += 1
     if batches == 0:
-        raise ValueError("the evaluation data produced no batch (is it smaller than one batch?)")
+        raise UserValueError("the evaluation data produced no batch (is it smaller than one batch?)")
     metrics = task.finalize(totals)
     metrics["eval_batches"] = batches
     return metrics

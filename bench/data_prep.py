@@ -60,7 +60,7 @@ def run_once(corpus: pathlib.Path, output: pathlib.Path, workers: int) -> dict:
     subprocess.run(cmd, check=True, capture_output=True, cwd=REPO,
                    env=dict(os.environ, PYTHONPATH=str(REPO)))
     wall = time.perf_counter() - start
-    summary = json.loads(pathlib.Path(f"{output}.summary.json").read_text())
+    summary = json.loads(output.with_suffix(".summary.json").read_text())  # out-N.summary.json
     return {"wall": wall, "pipeline": summary["seconds"], "instances": summary["instances"],
             "tokens": summary["tokens"]}
 

@@ -34,7 +34,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from data_prep import pipeline
-from data_prep.runner import RunOptions, default_summary_path, make_context, options_dict
+from data_prep.runner import (SUMMARY_SUFFIX, RunOptions, make_context, options_dict,
+                              resolve_summary_path)
 from data_prep.text_input import InputError, iter_documents
 
 
@@ -170,11 +171,16 @@ def _write_summary(stats: pipeline.Stats, file_counts, summary_path: str, extra:
     if FileSystems.exists(summary_path):
         FileSystems.delete([summary_path])
     FileSystems.rename([summary_path + ".tmp"], [summary_path])
+    old_style = [p + SUMMARY_SUFFIX for p in extra["output_file_names"]]
+    stale = [p for p in old_style if p != summary_path and FileSystems.exists(p)]
+    if stale:  # an older version's `<output>.summary.json`, describing replaced data
+        FileSystems.delete(stale)
 
 
 def build(root: beam.Pipeline, input_files: Sequence[str], output_files: Sequence[str],
           options: RunOptions, summary_file: Optional[str] = None) -> None:
-    """Adds the pipeline to `root`."""
+    """Adds the pipeline to `root` (InputError / ValueError for bad names and options)."""
+    summary_file = resolve_summary_path(output_files, summary_file)
     options.instances.validate()
     options.vocabulary_file()  # ValueError naming both flags when neither is set
     layout = dataclasses.replace(options.layout, num_files=len(output_files))
@@ -208,7 +214,7 @@ def build(root: beam.Pipeline, input_files: Sequence[str], output_files: Sequenc
     }
     _ = stats | "WriteSummary" >> beam.Map(
         _write_summary, beam.pvalue.AsList(file_counts),
-        summary_file or default_summary_path(output_files[0]), extra)
+        summary_file, extra)
 
 
 def run(input_spec: str, output_files: Sequence[str], options: RunOptions,

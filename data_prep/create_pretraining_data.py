@@ -4,7 +4,9 @@ Same flags, defaults and output schema as the original create_pretraining_data.p
 plus flags for scale (`--num_workers`, `--runner`), input handling
 (`--input_format`, `--decode_errors`, `--strip_gutenberg`) and layout. Output is
 byte-identical for any `--num_workers` and for the Beam runner. A JSON summary
-is written next to the first output file. See data_prep/README.md.
+is written next to the first output file, named so that no glob `<output>*`
+matches it (`data/train.tfrecord` and `data/train@8` -> `data/train.summary.json`).
+See data_prep/README.md.
 
 The vocabulary is a SentencePiece model (`--spm_model_file`) or, as in the
 original when no SentencePiece model is given, a WordPiece vocabulary
@@ -24,13 +26,14 @@ Examples:
 from __future__ import annotations
 
 import logging
-import sys
 from typing import List
 
-from absl import app, flags
+from absl import flags
 
-from data_prep import masking, pipeline, runner
-from data_prep.text_input import InputError, ReaderOptions, expand_input_patterns
+from albert_tf import cli
+from albert_tf.errors import UserError, UserValueError, check_writable
+from data_prep import masking, pipeline, runner, tokenization, zh_words
+from data_prep.text_input import ReaderOptions, expand_input_patterns
 
 FLAGS = flags.FLAGS
 
@@ -92,28 +95,10 @@ flags.DEFINE_integer("block_chars", 64 << 20, "Characters per block, at most (ab
 flags.DEFINE_integer("task_tokens", 200_000, "Input tokens per worker task (about).")
 flags.DEFINE_float("progress_seconds", 30.0, "Seconds between progress log lines.")
 flags.DEFINE_string("summary_file", None,
-                    "JSON summary path (default: <first output file>.summary.json).")
-
-
-def expand_output_spec(spec: str) -> List[str]:
-    """`a,b` -> [a, b]; `path@N` -> N shard names `path-0000i-of-0000N`."""
-    outputs: List[str] = []
-    for item in (s.strip() for s in spec.split(",")):
-        if not item:
-            continue
-        if "@" in item:
-            base, _, count = item.rpartition("@")
-            if not count.isdigit() or int(count) < 1:
-                raise ValueError(f"bad shard spec {item!r}: expected path@N with N >= 1")
-            n = int(count)
-            outputs.extend(f"{base}-{i:05d}-of-{n:05d}" for i in range(n))
-        else:
-            outputs.append(item)
-    if not outputs:
-        raise ValueError("--output_file is empty")
-    if len(set(outputs)) != len(outputs):
-        raise ValueError("--output_file names a file twice")
-    return outputs
+                    "JSON summary path (default: <stem>.summary.json beside the first output, "
+                    "<stem> = its name without shard suffix and extension: data/train.tfrecord "
+                    "and data/train@8 -> data/train.summary.json; an output without extension, "
+                    "data/train -> data/_train.summary.json).")
 
 
 def options_from_flags() -> runner.RunOptions:
@@ -149,36 +134,50 @@ def options_from_flags() -> runner.RunOptions:
 
 def main(argv):
     if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+        raise UserValueError(f"unexpected arguments: {' '.join(argv[1:])} (every input is a "
+                             "flag; see --help)")
     logging.getLogger("data_prep").setLevel(logging.INFO)
     log = logging.getLogger("data_prep").info
     if not FLAGS.spm_model_file and not FLAGS.vocab_file:
-        raise app.UsageError("no vocabulary: pass --spm_model_file (SentencePiece) or "
+        raise UserValueError("no vocabulary: pass --spm_model_file (SentencePiece) or "
                              "--vocab_file (WordPiece)")
     if FLAGS.spm_model_file and FLAGS.vocab_file:
         log(f"both --spm_model_file and --vocab_file given: using the SentencePiece model "
             f"{FLAGS.spm_model_file} (as the original), --vocab_file is ignored")
-    try:
-        options = options_from_flags()
-        output_files = expand_output_spec(FLAGS.output_file)
-        if FLAGS.runner == "local":
-            input_files = expand_input_patterns(FLAGS.input_file)
-            log(f"{len(input_files)} input file(s), {len(output_files)} output file(s), "
-                f"{options.num_workers} worker(s)")
-            runner.create_pretraining_data(input_files, output_files, options,
-                                           summary_file=FLAGS.summary_file, log=log)
-        else:
+    # The vocabulary named by the flags, checked here for a clear error (the workers load it).
+    tokenization.load_tokenizer(vocab_file=FLAGS.vocab_file, spm_model_file=FLAGS.spm_model_file,
+                                do_lower_case=FLAGS.do_lower_case)
+    if FLAGS.num_workers < 1:
+        raise UserValueError(f"--num_workers={FLAGS.num_workers} must be >= 1")
+    if FLAGS.zh_whole_word_mask:
+        try:
+            zh_words.load_segmenter()
+        except ImportError as error:  # load_segmenter's message names the flag and the fix
+            raise UserError(str(error)) from error
+    options = options_from_flags()
+    output_files = runner.expand_output_spec(FLAGS.output_file)
+    for path in output_files:
+        check_writable(path, "--output_file")
+    if FLAGS.runner == "local":
+        input_files = cli.for_flag("--input_file", expand_input_patterns, FLAGS.input_file)
+        log(f"{len(input_files)} input file(s), {len(output_files)} output file(s), "
+            f"{options.num_workers} worker(s)")
+        runner.create_pretraining_data(input_files, output_files, options,
+                                       summary_file=FLAGS.summary_file, log=log)
+    else:
+        try:
             from data_prep import beam_pipeline  # optional dependency
-            beam_pipeline.run(FLAGS.input_file, output_files, options,
-                              runner=FLAGS.runner,
-                              pipeline_args=FLAGS.beam_pipeline_options.split(),
-                              summary_file=FLAGS.summary_file)
-    except (InputError, ValueError, ImportError) as error:
-        logging.getLogger("data_prep").error("%s", error)
-        sys.exit(f"error: {error}")
+        except ImportError as error:
+            raise UserError(f"--runner={FLAGS.runner} needs Apache Beam: pip install .[beam] "
+                            f"({error})") from error
+        beam_pipeline.run(FLAGS.input_file, output_files, options,
+                          runner=FLAGS.runner,
+                          pipeline_args=FLAGS.beam_pipeline_options.split(),
+                          summary_file=FLAGS.summary_file)
 
 
 if __name__ == "__main__":
     flags.mark_flag_as_required("input_file")
     flags.mark_flag_as_required("output_file")
-    app.run(main)
+    cli.run(main, interrupted="outputs are written atomically, so none is partial; rerun the "
+                              "same command to make them all")

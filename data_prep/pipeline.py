@@ -35,6 +35,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 
 import numpy as np
 
+from albert_tf.errors import UserValueError
 from data_prep import tokenization, zh_words
 from data_prep.example_codec import ExampleEncoder, FLOAT, INT64
 from data_prep.masking import MaskingOptions, MaskStats, mask_pair
@@ -60,19 +61,20 @@ class InstanceOptions:
     def validate(self) -> None:
         """Raises ValueError with the flag name for impossible settings."""
         if self.max_seq_length < 5:
-            raise ValueError(f"--max_seq_length={self.max_seq_length} is too small: "
-                             "[CLS] A [SEP] B [SEP] needs at least 5 positions")
+            raise UserValueError(f"--max_seq_length={self.max_seq_length} is too small: "
+                                 "[CLS] A [SEP] B [SEP] needs at least 5 positions")
         if not 0.0 <= self.short_seq_prob <= 1.0:
-            raise ValueError(f"--short_seq_prob={self.short_seq_prob} must be in [0, 1]")
+            raise UserValueError(f"--short_seq_prob={self.short_seq_prob} must be in [0, 1]")
         if self.dupe_factor < 1:
-            raise ValueError(f"--dupe_factor={self.dupe_factor} must be >= 1")
+            raise UserValueError(f"--dupe_factor={self.dupe_factor} must be >= 1")
         m = self.masking
         if not 0.0 <= m.masked_lm_prob <= 1.0:
-            raise ValueError(f"--masked_lm_prob={m.masked_lm_prob} must be in [0, 1]")
+            raise UserValueError(f"--masked_lm_prob={m.masked_lm_prob} must be in [0, 1]")
         if m.max_predictions_per_seq < 1:
-            raise ValueError(f"--max_predictions_per_seq={m.max_predictions_per_seq} must be >= 1")
+            raise UserValueError(f"--max_predictions_per_seq={m.max_predictions_per_seq} must be "
+                                 ">= 1")
         if m.ngram < 1:
-            raise ValueError(f"--ngram={m.ngram} must be >= 1")
+            raise UserValueError(f"--ngram={m.ngram} must be >= 1")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +94,7 @@ class LayoutOptions:
         for name in ("num_files", "shuffle_buckets_per_file", "block_documents",
                      "block_chars", "task_tokens"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+                raise UserValueError(f"{name} must be >= 1, got {getattr(self, name)}")
 
 
 def derive_seed(*parts) -> int:
@@ -315,19 +317,19 @@ class WorkerContext:
             missing = [name for name in ("cls_id", "sep_id", "mask_id")
                        if getattr(tokenizer, name) < 0]
             if missing:
-                raise ValueError(f"SentencePiece model {spm_model_file} lacks "
-                                 f"{', '.join(n[:-3].upper() for n in missing)} pieces; "
-                                 "train it with data_prep/train_sentencepiece.py")
+                raise UserValueError(f"SentencePiece model {spm_model_file} lacks "
+                                     f"{', '.join(n[:-3].upper() for n in missing)} pieces; "
+                                     "train it with data_prep/train_sentencepiece.py")
             if zh_whole_word_mask:
-                raise ValueError("--zh_whole_word_mask needs the WordPiece path "
-                                 "(--vocab_file without --spm_model_file)")
+                raise UserValueError("--zh_whole_word_mask needs the WordPiece path "
+                                     "(--vocab_file without --spm_model_file)")
         else:
             # Raises TokenizerError (a ValueError) naming --vocab_file for a missing
             # file or a vocabulary without [CLS]/[SEP]/[MASK]/[UNK].
             tokenizer = tokenization.load_tokenizer(vocab_file=vocab_file,
                                                     do_lower_case=do_lower_case)
         if zh_whole_word_mask and not instance_options.masking.do_whole_word_mask:
-            raise ValueError("--zh_whole_word_mask needs --do_whole_word_mask")
+            raise UserValueError("--zh_whole_word_mask needs --do_whole_word_mask")
         self.tokenizer = tokenizer
         self.segmenter = zh_words.load_segmenter() if zh_whole_word_mask else None
         self.start_table = np.array(tokenizer.is_start_piece_table(), dtype=bool)

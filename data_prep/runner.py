@@ -14,6 +14,7 @@ import json
 import logging
 import multiprocessing
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -25,6 +26,29 @@ from data_prep.text_input import InputError, ReaderOptions, iter_documents
 from data_prep.tfrecord import split_records
 
 _LOG = logging.getLogger("data_prep")
+
+
+def expand_output_spec(spec: str) -> List[str]:
+    """`--output_file` -> output paths: `a,b` -> [a, b]; `path@N` -> N shard names
+    `path-0000i-of-0000N`. InputError (a user error) for a bad spec."""
+    outputs: List[str] = []
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        if "@" in item:
+            base, _, count = item.rpartition("@")
+            if not count.isdigit() or int(count) < 1:
+                raise InputError(f"--output_file: bad shard spec {item!r}: expected path@N "
+                                 "with N >= 1")
+            n = int(count)
+            outputs.extend(f"{base}-{i:05d}-of-{n:05d}" for i in range(n))
+        else:
+            outputs.append(item)
+    if not outputs:
+        raise InputError("--output_file is empty")
+    if len(set(outputs)) != len(outputs):
+        raise InputError("--output_file names a file twice")
+    return outputs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,8 +177,13 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
                             log: Callable[[str], None] = _LOG.info) -> dict:
     """Runs the whole pipeline locally; returns the summary dict (also written as JSON).
 
-    Raises InputError for unreadable or empty input and ValueError for bad options.
+    The summary goes to `summary_file` or `default_summary_path(output_files)`;
+    an old-style `<output>.summary.json` beside a rewritten output is removed.
+    Raises InputError for unreadable or empty input, an output named like a
+    summary, or a default summary path that holds another run's summary, and
+    ValueError for bad options; all before any work is done.
     """
+    summary_file = resolve_summary_path(output_files, summary_file)
     options.instances.validate()
     layout = dataclasses.replace(options.layout, num_files=len(output_files))
     layout.validate()
@@ -262,17 +291,107 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
         "output_files": [{"path": p, "instances": n} for p, n in zip(output_files, per_file)],
         "options": options_dict(options, layout),
     })
-    summary_file = summary_file or default_summary_path(output_files[0])
     fileio.atomic_write_text(summary_file, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    for old in old_style_summaries(output_files, summary_file):
+        os.remove(old)
+        log(f"removed {old}: an older version's summary of the output rewritten now")
     log(f"wrote {stats.instances} instances ({stats.tokens} tokens) to {len(output_files)} "
         f"file(s) in {elapsed:.1f}s ({summary['tokens_per_second']:,.0f} tokens/s); "
-        f"summary: {summary_file}")
+        f"summary: {summary_file}; pretrain on them with "
+        f"--input_file='{input_file_spec(output_files)}'")
     return summary
 
 
-def default_summary_path(first_output: str) -> str:
-    """`<first output>.summary.json`."""
-    return first_output + ".summary.json"
+SUMMARY_SUFFIX = ".summary.json"  # albert_tf.inputs skips files so named that a glob matches
+_SHARD_SUFFIX = re.compile(r"-\d{5,}-of-\d{5,}$")  # `path@N` -> path-0000i-of-0000N
+
+
+def default_summary_path(output_files: Sequence[str]) -> str:
+    """Where a run's summary goes: `<stem>.summary.json` beside the first output.
+
+    `<stem>` is the first output's name without its shard suffix and extension:
+    `data/train.tfrecord` and `data/train.tfrecord@8` (or `data/train@8`) give
+    `data/train.summary.json`, a comma list is named after its first file. No
+    glob `<output>*` of any output may match the summary, so when an output's
+    name is a prefix of that name (outputs without extension: `data/train`) it
+    is prefixed with `_` (`data/_train.summary.json`), as Hadoop-style readers
+    mark metadata.
+    """
+    directory, name = os.path.split(output_files[0])
+    stem = os.path.splitext(_SHARD_SUFFIX.sub("", name) or name)[0] or name
+    summary = stem + SUMMARY_SUFFIX
+    if _prefixed_by_an_output(os.path.join(directory, summary), output_files):
+        summary = "_" + summary
+    return os.path.join(directory, summary)
+
+
+def _prefixed_by_an_output(summary: str, output_files: Sequence[str]) -> bool:
+    """Whether a glob `<output>*` of some output matches `summary`."""
+    directory, name = os.path.split(summary)
+    return any(os.path.dirname(p) == directory and name.startswith(os.path.basename(p))
+               for p in output_files)
+
+
+def resolve_summary_path(output_files: Sequence[str], summary_file: Optional[str] = None) -> str:
+    """`summary_file`, or the default path after checking it is free for this run.
+
+    Raises InputError when an output is named `*.summary.json` (the pretraining
+    readers skip such files), when `summary_file` is an output, or when the
+    default path already holds something else than a summary of these same
+    output names (e.g. a run to `a.tf_record` after one to `a.tfrecord`, or
+    `a@4` after `a@8`): re-running the same outputs overwrites their summary,
+    another run's summary is never silently replaced. Only local paths are
+    checked for an existing summary.
+    """
+    for path in output_files:
+        if path.endswith(SUMMARY_SUFFIX):
+            raise InputError(f"--output_file {path}: names ending in {SUMMARY_SUFFIX} are kept "
+                             "for data-prep summaries (the pretraining readers skip them); "
+                             "choose another name")
+    if summary_file:
+        if os.path.abspath(summary_file) in {os.path.abspath(p) for p in output_files}:
+            raise InputError(f"--summary_file {summary_file} is also an output file; "
+                             "give the summary another name")
+        return summary_file
+    path = default_summary_path(output_files)
+    if _prefixed_by_an_output(path, output_files):  # outputs named `_`, `_t`, ...
+        raise InputError(f"the default summary {path} would match the glob of an output "
+                         "file; pass --summary_file")
+    if "://" not in path and os.path.exists(path):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                recorded = [os.path.basename(f["path"]) for f in json.load(handle)["output_files"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            recorded = None
+        if recorded != [os.path.basename(p) for p in output_files]:
+            owner = (f"the summary of other outputs ({', '.join(recorded[:2])}"
+                     f"{', ...' if len(recorded) > 2 else ''})" if recorded is not None
+                     else "a file that is not a data-prep summary")
+            raise InputError(f"{path} already holds {owner}; remove it or pass --summary_file "
+                             "to name this run's summary")
+    return path
+
+
+def old_style_summaries(output_files: Sequence[str], summary_file: str) -> List[str]:
+    """Existing `<output>.summary.json` files (older versions' summary name) of local outputs,
+    except `summary_file`: they describe data that this run has just replaced."""
+    return [p + SUMMARY_SUFFIX for p in output_files
+            if "://" not in p and os.path.isfile(p + SUMMARY_SUFFIX)
+            and os.path.abspath(p + SUMMARY_SUFFIX) != os.path.abspath(summary_file)]
+
+
+def input_file_spec(output_files: Sequence[str]) -> str:
+    """An --input_file value for `output_files` that matches no summary: the file, a
+    `base-*-of-0000N` glob for a complete set of shards, else the comma list."""
+    if len(output_files) == 1:
+        return output_files[0]
+    total = re.search(r"-of-(\d{5,})$", output_files[0])
+    base = _SHARD_SUFFIX.sub("", output_files[0])
+    if total and int(total.group(1)) == len(output_files) and all(
+            _SHARD_SUFFIX.sub("", p) == base and p.endswith(total.group(0))
+            for p in output_files):
+        return f"{base}-*{total.group(0)}"
+    return ",".join(output_files)
 
 
 def options_dict(options: RunOptions, layout: pipeline.LayoutOptions) -> dict:

@@ -32,13 +32,14 @@ import io
 import re
 from typing import Callable, BinaryIO, Iterator, List, Sequence, Tuple
 
+from albert_tf.errors import UserError
 from data_prep import tokenization
 from data_prep.sentence_split import split_sentences
 
 FORMATS = ("sentences", "raw")
 
 
-class InputError(ValueError):
+class InputError(UserError, ValueError):
     """A problem with an input file, with the file (and line) in the message."""
 
 

@@ -18,12 +18,13 @@ import dataclasses
 import logging
 import os
 import shutil
-import sys
 import tempfile
 from typing import Iterator, List, Sequence
 
-from absl import app, flags
+from absl import flags
 
+from albert_tf import cli
+from albert_tf.errors import UserValueError, check_writable
 from data_prep.text_input import InputError, ReaderOptions, expand_input_patterns, iter_documents
 
 _LOG = logging.getLogger("data_prep")
@@ -87,21 +88,24 @@ def train(input_files: Sequence[str], model_prefix: str, reader: ReaderOptions,
     tmp_dir = tempfile.mkdtemp(prefix=".spm-", dir=directory)
     try:
         tmp_prefix = os.path.join(tmp_dir, "model")
-        spm.SentencePieceTrainer.train(
-            sentence_iterator=with_first(),
-            model_prefix=tmp_prefix,
-            vocab_size=options.vocab_size,
-            model_type=options.model_type,
-            pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
-            control_symbols=spm_symbol_list(options.control_symbols),
-            user_defined_symbols=spm_symbol_list(options.user_defined_symbols),
-            character_coverage=options.character_coverage,
-            input_sentence_size=options.input_sentence_size,
-            shuffle_input_sentence=options.shuffle_input_sentence,
-            num_threads=options.num_threads,
-            seed_sentencepiece_size=options.seed_sentencepiece_size,
-            hard_vocab_limit=options.hard_vocab_limit,
-            minloglevel=1)
+        try:
+            spm.SentencePieceTrainer.train(
+                sentence_iterator=with_first(),
+                model_prefix=tmp_prefix,
+                vocab_size=options.vocab_size,
+                model_type=options.model_type,
+                pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
+                control_symbols=spm_symbol_list(options.control_symbols),
+                user_defined_symbols=spm_symbol_list(options.user_defined_symbols),
+                character_coverage=options.character_coverage,
+                input_sentence_size=options.input_sentence_size,
+                shuffle_input_sentence=options.shuffle_input_sentence,
+                num_threads=options.num_threads,
+                seed_sentencepiece_size=options.seed_sentencepiece_size,
+                hard_vocab_limit=options.hard_vocab_limit,
+                minloglevel=1)
+        except RuntimeError as error:  # the trainer's status: corpus and settings disagree
+            raise UserValueError(f"SentencePiece training failed: {error}") from error
         written = []
         for suffix in (".model", ".vocab"):
             with open(tmp_prefix + suffix, "rb") as handle:
@@ -135,31 +139,36 @@ flags.DEFINE_bool("hard_vocab_limit", True,
                   "Fail if the corpus cannot give vocab_size pieces (false: fewer is OK).")
 
 
+
 def main(argv):
     if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+        raise UserValueError(f"unexpected arguments: {' '.join(argv[1:])} (every input is a "
+                             "flag; see --help)")
     logging.getLogger("data_prep").setLevel(logging.INFO)
-    try:
-        files = expand_input_patterns(FLAGS.input)
-        reader = ReaderOptions(input_format=FLAGS.input_format, do_lower_case=FLAGS.do_lower_case,
-                               decode_errors=FLAGS.decode_errors,
-                               strip_gutenberg=FLAGS.strip_gutenberg)
-        options = SentencePieceOptions(
-            vocab_size=FLAGS.vocab_size, model_type=FLAGS.model_type,
-            character_coverage=FLAGS.character_coverage, control_symbols=FLAGS.control_symbols,
-            user_defined_symbols=FLAGS.user_defined_symbols,
-            input_sentence_size=FLAGS.input_sentence_size,
-            shuffle_input_sentence=FLAGS.shuffle_input_sentence, num_threads=FLAGS.num_threads,
-            hard_vocab_limit=FLAGS.hard_vocab_limit)
-        _LOG.info("training SentencePiece on %d file(s)", len(files))
-        written = train(files, FLAGS.model_prefix, reader, options)
-        _LOG.info("wrote %s", ", ".join(written))
-    except (InputError, ValueError, RuntimeError, OSError) as error:
-        _LOG.error("%s", error)
-        sys.exit(f"error: {error}")
+    if FLAGS.vocab_size < 1:
+        raise UserValueError(f"--vocab_size={FLAGS.vocab_size} must be >= 1")
+    if os.path.isdir(FLAGS.model_prefix) or FLAGS.model_prefix.endswith(os.sep):
+        raise UserValueError(f"--model_prefix={FLAGS.model_prefix} is a directory; give a "
+                             "path prefix such as out/30k-clean (writes .model and .vocab)")
+    check_writable(FLAGS.model_prefix, "--model_prefix")
+    files = cli.for_flag("--input", expand_input_patterns, FLAGS.input)
+    reader = ReaderOptions(input_format=FLAGS.input_format, do_lower_case=FLAGS.do_lower_case,
+                           decode_errors=FLAGS.decode_errors,
+                           strip_gutenberg=FLAGS.strip_gutenberg)
+    options = SentencePieceOptions(
+        vocab_size=FLAGS.vocab_size, model_type=FLAGS.model_type,
+        character_coverage=FLAGS.character_coverage, control_symbols=FLAGS.control_symbols,
+        user_defined_symbols=FLAGS.user_defined_symbols,
+        input_sentence_size=FLAGS.input_sentence_size,
+        shuffle_input_sentence=FLAGS.shuffle_input_sentence, num_threads=FLAGS.num_threads,
+        hard_vocab_limit=FLAGS.hard_vocab_limit)
+    _LOG.info("training SentencePiece on %d file(s)", len(files))
+    written = train(files, FLAGS.model_prefix, reader, options)
+    _LOG.info("wrote %s", ", ".join(written))
 
 
 if __name__ == "__main__":
     flags.mark_flag_as_required("input")
     flags.mark_flag_as_required("model_prefix")
-    app.run(main)
+    cli.run(main, interrupted="no model was written (the .model and .vocab appear only when "
+                              "training completes); rerun the same command to start again")

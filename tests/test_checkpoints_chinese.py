@@ -275,7 +275,7 @@ def test_fill_mask_cli_prints_readable_chinese_answers(tmp_path, zh_files, small
 
     os.remove(directory / "vocab.txt")
     bad = run_fill_mask(f"--model_dir={directory}", SENTENCE)
-    assert bad.returncode == 1
+    assert bad.returncode == 2  # a user error (albert_tf/errors.py)
     assert f"{directory}: no vocabulary" in bad.stderr and "vocab.txt" in bad.stderr
     assert "Traceback" not in bad.stderr
 

@@ -62,7 +62,7 @@ def test_cli_reports_a_config_mismatch(official_download, tmp_path):
     CONFIG.replace(hidden_size=64, intermediate_size=48).to_json_file(str(wrong))
     done = run_convert(f"--input={directory}", f"--albert_config_file={wrong}",
                        f"--output={tmp_path / 'out.weights.h5'}")
-    assert done.returncode == 1
+    assert done.returncode == 2  # a user error (albert_tf/errors.py)
     assert "hidden_size is 64 in the config but 32 in the checkpoint" in done.stderr
     assert not (tmp_path / "out.weights.h5").exists()
 

@@ -36,7 +36,7 @@ def test_beam_direct_runner_matches_local_runner(tmp_path, shared_data):
     for ours, theirs in zip(local, beam):
         with open(ours, "rb") as a, open(theirs, "rb") as b:
             assert a.read() == b.read()
-    with open(beam[0] + ".summary.json") as handle:
+    with open(runner.default_summary_path(beam)) as handle:  # _beam-0.summary.json
         beam_summary = json.load(handle)
     for key in ("instances", "tokens", "masked_tokens", "ngram_spans", "sop_labels",
                 "random_document_b"):

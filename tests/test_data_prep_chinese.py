@@ -382,7 +382,7 @@ def test_cli_vocabulary_flags(tmp_path, corpus, vocab_file, shared_data):
     assert (tmp_path / "both").read_bytes() == (tmp_path / "spm").read_bytes()
     wordpiece = _cli(*common, f"--output_file={tmp_path / 'wp'}", f"--vocab_file={vocab_file}")
     assert wordpiece.returncode == 0 and spm_only.returncode == 0, wordpiece.stderr
-    summary = json.loads((tmp_path / "wp.summary.json").read_text())
+    summary = json.loads((tmp_path / "_wp.summary.json").read_text())  # not matched by wp*
     assert summary["options"]["tokenizer"] == "wordpiece"
     assert summary["options"]["reader"]["preprocess_text"] is False
     assert (tmp_path / "wp").read_bytes() != (tmp_path / "spm").read_bytes()

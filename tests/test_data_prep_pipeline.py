@@ -158,7 +158,7 @@ def test_output_files_only_partition_the_same_instances(tmp_path, reference_run,
     assert [len(p) for p in parts] == [f["instances"] for f in summary["output_files"]]
     assert all(len(p) > 0 for p in parts)
     assert sorted(r for p in parts for r in p) == sorted(tfrecord.read_payloads(str(path)))
-    on_disk = json.loads((tmp_path / "part-0.summary.json").read_text())
+    on_disk = json.loads((tmp_path / "_part-0.summary.json").read_text())  # not part-0*
     assert on_disk["instances"] == summary["instances"]
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".")]   # no temp files left
 
@@ -250,12 +250,11 @@ def test_cli_shards_summary_and_flag_defaults(tmp_path, spm_model):
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     names = sorted(os.listdir(tmp_path))
-    assert names == ["in.txt", "out-00000-of-00002", "out-00000-of-00002.summary.json",
-                     "out-00001-of-00002"]
-    summary = json.loads((tmp_path / "out-00000-of-00002.summary.json").read_text())
-    total = sum(len(tfrecord.read_payloads(str(tmp_path / n))) for n in names[1::2])
+    assert names == ["in.txt", "out-00000-of-00002", "out-00001-of-00002", "out.summary.json"]
+    summary = json.loads((tmp_path / "out.summary.json").read_text())
+    total = sum(len(tfrecord.read_payloads(str(tmp_path / n))) for n in names[1:3])
     assert summary["instances"] == total > 0
-    for example in _decode(tmp_path / names[1]) + _decode(tmp_path / names[3]):
+    for example in _decode(tmp_path / names[1]) + _decode(tmp_path / names[2]):
         assert {name: (f.WhichOneof("kind"), len(getattr(f, f.WhichOneof("kind")).value))
                 for name, f in example.features.feature.items()} == {
             name: (kind, 32 if length == SEQ else length) for name, (kind, length)

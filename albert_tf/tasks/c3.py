@@ -39,6 +39,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 from absl import logging
 
+from albert_tf.errors import UserValueError
 from albert_tf.tasks import race
 
 SUBSETS = ("m", "d")  # level_ids 0 and 1: C3-M (mixed genre), C3-D (dialogue)
@@ -287,7 +288,7 @@ def featurize(examples: Sequence[C3Example], tokenizer, max_seq_length: int,
     validate_length(max_seq_length)
     cls_id, sep_id = tokenizer.cls_id, tokenizer.sep_id
     if cls_id < 0 or sep_id < 0:
-        raise ValueError(f"{tokenizer.vocab_file} has no [CLS]/[SEP] token")
+        raise UserValueError(f"{tokenizer.vocab_file} has no [CLS]/[SEP] token")
     prep = tokenizer.preprocess
     order = list(range(len(examples))) if order is None else list(order)
     contexts = list(dict.fromkeys(e.context for e in examples))

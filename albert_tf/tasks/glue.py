@@ -2,7 +2,9 @@
 
 Processors (`--task_name`), as the original's classifier_utils.py: file names
 under `data_dir`, 0-based columns, header handling, label lists and the
-best-checkpoint metric are in `TASKS`. Texts are read raw; the original's
+best-checkpoint metric are in `TASKS`. `data_dir` is the GLUE root (the
+original's layout: `data_dir/STS-B/train.tsv`) or the task's own folder
+(`data_dir/train.tsv`); see `task_dir`. Texts are read raw; the original's
 `preprocess_text(text, lower=do_lower_case)` is applied at tokenization time
 (`SentencePieceTokenizer.preprocess`, or in-graph for serving), which gives the
 same ids as the original applying it in the processor.
@@ -39,12 +41,13 @@ import numpy as np
 from absl import logging
 
 from albert_tf import fileio
+from albert_tf.errors import UserError
 from albert_tf.tasks import glue_metrics
 
 SPLITS = ("train", "dev", "test")
 
 
-class GlueDataError(ValueError):
+class GlueDataError(UserError, ValueError):
     """A GLUE input file is missing or has a malformed row (the message names file and line)."""
 
 
@@ -197,15 +200,40 @@ def _normalise_label(label: str, do_lower_case: bool) -> str:
     return preprocess_text(label, lower=do_lower_case)
 
 
+def task_dir(spec: TaskSpec, data_dir: str, split: str = "train") -> str:
+    """The folder holding the task's files: `data_dir/<spec.directory>` when --data_dir is
+    the GLUE root (the original's layout), else `data_dir` itself when it is the task's
+    own folder; the first of the two holding any of the task's split files.
+
+    GlueDataError naming --data_dir, the task and both places when neither does (`split`
+    only chooses the file named first in that message).
+    """
+    import tensorflow as tf
+
+    names = list(dict.fromkeys(layout.file for layout in spec.splits.values()))
+    root_layout = os.path.join(data_dir, spec.directory)
+    for directory, layout in ((root_layout, "the GLUE root"), (data_dir, "the task's folder")):
+        if any(tf.io.gfile.exists(os.path.join(directory, name)) for name in names):
+            logging.info("GLUE %s: reading the files in %s (--data_dir is %s)", spec.name,
+                         directory, layout)
+            return directory
+    files = "{" + ",".join(names) + "}" if len(names) > 1 else names[0]
+    raise GlueDataError(
+        f"{os.path.join(root_layout, spec.splits[split].file)}: file not found (check "
+        f"--data_dir and --task_name): no {files} of task {spec.name} in {root_layout} "
+        f"(--data_dir as the GLUE root) or in {data_dir} (--data_dir as the task's folder)")
+
+
 def read_examples(spec: TaskSpec, data_dir: str, split: str,
                   do_lower_case: bool = True) -> List[InputExample]:
-    """The examples of `split` ("train", "dev" or "test") of a GLUE task.
+    """The examples of `split` ("train", "dev" or "test") of a GLUE task; `data_dir` is
+    the GLUE root or the task's own folder (`task_dir`).
 
     Labels are normalised like the original (`preprocess_text`) and must be in
     `spec.labels`; regression labels must parse as floats.
     """
     layout = spec.splits[split]
-    path = os.path.join(data_dir, spec.directory, layout.file)
+    path = os.path.join(task_dir(spec, data_dir, split), layout.file)
     needed = [c for c in (layout.text_a, layout.text_b, layout.label, layout.guid)
               if c is not None]
     min_columns = max(c + 1 if c >= 0 else -c for c in needed)

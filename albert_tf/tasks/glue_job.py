@@ -24,7 +24,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import checkpoints, distribute, export, fileio, finetuning, fused_ops, tokenization
+from albert_tf import (checkpoints, distribute, export, fileio, finetuning, fused_ops, run_dir,
+                       tokenization)
 from albert_tf.config import AlbertConfig
 from albert_tf.models import AlbertClassifier, classifier_losses
 from albert_tf.tasks import clue, glue
@@ -213,6 +214,10 @@ def run_glue(options: GlueOptions, strategy: Optional[tf.distribute.Strategy] = 
     options.validate(strategy.num_replicas_in_sync)
     ft = options.finetuning
     spec, read, clue_task = _resolve_task(options)
+    # Another task's (or model's) run in --output_dir is refused before anything is written.
+    identity = run_dir.RunIdentity.of(run_dir.FINETUNING, spec.name, options.albert_config,
+                                      labels=spec.labels, metric=spec.metric)
+    run_dir.check_output_dir(ft.output_dir, identity)
     tokenizer = load_tokenizer(options)
     # A vocabulary of another model (e.g. the Chinese vocab.txt with an English
     # checkpoint) would train silently on the wrong embeddings: sizes must agree.
@@ -220,7 +225,6 @@ def run_glue(options: GlueOptions, strategy: Optional[tf.distribute.Strategy] = 
                                  ft.init_checkpoint)
     vocab = tokenization.vocabulary_fingerprint(tokenizer)
     cached_dir = options.cached_dir or ft.output_dir
-    tf.io.gfile.makedirs(ft.output_dir)
     seq_length, regression = options.max_seq_length, spec.is_regression
 
     def features_for(split):
@@ -279,7 +283,7 @@ def run_glue(options: GlueOptions, strategy: Optional[tf.distribute.Strategy] = 
 
     results = finetuning.run_finetuning(
         ft, build_model, GlueTask(regression), spec.metric, train_dataset_fn=train_dataset_fn,
-        evaluate_fn=evaluate_fn, predict_fn=predict_fn, strategy=strategy)
+        evaluate_fn=evaluate_fn, predict_fn=predict_fn, strategy=strategy, identity=identity)
     if options.export_dir and distribute.is_chief(strategy):
         model = results["model"]
         best = os.path.join(ft.output_dir, finetuning.BEST_PREFIX)

@@ -1,6 +1,8 @@
 """RACE multiple-choice reading comprehension: reading, features, TFRecord caches.
 
-Data layouts under `data_dir` (the original's `--data_dir`):
+Data layouts under `data_dir` (the original's `--data_dir`: the folder holding
+`RACE/`; the `RACE/` folder itself, or any folder holding `{train,dev,test}/`,
+is accepted too, see `race_dir`):
   * the RACE download: `RACE/{train,dev,test}/{middle,high}/N.txt`, one JSON
     object per file;
   * the original's `all.txt` in each level directory: one JSON object per line.
@@ -43,6 +45,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 import numpy as np
 from absl import logging
 
+from albert_tf.errors import UserError, UserValueError
 from albert_tf.tokenization import preprocess_text
 
 LABELS = ("A", "B", "C", "D")
@@ -53,7 +56,7 @@ CACHE_FORMAT = "albert_tf.race.v1"
 TRAIN_SHUFFLE_SEED = 12345
 
 
-class RaceDataError(ValueError):
+class RaceDataError(UserError, ValueError):
     """A RACE file is missing or malformed; the message names the file, line and question."""
 
 
@@ -93,7 +96,7 @@ def question_option_text(question: str, option: str) -> str:
 def levels_for(high_only: bool = False, middle_only: bool = False) -> Tuple[str, ...]:
     """The levels to read for the original's --high_only / --middle_only flags."""
     if high_only and middle_only:
-        raise ValueError("--high_only and --middle_only cannot both be set")
+        raise UserValueError("--high_only and --middle_only cannot both be set")
     if high_only:
         return ("high",)
     if middle_only:
@@ -216,16 +219,32 @@ def examples_from_passage(passage: dict, where: str, level: str,
     return examples
 
 
+def race_dir(data_dir: str) -> str:
+    """The folder holding the split folders `{train,dev,test}/`: `data_dir/RACE` when
+    --data_dir is RACE's parent (the original's layout), else `data_dir` itself (the
+    RACE folder, or any folder holding the splits); the first of the two that holds any
+    split folder. RaceDataError naming --data_dir and both places when neither does."""
+    import tensorflow as tf
+
+    candidates = (os.path.join(data_dir, "RACE"), data_dir)
+    for directory in candidates:
+        if any(tf.io.gfile.isdir(os.path.join(directory, split)) for split in SPLITS):
+            return directory
+    raise RaceDataError(f"--data_dir {data_dir}: no RACE data: found no {{train,dev,test}}/ "
+                        f"folder in {candidates[0]} (--data_dir as the folder holding RACE/) "
+                        f"or in {candidates[1]} (--data_dir as the RACE folder)")
+
+
 def read_examples(data_dir: str, split: str, do_lower_case: bool = True,
                   high_only: bool = False, middle_only: bool = False,
                   normalize: Optional[Callable[[str], str]] = None) -> List[RaceExample]:
-    """Every question of `data_dir/RACE/<split>/{middle,high}` (see the module docstring);
-    `normalize` as in `examples_from_passage`."""
+    """Every question of `<split>/{middle,high}` in `race_dir(data_dir)` (see the module
+    docstring); `normalize` as in `examples_from_passage`."""
     import tensorflow as tf
 
     if split not in SPLITS:
         raise ValueError(f"unknown RACE split {split!r}; expected one of {', '.join(SPLITS)}")
-    split_dir = os.path.join(data_dir, "RACE", split)
+    split_dir = os.path.join(race_dir(data_dir), split)
     examples: List[RaceExample] = []
     for level in levels_for(high_only, middle_only):
         level_dir = os.path.join(split_dir, level)
@@ -233,7 +252,7 @@ def read_examples(data_dir: str, split: str, do_lower_case: bool = True,
             hint = " (use --high_only or --middle_only to read one level)" \
                 if not (high_only or middle_only) else ""
             raise RaceDataError(f"{level_dir} does not exist: --data_dir must hold "
-                                f"RACE/{split}/{{middle,high}}{hint}")
+                                f"RACE/{split}/{{middle,high}} or {split}/{{middle,high}}{hint}")
         files = level_files(level_dir)
         if not files:
             raise RaceDataError(f"{level_dir} holds no .txt file (--data_dir)")
@@ -248,8 +267,8 @@ def read_examples(data_dir: str, split: str, do_lower_case: bool = True,
             for line_no, passage in parse_passages(path, text):
                 examples.extend(examples_from_passage(passage, f"{path}:{line_no}", level,
                                                       do_lower_case, normalize))
-        logging.info("RACE %s/%s: %d questions from %d files", split, level,
-                     len(examples) - before, len(files))
+        logging.info("RACE %s/%s: %d questions from %d files in %s", split, level,
+                     len(examples) - before, len(files), level_dir)
     if not examples:
         raise RaceDataError(f"{split_dir}: no questions found (--data_dir)")
     return examples
@@ -261,9 +280,9 @@ def read_examples(data_dir: str, split: str, do_lower_case: bool = True,
 def validate_lengths(max_seq_length: int, max_qa_length: int) -> None:
     """The original's truncation needs room for [CLS], [SEP], [SEP] and the whole qa."""
     if max_qa_length <= 0:
-        raise ValueError(f"--max_qa_length must be positive, got {max_qa_length}")
+        raise UserValueError(f"--max_qa_length must be positive, got {max_qa_length}")
     if max_qa_length > max_seq_length - 3:
-        raise ValueError(
+        raise UserValueError(
             f"--max_qa_length {max_qa_length} leaves no room in --max_seq_length "
             f"{max_seq_length}: it must be at most max_seq_length - 3 = {max_seq_length - 3}")
 
@@ -305,7 +324,7 @@ def featurize(examples: Sequence[RaceExample], tokenizer, max_seq_length: int,
     validate_lengths(max_seq_length, max_qa_length)
     cls_id, sep_id = tokenizer.cls_id, tokenizer.sep_id
     if cls_id < 0 or sep_id < 0:
-        raise ValueError(f"{tokenizer.vocab_file} has no [CLS]/[SEP] piece "
+        raise UserValueError(f"{tokenizer.vocab_file} has no [CLS]/[SEP] piece "
                          "(--spm_model_file / --vocab_file)")
     order = list(range(len(examples))) if order is None else list(order)
     articles = list(dict.fromkeys(e.article for e in examples))

@@ -36,7 +36,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import fileio, finetuning, fused_ops, training
+from albert_tf.errors import UserValueError
+from albert_tf import fileio, finetuning, fused_ops, run_dir, training
 from albert_tf.config import AlbertConfig
 from albert_tf.models import AlbertMultipleChoice, multiple_choice_losses
 from albert_tf.tasks import c3, race, race_export
@@ -308,7 +309,10 @@ def run_race(options: RaceOptions, strategy: Optional[tf.distribute.Strategy] = 
     # checkpoint) would train silently on the wrong embeddings: sizes must agree.
     checkpoints.check_vocab_size(tokenizer, options.albert_config, "--albert_config_file",
                                  options.init_checkpoint)
-    tf.io.gfile.makedirs(options.output_dir)
+    # Another task's (or model's) run in --output_dir is refused before anything is written.
+    identity = run_dir.RunIdentity.of(run_dir.FINETUNING, options.task_name,
+                                      options.albert_config, metric=METRIC)
+    run_dir.check_output_dir(options.output_dir, identity)
     chief = distribute.is_chief(strategy)
     is_c3 = options.task_name == "c3"
     name = "C3" if is_c3 else "RACE"
@@ -373,7 +377,8 @@ def run_race(options: RaceOptions, strategy: Optional[tf.distribute.Strategy] = 
     if options.do_train or options.do_eval or options.do_predict:
         results.update(finetuning.run_finetuning(
             options.finetuning_options(), make_model, task, METRIC, train_dataset_fn=train_fn,
-            evaluate_fn=evaluate_fn, predict_fn=predict_fn, strategy=strategy))
+            evaluate_fn=evaluate_fn, predict_fn=predict_fn, strategy=strategy,
+            identity=identity))
     if options.export_dir and chief:
         model = results.get("model")
         best = os.path.join(options.output_dir, finetuning.BEST_PREFIX)
@@ -382,7 +387,7 @@ def run_race(options: RaceOptions, strategy: Optional[tf.distribute.Strategy] = 
             model.build()
             source = best if tf.io.gfile.exists(best + ".index") else options.init_checkpoint
             if not source:
-                raise ValueError("--export_dir without training needs model.ckpt-best in "
+                raise UserValueError("--export_dir without training needs model.ckpt-best in "
                                  "--output_dir or an --init_checkpoint")
             checkpoints.restore_for_training(model, source)
         elif tf.io.gfile.exists(best + ".index"):

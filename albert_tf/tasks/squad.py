@@ -25,9 +25,14 @@ TFRecord caches), `squad_postprocess` (n-best, predictions files),
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Dict, Optional
 
+if __name__ == "__main__":  # the evaluate command: keep TensorFlow's startup lines off stderr
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from albert_tf.errors import UserError, UserFileNotFoundError, UserValueError  # noqa: E402
 from albert_tf.tasks import cmrc_metrics
 from albert_tf.tasks.squad_data import (SquadExample, SquadFormatError, load_squad_json,
                                         read_squad_examples)
@@ -49,8 +54,11 @@ def _load_json_object(path: str, flag: str) -> Dict:
         with tf.io.gfile.GFile(path) as handle:
             value = json.load(handle)
     except tf.errors.NotFoundError as err:
-        raise FileNotFoundError(f"{flag} {path}: no such file") from err
-    except json.JSONDecodeError as err:
+        raise UserFileNotFoundError(f"{flag} {path}: no such file") from err
+    except tf.errors.FailedPreconditionError as err:  # e.g. a directory
+        raise UserFileNotFoundError(f"{flag} {path}: not a readable file ({err.message})") \
+            from err
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise SquadFormatError(f"{flag} {path}: not valid JSON ({err})") from err
     if not isinstance(value, dict):
         raise SquadFormatError(f"{flag} {path}: expected a JSON object {{question id: ...}}")
@@ -65,11 +73,14 @@ def evaluate_files(data_file: str, prediction_file: str, na_prob_file: Optional[
                    metric: str = "squad") -> Dict:
     """Scores a predictions file against a SQuAD data file (see the module docstring)."""
     if metric not in METRICS:
-        raise ValueError(f"--metric {metric!r}: expected one of {', '.join(METRICS)}")
+        raise UserValueError(f"--metric {metric!r}: expected one of {', '.join(METRICS)}")
     if metric == "cmrc2018" and (na_prob_file or version):
-        raise ValueError("--na_prob_file and --version are SQuAD options; --metric cmrc2018 "
+        raise UserValueError("--na_prob_file and --version are SQuAD options; --metric cmrc2018 "
                          "takes neither")
-    dataset = load_squad_json(data_file)
+    try:
+        dataset = load_squad_json(data_file)
+    except UserError as err:  # its message names the file; say which flag gave it
+        raise UserValueError(f"--data_file {err}") from err
     predictions = _load_json_object(prediction_file, "--prediction_file")
     for qid, text in predictions.items():
         if not isinstance(text, str):
@@ -86,7 +97,7 @@ def evaluate_files(data_file: str, prediction_file: str, na_prob_file: Optional[
     version = version or (2 if is_v2_dataset(dataset) else 1)
     if version == 1:
         if na_prob_file:
-            raise ValueError("--na_prob_file is only meaningful for SQuAD v2.0 data "
+            raise UserValueError("--na_prob_file is only meaningful for SQuAD v2.0 data "
                              f"({data_file} has no is_impossible questions; pass --version 2 "
                              "to score it as v2.0)")
         return evaluate_v1(dataset, predictions)
@@ -101,9 +112,9 @@ def evaluate_files(data_file: str, prediction_file: str, na_prob_file: Optional[
 
 
 def _evaluate_main(argv) -> int:
-    import argparse
+    from albert_tf import cli
 
-    parser = argparse.ArgumentParser(
+    parser = cli.ArgumentParser(
         prog="python -m albert_tf.tasks.squad evaluate",
         description="Official SQuAD v1.1 / v2.0 or CMRC 2018 metrics.")
     parser.add_argument("--data_file", required=True, help="SQuAD JSON with gold answers.")
@@ -122,16 +133,11 @@ def _evaluate_main(argv) -> int:
                              "CMRC 2018 metric (Chinese; mixed segmentation, LCS F1).")
     args = parser.parse_args(argv)
     if args.metric == "cmrc2018" and args.na_prob_thresh is not None:
-        print("error: --na_prob_thresh is a SQuAD v2.0 option; --metric cmrc2018 does not "
-              "take it", file=sys.stderr)
-        return 2
+        raise UserValueError("--na_prob_thresh is a SQuAD v2.0 option; --metric cmrc2018 does "
+                             "not take it")
     thresh = 1.0 if args.na_prob_thresh is None else args.na_prob_thresh
-    try:
-        result = evaluate_files(args.data_file, args.prediction_file, args.na_prob_file,
-                                thresh, args.version, args.metric)
-    except (ValueError, FileNotFoundError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    result = evaluate_files(args.data_file, args.prediction_file, args.na_prob_file,
+                            thresh, args.version, args.metric)
     missing = result.pop("missing")
     for qid in missing:
         print(f"missing prediction for question id {qid}: scored 0", file=sys.stderr)
@@ -142,13 +148,17 @@ def _evaluate_main(argv) -> int:
 
 
 def main(argv=None) -> int:
+    """`python -m albert_tf.tasks.squad evaluate ...`; returns the exit status (2 and one
+    `<prog>: error:` line on stderr for a user error)."""
+    from albert_tf import cli
+
     argv = list(sys.argv[1:] if argv is None else argv)
+    prog = "python -m albert_tf.tasks.squad"
     if not argv or argv[0] != "evaluate":
-        print("usage: python -m albert_tf.tasks.squad evaluate --data_file FILE "
-              "--prediction_file FILE [--na_prob_file FILE] [--na_prob_thresh X] "
-              "[--version {1,2}] [--metric {squad,cmrc2018}]", file=sys.stderr)
+        sys.stderr.write(f"{prog}: error: the command is `evaluate` (see "
+                         f"`{prog} evaluate --help`)\n")
         return 2
-    return _evaluate_main(argv[1:])
+    return cli.guard(_evaluate_main, argv[1:], f"{prog} evaluate")
 
 
 if __name__ == "__main__":

@@ -12,8 +12,10 @@ from typing import List, Optional, Tuple
 
 import tensorflow as tf
 
+from albert_tf.errors import UserError, UserFileNotFoundError
 
-class SquadFormatError(ValueError):
+
+class SquadFormatError(UserError, ValueError):
     """A SQuAD JSON file does not have the expected structure."""
 
 
@@ -64,7 +66,11 @@ def load_squad_json(input_file: str) -> list:
     except json.JSONDecodeError as err:
         raise SquadFormatError(f"{input_file}: not valid JSON ({err})") from err
     except tf.errors.NotFoundError as err:
-        raise FileNotFoundError(f"{input_file}: no such file") from err
+        raise UserFileNotFoundError(f"{input_file}: no such file") from err
+    except tf.errors.FailedPreconditionError as err:  # e.g. a directory
+        raise UserFileNotFoundError(f"{input_file}: not a readable file ({err.message})") from err
+    except UnicodeDecodeError as err:
+        raise SquadFormatError(f"{input_file}: not UTF-8 JSON ({err})") from err
     if not isinstance(dataset, dict) or not isinstance(dataset.get("data"), list):
         raise SquadFormatError(f"{input_file}: expected a JSON object with a 'data' list "
                                "(SQuAD format)")

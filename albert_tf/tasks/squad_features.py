@@ -48,6 +48,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 from absl import logging
 
+from albert_tf.errors import UserValueError
 from albert_tf.tokenization import (SPIECE_UNDERLINE, SentencePieceTokenizer, Tokenizer,
                                     preprocess_text, vocabulary_fingerprint)
 from albert_tf.tasks.squad_data import SquadExample
@@ -542,23 +543,23 @@ def check_feature_file(path: str, options: FeatureOptions, is_training: bool,
 
     meta_path = _meta_path(path)
     if not tf.io.gfile.exists(meta_path):
-        raise ValueError(f"{path}: feature cache without its description {meta_path}; delete "
+        raise UserValueError(f"{path}: feature cache without its description {meta_path}; delete "
                          "the cache to rebuild it")
     with tf.io.gfile.GFile(meta_path) as handle:
         meta = json.load(handle)
     for name, value in dataclasses.asdict(options).items():
         if meta.get(name) != value:
-            raise ValueError(f"{path} was built with --{name}={meta.get(name)}, but the flags say "
-                             f"{value}; delete the cache or use the same flag")
+            raise UserValueError(f"{path} was built with --{name}={meta.get(name)}, but the flags "
+                                 f"say {value}; delete the cache or use the same flag")
     if meta.get("is_training") != is_training:
         kind = "training" if meta.get("is_training") else "prediction"
-        raise ValueError(f"{path} holds {kind} features; use another file name")
+        raise UserValueError(f"{path} holds {kind} features; use another file name")
     if tokenizer is not None and meta.get("vocabulary") != vocabulary_fingerprint(tokenizer):
         if "vocabulary" not in meta:  # written before the description recorded it
-            raise ValueError(f"{meta_path} does not record the vocabulary the cache was built "
+            raise UserValueError(f"{meta_path} does not record the vocabulary the cache was built "
                              "with; delete the cache to rebuild it")
         built = meta.get("vocabulary_file")
-        raise ValueError(f"{path} was built with another vocabulary ({built}) than "
+        raise UserValueError(f"{path} was built with another vocabulary ({built}) than "
                          f"{tokenizer.vocab_file}; delete the cache or use the same vocabulary")
     return meta
 

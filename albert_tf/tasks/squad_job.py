@@ -39,7 +39,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import checkpoints, fileio, finetuning, fused_ops, tokenization
+from albert_tf.errors import UserValueError, check_file
+from albert_tf import checkpoints, fileio, finetuning, fused_ops, run_dir, tokenization
 from albert_tf.config import AlbertConfig
 from albert_tf.models import AlbertSpanLabeler, AlbertSquadV2
 from albert_tf.tasks import squad_data, squad_features, squad_metrics, squad_postprocess
@@ -147,6 +148,10 @@ class SquadOptions:
             raise ValueError("--do_train needs --train_file")
         if self.do_predict and not self.predict_file:
             raise ValueError("--do_predict needs --predict_file")
+        if self.do_train:
+            check_file(self.train_file, "--train_file", "SQuAD JSON file")
+        if self.do_predict:
+            check_file(self.predict_file, "--predict_file", "SQuAD JSON file")
         if self.max_seq_length > self.albert_config.max_position_embeddings:
             raise ValueError(f"--max_seq_length {self.max_seq_length} exceeds the model's "
                              f"max_position_embeddings {self.albert_config.max_position_embeddings}")
@@ -183,7 +188,7 @@ def load_tokenizer(options: SquadOptions) -> tokenization.Tokenizer:
                                            spm_model_file=options.spm_model_file,
                                            do_lower_case=options.do_lower_case)
     except tokenization.TokenizerError as err:
-        raise ValueError(str(err)) from None
+        raise UserValueError(str(err)) from None
 
 
 def resolve_metric(metric: str, dataset: list, version_2_with_negative: bool) -> str:
@@ -257,7 +262,7 @@ def predict_raw(model, path: str, max_seq_length: int, batch_size: int, v2: bool
         if len(columns["unique_ids"]) % 50 == 0:
             logging.info("predicted %d features", count)
     if not columns["unique_ids"]:
-        raise ValueError(f"{path}: no features to predict")
+        raise UserValueError(f"{path}: no features to predict")
     return {name: np.concatenate(parts) for name, parts in columns.items()}
 
 
@@ -274,7 +279,7 @@ def score(dataset, predictions: squad_postprocess.SquadPredictions, options: Squ
         try:
             metrics = cmrc_metrics.evaluate(dataset, predictions.answers)
         except ValueError as err:  # e.g. a question without gold answers
-            raise ValueError(f"--predict_file {options.predict_file}: {err}") from err
+            raise UserValueError(f"--predict_file {options.predict_file}: {err}") from err
         metrics = {key: value for key, value in metrics.items()
                    if not isinstance(value, (list, tuple, set, dict))}
         metrics["metric"] = "cmrc2018"
@@ -303,7 +308,11 @@ def run_squad(options: SquadOptions, strategy: Optional[tf.distribute.Strategy] 
     """Runs the job; returns run_finetuning's results plus `predict_metrics` / `paths`."""
     options.validate()
     strategy = strategy or tf.distribute.get_strategy()
-    tf.io.gfile.makedirs(options.output_dir)
+    # Another task's (or model's) run in --output_dir is refused before anything is written.
+    identity = run_dir.RunIdentity.of(
+        run_dir.FINETUNING, "squad v2.0" if options.version_2_with_negative else "squad v1.1",
+        options.albert_config, metric=METRIC)
+    run_dir.check_output_dir(options.output_dir, identity)
     tokenizer = load_tokenizer(options)
     # Another model's vocabulary (e.g. the Chinese vocab with an English checkpoint) would
     # train silently on the wrong embeddings: the sizes must agree.
@@ -390,12 +399,12 @@ def run_squad(options: SquadOptions, strategy: Optional[tf.distribute.Strategy] 
             os.path.join(options.output_dir, finetuning.BEST_PREFIX + ".index")) and \
             tf.train.latest_checkpoint(os.path.join(options.output_dir,
                                                     finetuning.CHECKPOINT_SUBDIR)) is None:
-        raise ValueError(f"--do_predict without --do_train needs --init_checkpoint or a "
+        raise UserValueError(f"--do_predict without --do_train needs --init_checkpoint or a "
                          f"trained model in {options.output_dir}")
     results = finetuning.run_finetuning(
         finetune, lambda policy: build_model(options, policy), SquadTask(v2), METRIC,
         train_dataset_fn=train_fn, evaluate_fn=evaluate_fn, predict_fn=predict_fn,
-        strategy=strategy)
+        strategy=strategy, identity=identity)
     results.update(results_extra)
     if options.export_dir:
         from albert_tf.tasks import squad_export

@@ -1,0 +1,90 @@
+"""The one error type the command lines answer without a traceback.
+
+`UserError` marks a mistake in what the user gave: a missing or unreadable
+file, a bad flag value or combination, a wrong directory layout, a config that
+does not fit the checkpoint, bad data at file:line. Every entry point prints
+its message (one or two lines naming the flag or file and what to do) on
+stderr and exits with status 2; any other exception is a bug and keeps its
+traceback. Library error classes derive from it (and from ValueError or
+FileNotFoundError where callers already catch those).
+
+Pure Python: data preparation imports it without TensorFlow.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+
+
+class UserError(Exception):
+    """A mistake in the user's flags, files or data; the message says which and what to do."""
+
+
+class UserValueError(UserError, ValueError):
+    """A bad flag value or combination, or a file whose content is wrong (a ValueError)."""
+
+
+class UserFileNotFoundError(UserError, FileNotFoundError):
+    """A file or directory the user named is missing or of the wrong kind."""
+
+
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+def check_file(path: str, flag: str, what: str = "file") -> str:
+    """`path` (given as `flag`) if it is a non-empty local file, else a UserError naming both.
+
+    Paths with a scheme (gs://, s3://, ...) are returned unchecked: TensorFlow's
+    file systems read them and report their own errors.
+    """
+    if not path or "://" in path:
+        return path
+    if not os.path.exists(path):
+        raise UserFileNotFoundError(f"{flag}={path}: no such {what}")
+    if os.path.isdir(path):
+        raise UserFileNotFoundError(f"{flag}={path} is a directory; give the {what} itself")
+    if not os.access(path, os.R_OK):
+        raise UserFileNotFoundError(f"{flag}={path}: not readable (permission denied)")
+    if os.path.getsize(path) == 0:
+        raise UserValueError(f"{flag}={path} is an empty file; give the {what}")
+    return path
+
+
+def check_dir(path: str, flag: str, what: str = "directory") -> str:
+    """`path` (given as `flag`) if it is an existing local directory, else a UserError."""
+    if not path or "://" in path:
+        return path
+    if not os.path.exists(path):
+        raise UserFileNotFoundError(f"{flag}={path}: no such {what}")
+    if not os.path.isdir(path):
+        raise UserFileNotFoundError(f"{flag}={path} is a file; give the {what} that holds it")
+    return path
+
+
+def check_writable(path: str, flag: str, kind: str = "file") -> str:
+    """`path` (given as `flag`; `kind` "file" or "directory") if it can be created or
+    written here: its nearest existing ancestor must be a writable directory (or the path
+    itself a writable `kind`). Else a UserError naming the flag and the culprit."""
+    if not path or "://" in path:
+        return path
+    if kind == "file" and os.path.isdir(path):
+        raise UserFileNotFoundError(f"{flag}={path} is a directory; give a file path")
+    if kind != "file" and os.path.isfile(path):
+        raise UserFileNotFoundError(f"{flag}={path} is a file; give a directory")
+    # Files are written atomically (a temporary file renamed), so their directory must be
+    # writable; a directory to be created needs its nearest existing ancestor writable.
+    probe = os.path.abspath(path)
+    if kind == "file":
+        probe = os.path.dirname(probe)
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise UserFileNotFoundError(f"{flag}={path}: {probe} is a file, not a directory")
+    try:  # a real write: os.access says yes to root even on read-only file systems
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as err:
+        raise UserValueError(f"{flag}={path}: cannot write in {probe} ({err.strerror}); "
+                             "choose another path") from err
+    return path
