@@ -404,6 +404,17 @@ def load_vocab(vocab_file: str) -> Dict[str, int]:
     return vocab
 
 
+def normalize_word(text: str, do_lower_case: bool) -> str:
+    """The BasicTokenizer's per-word step: with `do_lower_case`, str.lower(), then NFD and
+    category Mn dropped; else `text` unchanged."""
+    if not do_lower_case:
+        return text
+    text = text.lower()
+    if text.isascii():
+        return text  # NFD is the identity on ASCII, which has no marks
+    return unicodedata.normalize("NFD", text).translate(_CharClasses.get().marks)
+
+
 class WordPieceTokenizer(Tokenizer):
     """The original's WordPiece `FullTokenizer` (BasicTokenizer + WordpieceTokenizer).
 
@@ -454,10 +465,7 @@ class WordPieceTokenizer(Tokenizer):
         classes = _CharClasses.get()
         words = []
         for word in text.translate(classes.clean).split():
-            if self.do_lower_case:
-                word = word.lower()
-                if not word.isascii():
-                    word = unicodedata.normalize("NFD", word).translate(classes.marks)
+            word = normalize_word(word, self.do_lower_case)
             if word.isalnum():
                 words.append(word)
             else:
@@ -469,6 +477,8 @@ class WordPieceTokenizer(Tokenizer):
         """Greedy longest-match-first pieces of one word ([UNK] if it cannot be covered)."""
         if len(word) > self.max_input_chars_per_word:
             return [UNK_TOKEN]
+        if word in self._vocab:  # what the greedy match finds first, without the search
+            return [word]
         vocab, pieces, start = self._vocab, [], 0
         while start < len(word):
             # No vocabulary entry is longer than _max_token_chars, so longer
@@ -486,13 +496,7 @@ class WordPieceTokenizer(Tokenizer):
         return pieces
 
     def tokenize(self, text: str) -> List[str]:
-        tokens = []
-        for word in self.basic_tokenize(text):
-            if word in self._vocab and len(word) <= self.max_input_chars_per_word:
-                tokens.append(word)
-            else:
-                tokens.extend(self.wordpiece(word))
-        return tokens
+        return [piece for word in self.basic_tokenize(text) for piece in self.wordpiece(word)]
 
     def convert_tokens_to_ids(self, tokens: Iterable[str]) -> List[int]:
         vocab = self._vocab
@@ -537,18 +541,15 @@ def load_tokenizer(vocab_file: Optional[str] = None, spm_model_file: Optional[st
     """`FullTokenizer` for command lines: every problem is a TokenizerError naming the flag."""
     import os
 
-    for flag, path in ((spm_flag, spm_model_file), (vocab_flag, vocab_file)):
-        if not path:
-            continue
-        if not os.path.exists(path):
-            raise TokenizerError(f"{flag}={path}: no such file")
-        if os.path.isdir(path):
-            raise TokenizerError(f"{flag}={path} is a directory; give the file itself")
-        if spm_model_file:
-            break  # the SentencePiece model wins; the vocabulary file is not read
     if not spm_model_file and not vocab_file:
         raise TokenizerError(f"give {spm_flag} (SentencePiece, the English checkpoints) or "
                              f"{vocab_flag} (WordPiece, the Chinese checkpoints)")
+    # The SentencePiece model wins; the vocabulary file is then not read at all.
+    flag, path = (spm_flag, spm_model_file) if spm_model_file else (vocab_flag, vocab_file)
+    if not os.path.exists(path):
+        raise TokenizerError(f"{flag}={path}: no such file")
+    if os.path.isdir(path):
+        raise TokenizerError(f"{flag}={path} is a directory; give the file itself")
     if spm_model_file:
         try:
             return SentencePieceTokenizer(spm_model_file, do_lower_case=do_lower_case)

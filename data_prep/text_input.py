@@ -34,7 +34,7 @@ from typing import Callable, BinaryIO, Iterator, List, Sequence, Tuple
 
 from albert_tf.errors import UserError
 from data_prep import tokenization
-from data_prep.sentence_split import split_sentences
+from data_prep.sentence_split import _HAN, split_sentences
 
 FORMATS = ("sentences", "raw")
 
@@ -222,8 +222,7 @@ def _sentence_documents(lines, normalise: Callable[[str], str]) -> Iterator[List
 
 # Characters of scripts written without spaces: CJK ideographs (with extension
 # A and compatibility forms), CJK symbols and punctuation, kana, full-width forms.
-_NO_SPACE_SCRIPT = re.compile("[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-                              "\uff01-\uff60]")
+_NO_SPACE_SCRIPT = re.compile(f"[\u3000-\u30ff{_HAN}\uff01-\uff60]")
 
 
 def join_lines(lines: Sequence[str]) -> str:

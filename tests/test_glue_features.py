@@ -92,7 +92,7 @@ def test_feature_cache_reuse_and_invalidation(tmp_path, tokenizer, spm_path, cap
     spec = glue.TASKS["rte"]
     examples = [glue.InputExample(str(i), f"premise {i}", f"hypothesis {i}",
                                   spec.labels[i % 2]) for i in range(5)]
-    vocab = glue.fingerprint_file(spm_path)
+    vocab = tokenization.vocabulary_fingerprint(tokenizer)
     path = glue.prepare_features(str(tmp_path), spec, "dev", examples, tokenizer, 16, vocab)
     assert os.path.basename(path).startswith("rte_dev_s16_") and os.path.exists(path + ".json")
     stamp = os.stat(path).st_mtime_ns

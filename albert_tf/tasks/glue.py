@@ -611,11 +611,3 @@ def compute_metrics(spec: TaskSpec, logits: np.ndarray, label_ids: np.ndarray
     predictions = np.argmax(logits, axis=-1)
     return glue_metrics.classification_metrics(label_ids, predictions, losses,
                                                spec.extra_metrics)
-
-
-def fingerprint_file(path: str) -> str:
-    """sha1 of a file's bytes (`tokenization.vocabulary_fingerprint` identifies vocabularies)."""
-    import tensorflow as tf
-
-    with tf.io.gfile.GFile(path, "rb") as handle:
-        return _sha1(handle.read())

@@ -182,13 +182,11 @@ def build_model(options: SquadOptions, dtype_policy: str = "float32"):
 
 
 def load_tokenizer(options: SquadOptions) -> tokenization.Tokenizer:
-    """The Python tokenizer of options (SentencePiece when spm_model_file is given)."""
-    try:
-        return tokenization.load_tokenizer(vocab_file=options.vocab_file,
-                                           spm_model_file=options.spm_model_file,
-                                           do_lower_case=options.do_lower_case)
-    except tokenization.TokenizerError as err:
-        raise UserValueError(str(err)) from None
+    """The Python tokenizer of options (SentencePiece when spm_model_file is given); its
+    errors are TokenizerErrors, user errors naming the flag."""
+    return tokenization.load_tokenizer(vocab_file=options.vocab_file,
+                                       spm_model_file=options.spm_model_file,
+                                       do_lower_case=options.do_lower_case)
 
 
 def resolve_metric(metric: str, dataset: list, version_2_with_negative: bool) -> str:

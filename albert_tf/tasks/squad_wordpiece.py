@@ -32,10 +32,10 @@ tokenize differently there; docs/squad.md).
 """
 from __future__ import annotations
 
-import unicodedata
 from typing import List, Tuple
 
 from albert_tf.tokenization import (UNK_TOKEN, WORDPIECE_PREFIX, WordPieceTokenizer,
+                                    normalize_word,
                                     is_cjk_char, is_wordpiece_control,
                                     is_wordpiece_punctuation)
 from albert_tf.tasks.squad_features import ParagraphTokens
@@ -44,17 +44,6 @@ from albert_tf.tasks.squad_features import ParagraphTokens
 # characters it stands for (one character, extended over following characters that
 # normalise to nothing, such as a decomposed accent).
 Word = Tuple[str, List[int], List[int]]
-
-
-def normalize_char(ch: str, do_lower_case: bool) -> str:
-    """The BasicTokenizer's per-word normalisation applied to one character."""
-    if not do_lower_case:
-        return ch
-    ch = ch.lower()
-    if ch.isascii():
-        return ch
-    return "".join(c for c in unicodedata.normalize("NFD", ch)
-                   if unicodedata.category(c) != "Mn")
 
 
 def basic_words_with_origin(text: str, do_lower_case: bool) -> List[Word]:
@@ -74,7 +63,7 @@ def basic_words_with_origin(text: str, do_lower_case: bool) -> List[Word]:
             flat.append([" ", index, index, False])
             last = None
             continue
-        normalized = normalize_char(ch, do_lower_case)
+        normalized = normalize_word(ch, do_lower_case)
         if not normalized:
             if last is not None:
                 flat[last][2] = index
@@ -100,13 +89,6 @@ def basic_words_with_origin(text: str, do_lower_case: bool) -> List[Word]:
     return [("".join(chars), starts, ends) for chars, starts, ends in words]
 
 
-def word_pieces(tokenizer: WordPieceTokenizer, word: str) -> List[str]:
-    """The pieces `tokenizer.tokenize` gives for one BasicTokenizer word."""
-    if word in tokenizer.vocab and len(word) <= tokenizer.max_input_chars_per_word:
-        return [word]
-    return tokenizer.wordpiece(word)
-
-
 def _piece_ranges(pieces: List[str], length: int) -> List[Tuple[int, int]]:
     """Inclusive normalised-character range of each piece of a word of `length` chars."""
     if pieces == [UNK_TOKEN]:
@@ -125,7 +107,7 @@ def align_paragraph(tokenizer: WordPieceTokenizer, paragraph: str) -> ParagraphT
     words = basic_words_with_origin(paragraph, lower)
     pieces, starts, ends = [], [], []
     for text, char_start, char_end in words:
-        word_tokens = word_pieces(tokenizer, text)
+        word_tokens = tokenizer.wordpiece(text)
         for piece, (first, last) in zip(word_tokens, _piece_ranges(word_tokens, len(text))):
             pieces.append(piece)
             starts.append(char_start[first])
@@ -145,7 +127,7 @@ def _whole_word_fallback(tokenizer: WordPieceTokenizer, paragraph: str,
                                aligned=False)
     pieces, starts, ends = [], [], []
     for word, (_, char_start, char_end) in zip(whole, words):
-        word_tokens = word_pieces(tokenizer, word)
+        word_tokens = tokenizer.wordpiece(word)
         for piece, (first, last) in zip(word_tokens, _piece_ranges(word_tokens, len(word))):
             pieces.append(piece)
             starts.append(char_start[min(first, len(char_start) - 1)])
