@@ -261,13 +261,7 @@ def choice_ids(context_ids: Sequence[int], question_ids: Sequence[int],
     tokens = ([cls_id] + list(context_ids[:n_context]) + [sep_id]
               + list(question_ids[:n_question]) + [sep_id] + list(option_ids[:n_option])
               + [sep_id])
-    ids = np.zeros(max_seq_length, np.int32)
-    mask = np.zeros(max_seq_length, np.int32)
-    segments = np.zeros(max_seq_length, np.int32)
-    ids[:len(tokens)] = tokens
-    mask[:len(tokens)] = 1
-    segments[n_context + 2:len(tokens)] = 1
-    return ids, mask, segments
+    return race.pack_row(tokens, n_context + 2, max_seq_length)
 
 
 def padded_options(options: Sequence[str]) -> List[str]:
@@ -308,16 +302,9 @@ def featurize(examples: Sequence[C3Example], tokenizer, max_seq_length: int,
             base = offset * (NUM_CHOICES + 1)
             rows = [choice_ids(context_ids[example.context], ids[base], ids[base + 1 + c],
                                max_seq_length, cls_id, sep_id) for c in range(NUM_CHOICES)]
-            features = {
-                "input_ids": np.stack([r[0] for r in rows]),
-                "input_mask": np.stack([r[1] for r in rows]),
-                "segment_ids": np.stack([r[2] for r in rows]),
-                "choice_mask": (np.arange(NUM_CHOICES) < len(example.options)).astype(np.int32),
-                "label_ids": np.int32(example.label if example.label is not None else 0),
-                "is_real_example": np.int32(1),
-                "level_ids": np.int32(SUBSETS.index(example.subset)),
-                "example_index": np.int32(index),
-            }
+            features = race.example_features(
+                rows, example.label, SUBSETS.index(example.subset), index,
+                choice_mask=(np.arange(NUM_CHOICES) < len(example.options)).astype(np.int32))
             if start + offset < log_examples:
                 _log_example(example, features, tokenizer)
             yield features

@@ -297,14 +297,37 @@ def choice_ids(context_ids: Sequence[int], qa_ids: Sequence[int], max_seq_length
     """
     qa = list(qa_ids)[-max_qa_length:]
     context = list(context_ids)[:max_seq_length - 3 - len(qa)]
-    tokens = [cls_id] + context + [sep_id] + qa + [sep_id]
+    return pack_row([cls_id] + context + [sep_id] + qa + [sep_id], len(context) + 2,
+                    max_seq_length)
+
+
+def pack_row(tokens: Sequence[int], second_segment: int, max_seq_length: int
+             ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(input_ids, input_mask, segment_ids) int32 [S] of one row's `tokens`, zero-padded;
+    segment 1 from position `second_segment` to the end of the tokens."""
     ids = np.zeros(max_seq_length, np.int32)
     mask = np.zeros(max_seq_length, np.int32)
     segments = np.zeros(max_seq_length, np.int32)
     ids[:len(tokens)] = tokens
     mask[:len(tokens)] = 1
-    segments[len(context) + 2:len(tokens)] = 1
+    segments[second_segment:len(tokens)] = 1
     return ids, mask, segments
+
+
+def example_features(rows, label: Optional[int], level_id: int, index: int,
+                     choice_mask: Optional[np.ndarray] = None) -> Dict[str, np.ndarray]:
+    """One example's features from its per-choice `rows` of `pack_row` triples:
+    input_ids / input_mask / segment_ids int32 [C, S], (choice_mask int32 [C]),
+    label_ids (0 when unlabelled), is_real_example, level_ids, example_index."""
+    features = {"input_ids": np.stack([r[0] for r in rows]),
+                "input_mask": np.stack([r[1] for r in rows]),
+                "segment_ids": np.stack([r[2] for r in rows])}
+    if choice_mask is not None:
+        features["choice_mask"] = choice_mask
+    features.update(label_ids=np.int32(label if label is not None else 0),
+                    is_real_example=np.int32(1), level_ids=np.int32(level_id),
+                    example_index=np.int32(index))
+    return features
 
 
 def featurize(examples: Sequence[RaceExample], tokenizer, max_seq_length: int,
@@ -341,15 +364,8 @@ def featurize(examples: Sequence[RaceExample], tokenizer, max_seq_length: int,
             rows = [choice_ids(article_ids[example.article], qa_ids[offset * NUM_CHOICES + c],
                                max_seq_length, max_qa_length, cls_id, sep_id)
                     for c in range(NUM_CHOICES)]
-            features = {
-                "input_ids": np.stack([r[0] for r in rows]),
-                "input_mask": np.stack([r[1] for r in rows]),
-                "segment_ids": np.stack([r[2] for r in rows]),
-                "label_ids": np.int32(example.label if example.label is not None else 0),
-                "is_real_example": np.int32(1),
-                "level_ids": np.int32(LEVELS.index(example.level)),
-                "example_index": np.int32(index),
-            }
+            features = example_features(rows, example.label, LEVELS.index(example.level),
+                                        index)
             if start + offset < log_examples:
                 _log_example(example, features, tokenizer)
             yield features
