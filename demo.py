@@ -19,8 +19,11 @@ import glob
 import hashlib
 import json
 import os
+import shutil
+import statistics
 import sys
 import time
+from typing import Dict
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -37,28 +40,36 @@ SENTENCES = [
 
 @dataclasses.dataclass
 class DemoConfig:
-    """Sizes of one demo run. `full` takes about 15 minutes on 2 CPU cores."""
+    """Sizes of one demo run: the recipe that learned the most in a few minutes of two
+    CPU cores (docs/pretraining.md, "The demo's recipe"); pretraining is sized by time."""
 
     train_glob: str = os.path.join(REPO, "demo_corpus", "train", "*.txt")
     heldout_glob: str = os.path.join(REPO, "demo_corpus", "heldout", "*.txt")
-    vocab_size: int = 8000
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
+    vocab_size: int = 4000
+    max_seq_length: int = 64
+    max_predictions_per_seq: int = 10
+    masked_lm_prob: float = 0.15
+    ngram: int = 1  # single whole words: every mask keeps its neighbours as context
     dupe_factor: int = 10
     heldout_dupe_factor: int = 3
     embedding_size: int = 128
     hidden_size: int = 128
-    num_hidden_layers: int = 4
+    num_hidden_layers: int = 2  # one shared block, applied twice
     num_attention_heads: int = 2
     intermediate_size: int = 512
-    train_batch_size: int = 32
-    num_train_steps: int = 3000
-    num_warmup_steps: int = 300
-    learning_rate: float = 5e-3
+    initializer_range: float = 0.05
+    train_batch_size: int = 64
+    # 0: as many steps as fit in `pretrain_minutes` on this machine, from a short
+    # calibration run (stage `calibrate`, remembered in calibration.json).
+    num_train_steps: int = 0
+    pretrain_minutes: float = 6.5
+    warmup_fraction: float = 0.1
+    learning_rate: float = 0.01
+    poly_power: float = 1.0
     optimizer: str = "lamb"
-    mixed_precision: str = "mixed_bfloat16"  # the fastest on this CPU (docs/performance.md)
-    save_checkpoints_steps: int = 500
-    iterations_per_loop: int = 100
+    mixed_precision: str = "auto"  # bf16 where the CPU computes it natively, else float32
+    evaluations: int = 6  # held-out evaluations (with fill-in snapshots) over the run
+    iterations_per_loop: int = 50
     eval_batch_size: int = 64
     num_workers: int = 2
     seed: int = 12345
@@ -71,9 +82,17 @@ class DemoConfig:
                    vocab_size=400, max_seq_length=32, max_predictions_per_seq=5,
                    dupe_factor=2, heldout_dupe_factor=1, embedding_size=16, hidden_size=32, num_hidden_layers=2,
                    num_attention_heads=2, intermediate_size=64, train_batch_size=8,
-                   num_train_steps=20, num_warmup_steps=2, learning_rate=1e-3,
-                   save_checkpoints_steps=10, iterations_per_loop=5, eval_batch_size=8,
-                   num_workers=1)
+                   num_train_steps=20, learning_rate=1e-3, evaluations=2,
+                   iterations_per_loop=5, eval_batch_size=8, num_workers=1)
+
+    def schedule(self) -> Dict[str, int]:
+        """Warmup and checkpoint (= evaluation) intervals for `num_train_steps`."""
+        steps = self.num_train_steps
+        every = max(self.iterations_per_loop,
+                    steps // self.evaluations // self.iterations_per_loop
+                    * self.iterations_per_loop)
+        return {"num_warmup_steps": int(steps * self.warmup_fraction),
+                "save_checkpoints_steps": every}
 
     def fingerprint(self, *fields) -> str:
         values = {f: getattr(self, f) for f in fields}
@@ -101,6 +120,7 @@ class Stages:
                 raise UserValueError(f"{self.path} is not this demo's stage record; delete it "
                                      "to rerun every stage")
         self.ran, self.skipped = [], []
+        self.seconds = {}  # wall seconds of the stages that ran in this process
 
     def run(self, name, fingerprint, outputs, fn):
         """Runs `fn` unless it completed before with `fingerprint` and `outputs` all exist."""
@@ -119,7 +139,8 @@ class Stages:
         self.done[name] = fingerprint
         fileio.atomic_write_text(self.path, json.dumps(self.done, indent=2) + "\n")
         self.ran.append(name)
-        logging.info("[%s] done in %.0f s", name, time.time() - start)
+        self.seconds[name] = time.time() - start
+        logging.info("[%s] done in %.0f s", name, self.seconds[name])
 
 
 def albert_config(cfg: DemoConfig):
@@ -128,6 +149,7 @@ def albert_config(cfg: DemoConfig):
                         hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_hidden_layers,
                         num_attention_heads=cfg.num_attention_heads,
                         intermediate_size=cfg.intermediate_size,
+                        initializer_range=cfg.initializer_range,
                         max_position_embeddings=max(512, cfg.max_seq_length))
 
 
@@ -153,7 +175,9 @@ def stage_data(cfg, out):
             instances=pipeline.InstanceOptions(
                 max_seq_length=cfg.max_seq_length, dupe_factor=dupe,
                 random_seed=cfg.seed + (split == "heldout"),
-                masking=MaskingOptions(max_predictions_per_seq=cfg.max_predictions_per_seq)),
+                masking=MaskingOptions(masked_lm_prob=cfg.masked_lm_prob,
+                                       max_predictions_per_seq=cfg.max_predictions_per_seq,
+                                       ngram=cfg.ngram)),
             num_workers=cfg.num_workers, progress_seconds=10)
         summary = runner.create_pretraining_data(
             sorted(glob.glob(pattern)), [os.path.join(out, "data", f"{split}.tfrecord")],
@@ -162,25 +186,151 @@ def stage_data(cfg, out):
                      summary.get("tokens", 0))
 
 
-def pretraining_options(cfg, out):
+def pretraining_options(cfg, out, output_dir=None):
+    """Pretraining on `out`/data, written to `output_dir` (default `out`)."""
     from albert_tf.pretraining import PretrainingOptions
+    schedule = cfg.schedule()
     return PretrainingOptions(
-        albert_config=albert_config(cfg), output_dir=out,
+        albert_config=albert_config(cfg), output_dir=output_dir or out,
         input_file=os.path.join(out, "data", "train.tfrecord"),
         eval_input_file=os.path.join(out, "data", "heldout.tfrecord"),
         max_seq_length=cfg.max_seq_length, max_predictions_per_seq=cfg.max_predictions_per_seq,
         do_train=True, do_eval=True, train_batch_size=cfg.train_batch_size,
         eval_batch_size=cfg.eval_batch_size, optimizer=cfg.optimizer,
         learning_rate=cfg.learning_rate, num_train_steps=cfg.num_train_steps,
-        num_warmup_steps=cfg.num_warmup_steps,
-        save_checkpoints_steps=cfg.save_checkpoints_steps, keep_checkpoint_max=2,
+        num_warmup_steps=schedule["num_warmup_steps"], poly_power=cfg.poly_power,
+        save_checkpoints_steps=schedule["save_checkpoints_steps"], keep_checkpoint_max=2,
         iterations_per_loop=cfg.iterations_per_loop, max_eval_steps=None,
-        mixed_precision=cfg.mixed_precision, seed=cfg.seed)
+        mixed_precision=cfg.mixed_precision, seed=cfg.seed, deterministic_input=True)
+
+
+CALIBRATION_WINDOWS = 3  # of CALIBRATION_WINDOW_STEPS steps; the first one also traces
+CALIBRATION_WINDOW_STEPS = 20
+
+
+def stage_calibrate(cfg, out):
+    """Times a few training steps and one evaluation of this very model and data, then
+    writes calibration.json with the number of steps that fit in `pretrain_minutes`.
+
+    The count is rounded down to a multiple of 50 steps and kept on re-runs, so a
+    re-run (or a resumed run) trains the same steps under the same seed.
+    """
+    from albert_tf import fileio, precision
+    from albert_tf.pretraining import run_pretraining
+    scratch = os.path.join(out, "calibration_run")
+    shutil.rmtree(scratch, ignore_errors=True)
+    steps = CALIBRATION_WINDOWS * CALIBRATION_WINDOW_STEPS
+    probe = dataclasses.replace(cfg, num_train_steps=steps, evaluations=1,
+                                iterations_per_loop=CALIBRATION_WINDOW_STEPS)
+    run_pretraining(pretraining_options(probe, out, scratch),
+                    on_evaluation=Snapshots(cfg, out, record_dir=scratch))
+    windows = read_jsonl(os.path.join(scratch, "train", "metrics.jsonl"))
+    rate = statistics.median(w["sequences_per_sec"] for w in windows[1:])
+    window_sequences = CALIBRATION_WINDOW_STEPS * cfg.train_batch_size
+    tracing = max(window_sequences / windows[0]["sequences_per_sec"] - window_sequences / rate,
+                  0.0)
+    evaluation = read_jsonl(os.path.join(scratch, "fillins.jsonl"))[-1]["evaluation_seconds"]
+    shutil.rmtree(scratch, ignore_errors=True)
+    # Evaluations come every num_train_steps // evaluations steps and at the end.
+    usable = cfg.pretrain_minutes * 60 * 0.97 - tracing - (cfg.evaluations + 1) * evaluation
+    steps = max(100, int(max(usable, 0.0) * rate / cfg.train_batch_size) // 50 * 50)
+    cpu = precision.read_cpu_info()
+    record = {"sequences_per_sec": round(rate, 1), "tracing_seconds": round(tracing, 1),
+              "evaluation_seconds": round(evaluation, 1), "num_train_steps": steps,
+              "pretrain_minutes": cfg.pretrain_minutes, "mixed_precision": cfg.mixed_precision,
+              "cpu": cpu.model, "cpu_flags": cpu.shown_flags()}
+    fileio.atomic_write_text(os.path.join(out, "calibration.json"),
+                             json.dumps(record, indent=2) + "\n")
+    logging.info("[calibrate] %.1f sequences/s on %s (%s, %s), %.1f s per evaluation: %d "
+                 "steps of %d sequences fit in the %.1f-minute pretraining budget", rate,
+                 cpu.model, cpu.shown_flags(), cfg.mixed_precision, evaluation, steps,
+                 cfg.train_batch_size, cfg.pretrain_minutes)
+
+
+def read_summary(out, split) -> Dict:
+    path = os.path.join(out, "data", f"{split}.summary.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+FREQUENT_TOKENS = 100  # accuracy is also reported on the tokens outside these
+
+
+def frequent_token_ids(out, count=FREQUENT_TOKENS):
+    """The `count` most frequent masked-LM targets of the training data (ids)."""
+    import numpy as np
+    import tensorflow as tf
+    spec = {"masked_lm_ids": tf.io.VarLenFeature(tf.int64),
+            "masked_lm_weights": tf.io.VarLenFeature(tf.float32)}
+    targets = []
+    dataset = tf.data.TFRecordDataset(os.path.join(out, "data", "train.tfrecord")).batch(1024)
+    for batch in dataset.map(lambda r: tf.io.parse_example(r, spec)):
+        ids = batch["masked_lm_ids"].values.numpy()
+        targets.append(ids[batch["masked_lm_weights"].values.numpy() > 0])
+    counts = np.bincount(np.concatenate(targets))
+    return np.argsort(-counts, kind="stable")[:count]
+
+
+class Snapshots:
+    """At each held-out evaluation: accuracy on the tokens outside the most frequent
+    ones, and the fill-ins of SENTENCES; one JSON line per evaluation in fillins.jsonl."""
+
+    def __init__(self, cfg, out, record_dir=None):
+        from albert_tf import checkpoints
+        from albert_tf.tokenization import load_tokenizer
+        self.cfg, self.out = cfg, out
+        self.path = os.path.join(record_dir or out, "fillins.jsonl")
+        self.frequent = frequent_token_ids(out)
+        self.tokenizer = load_tokenizer(spm_model_file=os.path.join(out, "demo.model"))
+        self.make_official = lambda model: checkpoints.OfficialModel(
+            albert_config(cfg), self.tokenizer, model, None)
+        self._traced_for, self._predict = None, None
+
+    def rare_accuracy(self, model) -> float:
+        import numpy as np
+        import tensorflow as tf
+        from albert_tf import inputs
+        config = inputs.PretrainingInputConfig(
+            os.path.join(self.out, "data", "heldout.tfrecord"), self.cfg.max_seq_length,
+            self.cfg.max_predictions_per_seq, is_training=False)
+        correct = total = 0
+        if model is not self._traced_for:  # one traced call per model, not eager batches
+            self._traced_for = model
+            self._predict = tf.function(lambda batch: tf.argmax(
+                model(batch, training=False)["mlm_logits"], axis=-1, output_type=tf.int32))
+        for batch in inputs.pretraining_dataset(config, self.cfg.eval_batch_size):
+            predicted = self._predict(batch).numpy()
+            ids = batch["masked_lm_ids"].numpy()
+            rare = (batch["masked_lm_weights"].numpy() > 0) & ~np.isin(ids, self.frequent)
+            correct += int(((predicted == ids) & rare).sum())
+            total += int(rare.sum())
+        return correct / max(total, 1)
+
+    def __call__(self, model, step, metrics, eval_seconds=0.0):
+        from albert_tf import fileio
+        started = time.time()
+        official = self.make_official(model)
+        record = {"step": int(step), "masked_lm_accuracy": float(metrics["masked_lm_accuracy"]),
+                  "rare_masked_lm_accuracy": self.rare_accuracy(model),
+                  "fillins": {s: [self.tokenizer.token_text(token)
+                                  for token, _ in official.fill_mask(s, top_k=3)[0]]
+                              for s in SENTENCES}}
+        # What an evaluation costs (held-out pass + this snapshot): calibration budgets it.
+        record["evaluation_seconds"] = eval_seconds + time.time() - started
+        logging.info("[pretrain] step %d: held-out MLM accuracy %.3f (%.3f outside the %d most "
+                     "frequent tokens); fill-ins: %s", step, record["masked_lm_accuracy"],
+                     record["rare_masked_lm_accuracy"], FREQUENT_TOKENS,
+                     "; ".join(v[0] for v in record["fillins"].values()))
+        kept = [r for r in read_jsonl(self.path) if r["step"] < step]
+        fileio.atomic_write_text(self.path, "".join(json.dumps(r) + "\n"
+                                                    for r in kept + [record]))
 
 
 def stage_pretrain(cfg, out):
     from albert_tf.pretraining import run_pretraining
-    run_pretraining(pretraining_options(cfg, out))
+    run_pretraining(pretraining_options(cfg, out), on_evaluation=Snapshots(cfg, out))
 
 
 def stage_export(cfg, out):
@@ -227,7 +377,10 @@ def stage_plot(cfg, out):
     from albert_tf import fileio
     train = read_jsonl(os.path.join(out, "train", "metrics.jsonl"))
     evals = read_eval_results(os.path.join(out, "eval_results.txt"))
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    snapshots = read_jsonl(os.path.join(out, "fillins.jsonl"))
+    fig = plt.figure(figsize=(13, 7.6))
+    grid = fig.add_gridspec(2, 6, height_ratios=(1.0, 0.95))
+    axes = [fig.add_subplot(grid[0, 2 * i:2 * i + 2]) for i in range(3)]
     panels = (("loss", "loss (MLM + SOP)"), ("masked_lm_accuracy", "MLM accuracy"),
               ("sentence_order_accuracy", "SOP accuracy"))
     for ax, (key, title) in zip(axes, panels):
@@ -237,9 +390,22 @@ def stage_plot(cfg, out):
         ax.set_title(title)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
+    if snapshots:
+        axes[1].plot([s["step"] for s in snapshots],
+                     [s["rare_masked_lm_accuracy"] for s in snapshots], "s--",
+                     label=f"held-out, outside the\n{FREQUENT_TOKENS} most frequent tokens")
+        axes[1].legend(fontsize=8)
     axes[2].axhline(0.5, color="grey", linestyle=":", label="chance")
     axes[0].legend()
     axes[2].legend()
+    half = (len(SENTENCES) + 1) // 2
+    for column, sentences in enumerate((SENTENCES[:half], SENTENCES[half:])):
+        text = fig.add_subplot(grid[1, 3 * column:3 * column + 3])
+        text.axis("off")
+        if column == 0:
+            text.set_title("top-3 fill-ins at each held-out evaluation", loc="left")
+        text.text(0.0, 1.0, fill_in_history(snapshots, sentences) or "(no evaluations)",
+                  va="top", family="monospace", fontsize=7.5, transform=text.transAxes)
     fig.suptitle("ALBERT pretraining on the demo corpus")
     fig.tight_layout()
     with fileio.atomic_open(os.path.join(out, "pretraining.png"), "wb") as handle:
@@ -263,7 +429,20 @@ def chance_levels(out):
     return mlm, sop
 
 
-def report(cfg, out, elapsed):
+def fill_in_history(snapshots, sentences=SENTENCES) -> str:
+    """Per sentence, one line per evaluation: "  step  N (held-out accuracy 0.xxx): a | b | c"."""
+    lines = []
+    for sentence in sentences:
+        lines.append(sentence)
+        for snap in snapshots:
+            if sentence in snap["fillins"]:
+                lines.append(f"  step {snap['step']:>5} (held-out accuracy "
+                             f"{snap['masked_lm_accuracy']:.3f}): "
+                             f"{' | '.join(snap['fillins'][sentence])}")
+    return "\n".join(lines) if snapshots else ""
+
+
+def report(cfg, out, elapsed, stage_seconds):
     from albert_tf import fill_mask
     results = fill_mask.predict(out, SENTENCES, top_k=5)
     print("\nFill-in predictions (top 5, from the pretrained model in", out + "):")
@@ -274,23 +453,38 @@ def report(cfg, out, elapsed):
     train = read_jsonl(os.path.join(out, "train", "metrics.jsonl"))
     rates = [r["sequences_per_sec"] for r in train[1:]] or [r["sequences_per_sec"] for r in train]
     mlm_chance, sop_chance = chance_levels(out)
+    snapshots = read_jsonl(os.path.join(out, "fillins.jsonl"))
+    best_snapshot = next((s for s in snapshots if s["step"] == best["global_step"]), {})
+    history = fill_in_history(snapshots)
+    if history:
+        print("\nFill-ins as pretraining went on (top 3 at each held-out evaluation):")
+        print(history)
+    from albert_tf import precision
     summary = {
         "steps": cfg.num_train_steps,
         "train_batch_size": cfg.train_batch_size,
         "sequences_per_sec": sum(rates) / len(rates) if rates else 0.0,
+        "mixed_precision": cfg.mixed_precision,
+        "cpu": precision.read_cpu_info().model,
         "best_step": best["global_step"],
         "heldout_masked_lm_accuracy": best["masked_lm_accuracy"],
+        "heldout_rare_masked_lm_accuracy": best_snapshot.get("rare_masked_lm_accuracy"),
         "masked_lm_chance": mlm_chance,
         "heldout_sentence_order_accuracy": best["sentence_order_accuracy"],
         "sentence_order_chance": sop_chance,
+        "pretrain_seconds": stage_seconds.get("pretrain"),
         "wall_seconds": elapsed,
+        "fillins": {str(s["step"]): s["fillins"] for s in snapshots},
     }
+    rare = summary["heldout_rare_masked_lm_accuracy"]
+    rare_line = (f"  masked-LM accuracy outside the {FREQUENT_TOKENS} most frequent tokens "
+                 f"{rare:.3f}\n" if rare is not None else "")
     print(f"\nSummary: {summary['steps']} steps of {cfg.train_batch_size} sequences "
-          f"({summary['sequences_per_sec']:.1f} sequences/s, {cfg.mixed_precision}); best "
-          f"held-out checkpoint at step {summary['best_step']}:\n"
+          f"({summary['sequences_per_sec']:.1f} sequences/s, {cfg.mixed_precision}, "
+          f"{summary['cpu']}); best held-out checkpoint at step {summary['best_step']}:\n"
           f"  masked-LM accuracy     {summary['heldout_masked_lm_accuracy']:.3f}  "
           f"(chance: always the most frequent token = {mlm_chance:.3f}; "
-          f"uniform = {1 / cfg.vocab_size:.5f})\n"
+          f"uniform = {1 / cfg.vocab_size:.5f})\n{rare_line}"
           f"  sentence-order accuracy {summary['heldout_sentence_order_accuracy']:.3f}  "
           f"(chance: majority label = {sop_chance:.3f})\n"
           f"Outputs in {out}: albert_config.json, demo.model, model.ckpt-best.* "
@@ -305,18 +499,29 @@ def report(cfg, out, elapsed):
 
 def run(cfg: DemoConfig, out: str):
     """Runs every stage; returns (summary dict, Stages)."""
+    from albert_tf import precision
     start = time.time()
+    cfg = dataclasses.replace(cfg, mixed_precision=precision.resolve(cfg.mixed_precision))
     os.makedirs(out, exist_ok=True)
     stages = Stages(out)
     spm_fp = cfg.fingerprint("train_glob", "vocab_size")
     stages.run("spm", spm_fp, [os.path.join(out, "demo.model")], lambda: stage_spm(cfg, out))
     data_fp = cfg.fingerprint("train_glob", "heldout_glob", "max_seq_length",
-                              "max_predictions_per_seq", "dupe_factor", "heldout_dupe_factor",
+                              "max_predictions_per_seq", "masked_lm_prob", "ngram", "dupe_factor", "heldout_dupe_factor",
                               "seed") + spm_fp
     stages.run("data", data_fp, [os.path.join(out, "data", f"{s}.tfrecord")
                                  for s in ("train", "heldout")], lambda: stage_data(cfg, out))
+    if not cfg.num_train_steps:
+        calibration = os.path.join(out, "calibration.json")
+        fields = [f.name for f in dataclasses.fields(cfg) if f.name not in
+                  ("num_workers", "train_glob", "heldout_glob", "num_train_steps", "evaluations")]
+        stages.run("calibrate", cfg.fingerprint(*fields) + data_fp, [calibration],
+                   lambda: stage_calibrate(cfg, out))
+        with open(calibration, encoding="utf-8") as handle:
+            cfg = dataclasses.replace(cfg, num_train_steps=json.load(handle)["num_train_steps"])
     model_fields = [f.name for f in dataclasses.fields(cfg)
-                    if f.name not in ("num_workers", "train_glob", "heldout_glob")]
+                    if f.name not in ("num_workers", "train_glob", "heldout_glob",
+                                      "pretrain_minutes")]
     train_fp = cfg.fingerprint(*model_fields) + data_fp
     stages.run("pretrain", train_fp, [os.path.join(out, "model.ckpt-best.index"),
                                       os.path.join(out, "best_eval.json")],
@@ -325,7 +530,7 @@ def run(cfg: DemoConfig, out: str):
                lambda: stage_export(cfg, out))
     stages.run("plot", train_fp, [os.path.join(out, "pretraining.png")],
                lambda: stage_plot(cfg, out))
-    summary = report(cfg, out, time.time() - start)
+    summary = report(cfg, out, time.time() - start, stages.seconds)
     return summary, stages
 
 
@@ -333,7 +538,13 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", os.path.join(REPO, "demo_output"), "Where everything goes.")
 flags.DEFINE_enum("size", "full", ["full", "mini"],
                   "full: ~15 minutes on 2 cores; mini: the same pipeline in seconds.")
-flags.DEFINE_integer("num_train_steps", None, "Override the number of pretraining steps.")
+flags.DEFINE_integer("num_train_steps", None,
+                     "Pretraining steps; default: as many as fit in --pretrain_minutes on this "
+                     "machine (timed by a short calibration run, kept in calibration.json).")
+flags.DEFINE_float("pretrain_minutes", None, "Pretraining time budget (full: 6 minutes).")
+flags.DEFINE_enum("mixed_precision", "auto", ["auto", "float32", "mixed_bfloat16"],
+                  "auto: bf16 where the CPU computes it natively (AMX or AVX512-BF16), "
+                  "float32 elsewhere.")
 
 
 def main(argv):
@@ -348,7 +559,12 @@ def main(argv):
     cfg = DemoConfig() if FLAGS.size == "full" else DemoConfig.mini()
     if FLAGS.num_train_steps:
         cfg.num_train_steps = FLAGS.num_train_steps
-        cfg.num_warmup_steps = min(cfg.num_warmup_steps, cfg.num_train_steps // 10)
+    if FLAGS.pretrain_minutes is not None:
+        if FLAGS.pretrain_minutes <= 0:
+            raise UserValueError(f"--pretrain_minutes must be positive, got "
+                                 f"{FLAGS.pretrain_minutes}")
+        cfg.pretrain_minutes = FLAGS.pretrain_minutes
+    cfg.mixed_precision = FLAGS.mixed_precision
     sys.path.insert(0, REPO)
     run(cfg, FLAGS.output_dir)
 

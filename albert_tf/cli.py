@@ -125,9 +125,12 @@ def define_runtime_flags() -> None:
     flags.DEFINE_string("master", None, "TPU master address (used when --tpu_name is not set).")
     flags.DEFINE_integer("num_tpu_cores", 8,
                          "Accepted for compatibility; TPUStrategy finds the cores.")
-    flags.DEFINE_enum("mixed_precision", "float32",
-                      ["float32", "mixed_bfloat16", "mixed_float16"],
-                      "Keras dtype policy; mixed_float16 adds dynamic loss scaling.")
+    flags.DEFINE_enum("mixed_precision", "float32", ["auto", "float32", "mixed_bfloat16",
+                                                     "mixed_float16"],
+                      "Keras dtype policy. auto: mixed_bfloat16 where the device computes "
+                      "bf16 natively (CPUs with AMX or AVX512-BF16, GPUs of compute "
+                      "capability >= 8.0, TPUs), float32 elsewhere, logged with the reason; "
+                      "mixed_float16 adds dynamic loss scaling.")
     flags.DEFINE_bool("jit_compile", False, "Compile the forward and backward pass with XLA.")
     flags.DEFINE_integer("gradient_accumulation_steps", 1,
                          "Micro-batches per optimizer step (the training batch is split "

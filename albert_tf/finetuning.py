@@ -19,7 +19,8 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf import errors
-from albert_tf import checkpoints, distribute, fileio, optimization, run_dir, training
+from albert_tf import (checkpoints, distribute, fileio, optimization, precision, run_dir,
+                       training)
 
 BEST_PREFIX = "model.ckpt-best"
 CHECKPOINT_SUBDIR = "checkpoints"
@@ -195,6 +196,9 @@ class FinetuningOptions:
     def validate(self, num_replicas: int) -> None:
         if not (self.do_train or self.do_eval or self.do_predict):
             raise ValueError("at least one of --do_train, --do_eval, --do_predict must be set")
+        if self.mixed_precision not in precision.CHOICES:
+            raise ValueError(f"--mixed_precision {self.mixed_precision!r} is not one of "
+                             f"{', '.join(precision.CHOICES)}")
         for name in ("train_step", "save_checkpoints_steps", "iterations_per_loop",
                      "train_batch_size", "gradient_accumulation_steps"):
             if getattr(self, name) <= 0:
@@ -244,8 +248,9 @@ def run_finetuning(options: FinetuningOptions, build_model: Callable[[str], kera
     if identity is not None:
         run_dir.claim_output_dir(options.output_dir, identity, write=chief)
     ckpt_dir = os.path.join(options.output_dir, CHECKPOINT_SUBDIR)
+    policy = precision.resolve(options.mixed_precision, strategy)
     with strategy.scope():
-        model = build_model(options.mixed_precision)
+        model = build_model(policy)
         model.build()
     if identity is None:
         run_dir.claim_output_dir(options.output_dir, run_dir.RunIdentity.of(
@@ -256,7 +261,7 @@ def run_finetuning(options: FinetuningOptions, build_model: Callable[[str], kera
             options.learning_rate, options.train_step, options.warmup_step, options.optimizer,
             clip_norm=None)
         schedule = optimizer.learning_rate_schedule
-        if options.mixed_precision == "mixed_float16":
+        if policy == "mixed_float16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     resuming = tf.train.latest_checkpoint(ckpt_dir) is not None
     if options.init_checkpoint and not resuming:

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Dict, Optional
+import time
+from typing import Callable, Dict, Optional
 
 import keras
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import (checkpoints, distribute, finetuning, inputs, optimization, run_dir,
+from albert_tf import (checkpoints, distribute, finetuning, inputs, optimization, precision,
+                       run_dir,
                        training)
 from albert_tf.config import AlbertConfig
 from albert_tf.models import MLM_LOSS_EPSILON, AlbertPretrainer
@@ -146,7 +148,7 @@ class PretrainingOptions:
                              f"number of replicas ({num_replicas})")
 
 
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+PRECISIONS = precision.CHOICES
 CHECKPOINT_SUBDIR = "checkpoints"
 BEST_PREFIX = finetuning.BEST_PREFIX
 
@@ -166,8 +168,14 @@ def _dataset_fn(config, global_batch):
 
 
 def run_pretraining(options: PretrainingOptions,
-                    strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
+                    strategy: Optional[tf.distribute.Strategy] = None,
+                    on_evaluation: Optional[Callable[[keras.Model, int, Dict, float], None]] = None
+                    ) -> Dict:
     """Trains and/or evaluates; returns {"train": metrics, "eval": metrics, "best": ...}.
+
+    on_evaluation(model, step, metrics, seconds), if given, runs after each held-out
+    evaluation (which took `seconds`), with the model holding that step's weights (the
+    demo shows fill-ins with it).
 
     Output directory (re-running the same command resumes from `checkpoints/`, first
     evaluating the latest checkpoint when an interruption left it unevaluated; a directory
@@ -190,15 +198,16 @@ def run_pretraining(options: PretrainingOptions,
         options.albert_config.to_json_file(os.path.join(options.output_dir,
                                                         "albert_config.json"))
     ckpt_dir = os.path.join(options.output_dir, CHECKPOINT_SUBDIR)
+    policy = precision.resolve(options.mixed_precision, strategy)
     with strategy.scope():
-        model = AlbertPretrainer(options.albert_config, dtype=options.mixed_precision,
+        model = AlbertPretrainer(options.albert_config, dtype=policy,
                                  recompute_layers=options.recompute_layers)
         model.build()
         optimizer = optimization.create_optimizer(
             options.learning_rate, options.num_train_steps, options.num_warmup_steps,
             options.optimizer, options.poly_power, options.start_warmup_step, clip_norm=None)
         schedule = optimizer.learning_rate_schedule
-        if options.mixed_precision == "mixed_float16":
+        if policy == "mixed_float16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     task = PretrainingTask()
     resuming = tf.train.latest_checkpoint(ckpt_dir) is not None
@@ -224,6 +233,7 @@ def run_pretraining(options: PretrainingOptions,
     results = {}
 
     def evaluate_now(step, _path=None):
+        started = time.time()
         eval_config = _input_config(options, options.eval_input_file, is_training=False)
         metrics = training.evaluate(strategy, model, task,
                                     _dataset_fn(eval_config, options.eval_batch_size),
@@ -231,6 +241,8 @@ def run_pretraining(options: PretrainingOptions,
         metrics.pop("eval_batches", None)
         tracker.record(step, metrics, model, eval_writer)
         results["eval"] = metrics
+        if on_evaluation is not None:
+            on_evaluation(model, step, metrics, time.time() - started)
 
     if options.do_train:
         train_config = _input_config(options, options.input_file, is_training=True)

@@ -47,8 +47,10 @@ from typing import Dict, List, Optional
 BENCH_DIR = pathlib.Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 sys.path.insert(0, str(BENCH_DIR))
+sys.path.insert(1, str(REPO))
 
 import flops  # noqa: E402
+from albert_tf import precision  # noqa: E402
 
 FRAMEWORKS = ("ours", "keras_hub", "hf")
 PEER_LABELS = {"ours": "albert-tf", "keras_hub": "keras-hub", "hf": "HF torch"}
@@ -88,14 +90,16 @@ def model_case(kind, model, seq, batch, precision, jit=False, mode="in_process",
             "jit": jit, "mode": mode}
 
 
-def suite_rows(suite: str, tiny: bool = False) -> List[Row]:
-    """The rows of a suite. `tiny` swaps in a 2-layer H=32 model (for the harness's tests)."""
+def suite_rows(suite: str, tiny: bool = False, bf16: bool = True) -> List[Row]:
+    """The rows of a suite. `tiny` swaps in a 2-layer H=32 model (for the harness's tests);
+    `bf16` False keeps only the bf16 matmul probe (for CPUs that emulate bf16)."""
     rows = [Row(f"probe {PRECISION_LABELS[p]}", {"kind": "probe", "precision": p}, ("ours",),
                 2, "GFLOP/s") for p in ("float32", "mixed_bfloat16")]
     model = "tiny" if tiny else "base"
     seq = 16 if tiny else 128
+    precisions = ("float32", "mixed_bfloat16") if bf16 else ("float32",)
     for jit in (False, True):
-        for p in ("float32", "mixed_bfloat16"):
+        for p in precisions:
             rows.append(Row(f"train {model} s{seq} b16 {PRECISION_LABELS[p]}"
                             f"{' xla' if jit else ''}",
                             model_case("train", model, seq, 16, p, jit,
@@ -107,7 +111,7 @@ def suite_rows(suite: str, tiny: bool = False) -> List[Row]:
             for jit in infer_jit:
                 if jit and mode == "saved_model":
                     continue
-                for p in ("float32", "mixed_bfloat16"):
+                for p in precisions:
                     label = "SavedModel" if mode == "saved_model" else "in-process"
                     rows.append(Row(
                         f"infer {model} s{seq} b{batch} {label} {PRECISION_LABELS[p]}"
@@ -117,7 +121,7 @@ def suite_rows(suite: str, tiny: bool = False) -> List[Row]:
                         FRAMEWORKS, window, unit))
     if suite == "full":
         # Batch 2: three ALBERT-large workers at sequence 512 must fit in memory together.
-        for p in ("float32", "mixed_bfloat16"):
+        for p in precisions:
             rows.append(Row(f"train large s512 b2 {PRECISION_LABELS[p]}",
                             model_case("train", "large", 512, 2, p), FRAMEWORKS, 2, "s/step"))
     return rows
@@ -262,13 +266,11 @@ def machine_info() -> dict:
     info = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "cpus": os.cpu_count(), "python": platform.python_version(),
             "platform": platform.platform()}
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                info["cpu"] = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = precision.read_cpu_info()
+    bf16 = precision.choose("auto", cpu=cpu)
+    info.update(cpu=cpu.model, cpu_flags=cpu.shown_flags(),
+                native_bf16=bf16.policy == "mixed_bfloat16", bf16_reason=bf16.reason,
+                onednn_max_cpu_isa=os.environ.get("ONEDNN_MAX_CPU_ISA"))
     from importlib import metadata
     for package in ("tensorflow", "keras", "keras-hub", "torch", "transformers"):
         try:
@@ -337,8 +339,10 @@ def peak_fraction(row: Row, record: Optional[dict], peaks: Dict[str, float]) -> 
 
 
 def markdown_table(info: dict, table: List[dict], data: List[dict]) -> str:
+    isa = (f", ONEDNN_MAX_CPU_ISA={info['onednn_max_cpu_isa']}"
+           if info.get("onednn_max_cpu_isa") else "")
     lines = [f"Measured {info['date'][:10]} on {info.get('cpu', 'unknown CPU')}, "
-             f"{info['cpus']} cores; TensorFlow {info['tensorflow']}, Keras {info['keras']}, "
+             f"{info['cpus']} cores (flags: {info.get('cpu_flags', '?')}{isa}); TensorFlow {info['tensorflow']}, Keras {info['keras']}, "
              f"keras-hub {info['keras-hub']}, PyTorch {info['torch']}, "
              f"transformers {info['transformers']}. Medians of interleaved units; "
              "ratio = ours vs the fastest peer (>1: ours faster); paired = the median of "
@@ -379,13 +383,18 @@ def main(argv=None) -> int:
     parser.add_argument("--output", default=None,
                         help="JSON lines (default bench/results/<suite>-<date>.jsonl)")
     parser.add_argument("--markdown", default=None, help="also write the table as Markdown")
+    parser.add_argument("--bf16", choices=["auto", "always", "never"], default="auto",
+                        help="bf16 training and inference rows: auto = only where the CPU "
+                             "computes bf16 natively (AMX or AVX512-BF16)")
     args = parser.parse_args(argv)
     rounds = args.rounds or (3 if args.suite == "full" else 2)
     frameworks = tuple(f for f in args.frameworks.split(",") if f)
     unknown = set(frameworks) - set(FRAMEWORKS)
     if unknown:
         parser.error(f"--frameworks: unknown {', '.join(sorted(unknown))}")
-    rows = suite_rows(args.suite, tiny=args.tiny)
+    info = dict(machine_info(), suite=args.suite, rounds=rounds)
+    bf16 = args.bf16 == "always" or (args.bf16 == "auto" and info["native_bf16"])
+    rows = suite_rows(args.suite, tiny=args.tiny, bf16=bf16)
     if args.only:
         wanted = [w.strip() for w in args.only.split(",") if w.strip()]
         # The probes always run: the train rows' % of peak needs them.
@@ -396,9 +405,12 @@ def main(argv=None) -> int:
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")
     log_dir = pathlib.Path(tempfile.mkdtemp(prefix="albert_bench_logs_"))
-    info = dict(machine_info(), suite=args.suite, rounds=rounds)
-    print(f"albert-tf bench, suite {args.suite}, {rounds} rounds; "
-          f"{info.get('cpu', '?')}, {info['cpus']} cores; worker logs in {log_dir}", flush=True)
+    isa = (f"; ONEDNN_MAX_CPU_ISA={info['onednn_max_cpu_isa']}"
+           if info["onednn_max_cpu_isa"] else "")
+    print(f"albert-tf bench, suite {args.suite}, {rounds} rounds; worker logs in {log_dir}\n"
+          f"CPU: {info['cpu']}, {info['cpus']} cores; flags: {info['cpu_flags']}{isa}\n"
+          f"bf16: {'native' if info['native_bf16'] else 'emulated'} ({info['bf16_reason']}); "
+          f"bf16 rows {'on' if bf16 else 'off (--bf16=always to add them)'}", flush=True)
     log = lambda message: print(message, flush=True)  # noqa: E731
     peaks: Dict[str, float] = {}
     table: List[dict] = []

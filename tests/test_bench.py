@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from albert_tf import AlbertConfig
+from albert_tf import AlbertConfig, precision
 from tests.conftest import REPO_ROOT
 
 sys.path.insert(0, str(pathlib.Path(REPO_ROOT) / "bench"))
@@ -35,6 +35,14 @@ def test_flop_count_of_albert_base_by_hand():
     # Sharing does not change the arithmetic; inner groups multiply the layers.
     assert flops.encoder_forward_flops(dict(model, inner_group_num=2), 1, 8) > \
         flops.encoder_forward_flops(model, 1, 8)
+
+
+def test_bf16_rows_only_where_bf16_is_native():
+    names = [row.name for row in bench_run.suite_rows("full", bf16=False)]
+    assert [n for n in names if "bf16" in n] == ["probe bf16"]  # the probe shows emulation
+    assert "train base s128 b16 fp32" in names and "train large s512 b2 fp32" in names
+    with_bf16 = [row.name for row in bench_run.suite_rows("full", bf16=True)]
+    assert "train base s128 b16 bf16" in with_bf16 and len(with_bf16) > len(names)
 
 
 def test_speedup_is_against_the_fastest_peer_and_skips_missing_ones():
@@ -127,7 +135,13 @@ def test_tiny_run_end_to_end(tmp_path):
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     records = [json.loads(line) for line in output.read_text().splitlines()]
-    assert records[0]["record"] == "machine" and records[0]["cpus"] >= 1
+    machine = records[0]
+    assert machine["record"] == "machine" and machine["cpus"] >= 1
+    cpu = precision.read_cpu_info()
+    assert machine["cpu"] == cpu.model and machine["cpu_flags"] == cpu.shown_flags()
+    header = result.stdout.splitlines()[1:3]
+    assert header[0].startswith(f"CPU: {cpu.model}, ") and f"flags: {cpu.shown_flags()}" in header[0]
+    assert header[1].startswith("bf16: native" if machine["native_bf16"] else "bf16: emulated")
     results = {(r["row"], r["framework"]): r for r in records if r["record"] == "result"}
     assert {row for row, _ in results} == {"probe fp32", "probe bf16", "train tiny s16 b16 fp32",
                                            "train tiny s16 b16 fp32 xla",

@@ -175,6 +175,7 @@ def test_help_is_complete():
                  "--strategy", "--mixed_precision", "--export_layer_norm", "--label_column"):
         assert f"  {flag}:" in done.stdout, flag
     assert "Fine-tune ALBERT on GLUE" in done.stdout  # the module docstring leads
+    assert "<auto|float32|mixed_bfloat16|mixed_float16>" in done.stdout  # --mixed_precision
 
 
 def test_cli_run_contract_in_process(capsys):

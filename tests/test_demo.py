@@ -43,7 +43,73 @@ def test_miniature_pipeline_outputs(mini_run):
     assert done.stdout.count("[MASK] #1:") == 4
     assert "masked-LM accuracy" in done.stdout and "sentence-order accuracy" in done.stdout
     stages = json.loads((out / "stages.json").read_text())
-    assert set(stages) == {"spm", "data", "pretrain", "export", "plot"}
+    assert set(stages) == {"spm", "data", "pretrain", "export", "plot"}  # steps given: no calibrate
+    assert summary["mixed_precision"] in ("float32", "mixed_bfloat16")  # auto, resolved
+    # Fill-ins and the accuracy outside the frequent tokens at each evaluation (10, 20).
+    snapshots = [json.loads(line) for line in (out / "fillins.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in snapshots] == [10, 20]
+    for snap in snapshots:
+        assert len(snap["fillins"]) == 4 and all(len(v) == 3 for v in snap["fillins"].values())
+        assert 0.0 <= snap["rare_masked_lm_accuracy"] <= 1.0
+    assert summary["fillins"]["20"] == snapshots[1]["fillins"]
+    assert summary["heldout_rare_masked_lm_accuracy"] == next(
+        s["rare_masked_lm_accuracy"] for s in snapshots if s["step"] == summary["best_step"])
+    assert "Fill-ins as pretraining went on" in done.stdout
+    assert done.stdout.count("  step    10 (held-out accuracy") == 4
+    assert "outside the 100 most frequent tokens" in done.stdout
+
+
+def test_rare_token_accuracy_leaves_out_the_frequent_targets(mini_run):
+    """An oracle scores 1; an oracle right only on the 100 most frequent targets scores 0."""
+    import demo
+
+    out, _ = mini_run
+    snapshots = demo.Snapshots(demo.DemoConfig.mini(), str(out))
+    frequent = set(snapshots.frequent.tolist())
+    assert len(frequent) == demo.FREQUENT_TOKENS
+
+    def oracle(only_frequent):
+        def model(batch, training=False):  # traced by rare_accuracy: TensorFlow ops only
+            ids = batch["masked_lm_ids"]
+            if only_frequent:
+                is_frequent = tf.reduce_any(ids[..., None] == tf.constant(
+                    sorted(frequent), ids.dtype), axis=-1)
+                ids = tf.where(is_frequent, ids, tf.zeros_like(ids))
+            return {"mlm_logits": tf.one_hot(ids, demo.DemoConfig.mini().vocab_size)}
+        return model
+
+    assert snapshots.rare_accuracy(oracle(False)) == 1.0
+    assert snapshots.rare_accuracy(oracle(True)) == 0.0
+
+
+def test_calibration_sizes_the_run_and_is_kept(tmp_path, mini_run):
+    """Without a step count, a calibration run times this model and picks the steps that
+    fit the budget (a multiple of 50, at least 100); a re-run keeps them."""
+    import dataclasses
+    import shutil
+
+    import demo
+
+    out = tmp_path / "calibrated"
+    shutil.copytree(mini_run[0] / "data", out / "data")  # same settings: data is reused
+    shutil.copy(mini_run[0] / "demo.model", out / "demo.model")
+    shutil.copy(mini_run[0] / "demo.vocab", out / "demo.vocab")
+    stages = json.loads((mini_run[0] / "stages.json").read_text())
+    (out / "stages.json").write_text(json.dumps({k: stages[k] for k in ("spm", "data")}))
+    cfg = dataclasses.replace(demo.DemoConfig.mini(), num_train_steps=0, pretrain_minutes=0.3,
+                              evaluations=1)
+    summary, first = demo.run(cfg, str(out))
+    calibration = json.loads((out / "calibration.json").read_text())
+    assert calibration["sequences_per_sec"] > 0 and calibration["pretrain_minutes"] == 0.3
+    assert calibration["evaluation_seconds"] > 0 and calibration["tracing_seconds"] >= 0
+    steps = calibration["num_train_steps"]
+    assert steps >= 100 and steps % 50 == 0 and summary["steps"] == steps
+    fits = int(0.3 * 60 * calibration["sequences_per_sec"] / 8) // 50 * 50
+    assert steps <= max(100, fits)  # a margin and the evaluations' time come off the budget
+    assert not (out / "calibration_run").exists()
+    assert first.ran[:1] == ["calibrate"] and "spm" in first.skipped
+    _, second = demo.run(cfg, str(out))
+    assert "calibrate" in second.skipped and "pretrain" in second.skipped
 
 
 def test_fill_mask_cli_on_the_demo_directory(mini_run):

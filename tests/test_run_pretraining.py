@@ -133,6 +133,7 @@ def test_cli_kill_and_rerun_resumes_to_the_same_weights(data, tmp_path):
 
 
 @pytest.mark.parametrize("precision,jit", [("mixed_bfloat16", False), ("mixed_float16", False),
+                                           ("auto", False),
                                            ("float32", True)])
 def test_precision_and_xla_runs(data, tmp_path, precision, jit):
     results = run_pretraining(options(data, tmp_path, mixed_precision=precision, jit_compile=jit,

@@ -1,0 +1,157 @@
+"""`--mixed_precision=auto`: bf16 where the device computes it natively, float32 elsewhere.
+
+bf16 pays only where the hardware multiplies bf16 itself: CPUs with AMX (amx_bf16) or
+AVX512-BF16 (avx512_bf16), GPUs of compute capability 8.0 or more, TPUs. Elsewhere
+(AVX2-only or plain AVX-512 CPUs, older GPUs) oneDNN and cuBLAS emulate it by converting
+to float32 and back, and a bf16 model runs slower than a float32 one (measured on an AMD
+EPYC with AVX2 only: the demo model 78-97 sequences/s in float32, 70-87 in bf16).
+
+Everything the choice reads can be injected (`CpuInfo`, `gpu_capabilities`,
+`environ`), so it is tested on CPUs this machine is not.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+from typing import Mapping, Optional, Sequence, Tuple
+
+from absl import logging
+
+AUTO = "auto"
+POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
+CHOICES = (AUTO,) + POLICIES
+
+# x86 flags (Linux /proc/cpuinfo spelling) with which oneDNN multiplies bf16 natively.
+NATIVE_BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
+# Flags `make bench` and the log show, in this order, when the CPU has them.
+SHOWN_CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile",
+                   "amx_bf16", "amx_int8")
+# ONEDNN_MAX_CPU_ISA values (oneDNN's spelling, any case) that stop below bf16 instructions.
+_ONEDNN_ISAS_WITHOUT_BF16 = ("sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2",
+                             "avx512_core", "avx512_core_vnni")
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuInfo:
+    """What the CPU reports: `model` (e.g. "AMD EPYC 9B45"), `flags` (lower case, as in
+    /proc/cpuinfo), `machine` (platform.machine(), e.g. "x86_64")."""
+
+    model: str
+    flags: frozenset
+    machine: str
+
+    @property
+    def native_bf16_flags(self) -> Tuple[str, ...]:
+        return tuple(f for f in NATIVE_BF16_CPU_FLAGS if f in self.flags)
+
+    def shown_flags(self) -> str:
+        """The performance-relevant flags it has, e.g. "avx2 fma avx512f avx512_bf16"."""
+        return " ".join(f for f in SHOWN_CPU_FLAGS if f in self.flags) or "(none of note)"
+
+
+def read_cpu_info(path: str = "/proc/cpuinfo") -> CpuInfo:
+    """This machine's CPU; flags are empty where /proc/cpuinfo does not exist (macOS,
+    Windows), which `auto` treats as "no native bf16"."""
+    model, flags = "", frozenset()
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip().lower()
+        if key == "model name" and not model:
+            model = value.strip()
+        elif key in ("flags", "features") and not flags:  # x86 / aarch64 spelling
+            flags = frozenset(value.lower().split())
+    return CpuInfo(model or platform.processor() or "unknown CPU", flags, platform.machine())
+
+
+@dataclasses.dataclass(frozen=True)
+class PrecisionChoice:
+    """The Keras dtype policy to use (`policy`) and why, in words (`reason`)."""
+
+    policy: str
+    reason: str
+
+
+def _cpu_choice(cpu: CpuInfo, environ: Mapping[str, str]) -> PrecisionChoice:
+    if environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip() == "0":
+        return PrecisionChoice("float32", "TF_ENABLE_ONEDNN_OPTS=0 turns oneDNN off, and "
+                                          "TensorFlow's own bf16 CPU kernels are slower than float32")
+    max_isa = environ.get("ONEDNN_MAX_CPU_ISA", "").strip().lower()
+    if max_isa in _ONEDNN_ISAS_WITHOUT_BF16:
+        return PrecisionChoice("float32", f"ONEDNN_MAX_CPU_ISA={max_isa.upper()} keeps oneDNN "
+                                          "below the bf16 instructions, so bf16 would be "
+                                          "emulated (slower than float32)")
+    native = cpu.native_bf16_flags
+    if native:
+        return PrecisionChoice("mixed_bfloat16", f"the CPU ({cpu.model}) computes bf16 "
+                                                 f"natively ({', '.join(native)})")
+    if not cpu.flags:
+        return PrecisionChoice("float32", f"the CPU's features are unknown ({cpu.machine}; no "
+                                          "/proc/cpuinfo), so bf16 is not known to be native")
+    return PrecisionChoice("float32", f"the CPU ({cpu.model}) has no native bf16 (neither "
+                                      f"{' nor '.join(NATIVE_BF16_CPU_FLAGS)}): bf16 would be "
+                                      "emulated, slower than float32")
+
+
+def choose(requested: str, *, device_kind: str = "CPU", cpu: Optional[CpuInfo] = None,
+           gpu_capabilities: Sequence[Tuple[int, int]] = (),
+           environ: Optional[Mapping[str, str]] = None) -> PrecisionChoice:
+    """The policy for `requested` ("auto" or a Keras policy name, which is kept as is).
+
+    device_kind: "TPU", "GPU" or "CPU", what the model runs on.
+    gpu_capabilities: (major, minor) compute capability of each GPU used (device_kind GPU).
+    """
+    if requested not in CHOICES:
+        raise ValueError(f"--mixed_precision {requested!r} is not one of {', '.join(CHOICES)}")
+    if requested != AUTO:
+        return PrecisionChoice(requested, "as requested")
+    if device_kind == "TPU":
+        return PrecisionChoice("mixed_bfloat16", "TPUs compute bf16 natively")
+    if device_kind == "GPU":
+        if gpu_capabilities and all(tuple(c) >= (8, 0) for c in gpu_capabilities):
+            shown = ", ".join(f"{c[0]}.{c[1]}" for c in gpu_capabilities)
+            return PrecisionChoice("mixed_bfloat16", f"the GPUs compute bf16 natively (compute "
+                                                     f"capability {shown} >= 8.0)")
+        shown = ", ".join(f"{c[0]}.{c[1]}" for c in gpu_capabilities) or "unknown"
+        return PrecisionChoice("float32", f"not every GPU has native bf16 (compute capability "
+                                          f"{shown}; 8.0 or more needed)")
+    return _cpu_choice(cpu if cpu is not None else read_cpu_info(),
+                       os.environ if environ is None else environ)
+
+
+def _device_kind(strategy) -> Tuple[str, Tuple[Tuple[int, int], ...]]:
+    """("TPU" | "GPU" | "CPU", GPU compute capabilities) of what `strategy` runs on."""
+    import tensorflow as tf
+
+    if strategy is not None and "TPU" in type(strategy).__name__:
+        return "TPU", ()
+    try:
+        devices = list(strategy.extended.worker_devices) if strategy is not None else []
+    except RuntimeError:  # the default strategy has no device list
+        devices = []
+    uses_gpu = any("GPU" in d.upper() for d in devices) if devices else bool(
+        tf.config.list_logical_devices("GPU"))
+    if not uses_gpu:
+        return "CPU", ()
+    capabilities = []
+    for gpu in tf.config.list_physical_devices("GPU"):
+        details = tf.config.experimental.get_device_details(gpu)
+        capabilities.append(tuple(details.get("compute_capability", (0, 0))))
+    return "GPU", tuple(capabilities)
+
+
+def resolve(requested: str, strategy=None) -> str:
+    """The Keras policy for `requested` on the devices of `strategy` (default: the current
+    one); for "auto", logs one line saying what was chosen and why."""
+    if requested != AUTO:
+        choose(requested)  # validates the name
+        return requested
+    kind, capabilities = _device_kind(strategy)
+    choice = choose(AUTO, device_kind=kind, gpu_capabilities=capabilities)
+    logging.info("--mixed_precision=auto chose %s: %s", choice.policy, choice.reason)
+    return choice.policy

@@ -1,0 +1,98 @@
+"""--mixed_precision=auto: bf16 only where the device computes it natively."""
+import keras
+import pytest
+
+from albert_tf import precision
+from albert_tf.precision import CpuInfo
+
+# Flags as /proc/cpuinfo lists them on the machines this project has run on.
+AVX2_EPYC = CpuInfo("AMD EPYC 7B13", frozenset("fpu sse2 avx avx2 fma bmi2".split()), "x86_64")
+ZEN5_EPYC = CpuInfo("AMD EPYC 9B45", frozenset(
+    "avx avx2 fma avx512f avx512bw avx512_vnni avx512_bf16".split()), "x86_64")
+SAPPHIRE_RAPIDS = CpuInfo("Intel(R) Xeon(R) Platinum 8481C", frozenset(
+    "avx2 fma avx512f avx512_vnni avx512_bf16 amx_tile amx_bf16 amx_int8".split()), "x86_64")
+AMX_ONLY = CpuInfo("Intel(R) Xeon(R) Processor", frozenset(
+    "avx2 fma avx512f amx_tile amx_bf16".split()), "x86_64")
+SKYLAKE = CpuInfo("Intel(R) Xeon(R) Gold 6154", frozenset("avx2 fma avx512f avx512bw".split()),
+                  "x86_64")
+
+
+@pytest.mark.parametrize("cpu,want", [(AVX2_EPYC, "float32"), (SKYLAKE, "float32"),
+                                      (ZEN5_EPYC, "mixed_bfloat16"),
+                                      (SAPPHIRE_RAPIDS, "mixed_bfloat16"),
+                                      (AMX_ONLY, "mixed_bfloat16")])
+def test_auto_follows_native_bf16_flags(cpu, want):
+    choice = precision.choose("auto", cpu=cpu, environ={})
+    assert choice.policy == want
+    assert cpu.model in choice.reason
+    if want == "float32":
+        assert "no native bf16" in choice.reason and "emulated" in choice.reason
+    else:
+        assert "natively" in choice.reason and ("avx512_bf16" in choice.reason
+                                                or "amx_bf16" in choice.reason)
+
+
+def test_auto_respects_onednn_switches():
+    capped = precision.choose("auto", cpu=SAPPHIRE_RAPIDS, environ={"ONEDNN_MAX_CPU_ISA": "AVX2"})
+    assert capped.policy == "float32" and "ONEDNN_MAX_CPU_ISA=AVX2" in capped.reason
+    uncapped = precision.choose("auto", cpu=SAPPHIRE_RAPIDS,
+                                environ={"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_AMX"})
+    assert uncapped.policy == "mixed_bfloat16"
+    off = precision.choose("auto", cpu=ZEN5_EPYC, environ={"TF_ENABLE_ONEDNN_OPTS": "0"})
+    assert off.policy == "float32" and "TF_ENABLE_ONEDNN_OPTS=0" in off.reason
+
+
+def test_auto_unknown_cpu_features_is_float32():
+    choice = precision.choose("auto", cpu=CpuInfo("Apple M2", frozenset(), "arm64"), environ={})
+    assert choice.policy == "float32" and "unknown" in choice.reason
+
+
+@pytest.mark.parametrize("capabilities,want", [((( 8, 0),), "mixed_bfloat16"),
+                                               (((9, 0), (8, 6)), "mixed_bfloat16"),
+                                               (((7, 5),), "float32"),
+                                               (((8, 0), (7, 0)), "float32"),
+                                               ((), "float32")])
+def test_auto_on_gpus_needs_compute_capability_8(capabilities, want):
+    choice = precision.choose("auto", device_kind="GPU", gpu_capabilities=capabilities)
+    assert choice.policy == want
+
+
+def test_auto_on_tpu_and_explicit_values():
+    assert precision.choose("auto", device_kind="TPU").policy == "mixed_bfloat16"
+    for name in precision.POLICIES:  # an explicit value is kept, whatever the CPU
+        assert precision.choose(name, cpu=AVX2_EPYC, environ={}).policy == name
+    with pytest.raises(ValueError, match="--mixed_precision 'bf16' is not one of auto, float32"):
+        precision.choose("bf16")
+
+
+def test_read_cpu_info_parses_x86_and_aarch64(tmp_path):
+    x86 = tmp_path / "x86"
+    x86.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n"
+                   "flags\t\t: fpu avx2 fma\n\nprocessor\t: 1\nmodel name\t: AMD EPYC 7B13\n"
+                   "flags\t\t: fpu avx2 fma\n")
+    info = precision.read_cpu_info(str(x86))
+    assert info.model == "AMD EPYC 7B13" and info.flags == {"fpu", "avx2", "fma"}
+    assert info.shown_flags() == "avx2 fma"
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nFeatures\t: fp asimd bf16 i8mm\nCPU part\t: 0xd4f\n")
+    assert "bf16" in precision.read_cpu_info(str(arm)).flags
+    missing = precision.read_cpu_info(str(tmp_path / "absent"))
+    assert missing.flags == frozenset() and missing.model
+
+
+@pytest.mark.parametrize("cpu,want", [(AVX2_EPYC, "float32"), (ZEN5_EPYC, "mixed_bfloat16")])
+def test_auto_reaches_the_keras_policy_of_a_training_run(tmp_path, monkeypatch, cpu, want):
+    from tests.test_finetuning import run
+
+    monkeypatch.setattr(precision, "read_cpu_info", lambda: cpu)
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
+    logged = []  # absl's handler may not reach pytest's caplog once absl is set up
+    monkeypatch.setattr(precision.logging, "info", lambda fmt, *args: logged.append(fmt % args))
+    results = run(tmp_path, mixed_precision="auto", train_step=2, save_checkpoints_steps=2,
+                  iterations_per_loop=2, warmup_step=0, do_eval=False, do_predict=False)
+    assert results["model"].dtype_policy.name == want
+    assert keras.mixed_precision.dtype_policy().name == "float32"  # the global one untouched
+    line = [message for message in logged if "--mixed_precision=auto" in message]
+    assert line == [f"--mixed_precision=auto chose {want}: "
+                    f"{precision.choose('auto', cpu=cpu, environ={}).reason}"]
