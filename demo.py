@@ -23,13 +23,14 @@ import shutil
 import statistics
 import sys
 import time
-from typing import Dict
+from typing import Dict, Optional
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import flags, logging  # noqa: E402
 
 REPO = os.path.dirname(os.path.abspath(__file__))
+TIME_LIMIT_SLACK = 1.15
 SENTENCES = [
     "He opened the [MASK] and walked into the room.",
     "It was a cold [MASK] in the middle of winter.",
@@ -69,6 +70,7 @@ class DemoConfig:
     optimizer: str = "lamb"
     mixed_precision: str = "auto"  # bf16 where the CPU computes it natively, else float32
     evaluations: int = 6  # held-out evaluations (with fill-in snapshots) over the run
+    calibrated: bool = False  # num_train_steps came from calibration.json (set by run)
     iterations_per_loop: int = 50
     eval_batch_size: int = 64
     num_workers: int = 2
@@ -84,6 +86,11 @@ class DemoConfig:
                    num_attention_heads=2, intermediate_size=64, train_batch_size=8,
                    num_train_steps=20, learning_rate=1e-3, evaluations=2,
                    iterations_per_loop=5, eval_batch_size=8, num_workers=1)
+
+    def time_limit_seconds(self) -> Optional[float]:
+        """With a calibrated step count: stop at 1.15x the budget should the machine slow
+        down after calibration (shared machines do), keeping the best evaluated weights."""
+        return self.pretrain_minutes * 60 * TIME_LIMIT_SLACK if self.calibrated else None
 
     def schedule(self) -> Dict[str, int]:
         """Warmup and checkpoint (= evaluation) intervals for `num_train_steps`."""
@@ -201,7 +208,8 @@ def pretraining_options(cfg, out, output_dir=None):
         num_warmup_steps=schedule["num_warmup_steps"], poly_power=cfg.poly_power,
         save_checkpoints_steps=schedule["save_checkpoints_steps"], keep_checkpoint_max=2,
         iterations_per_loop=cfg.iterations_per_loop, max_eval_steps=None,
-        mixed_precision=cfg.mixed_precision, seed=cfg.seed, deterministic_input=True)
+        mixed_precision=cfg.mixed_precision, seed=cfg.seed, deterministic_input=True,
+        max_train_seconds=cfg.time_limit_seconds())
 
 
 CALIBRATION_WINDOWS = 3  # of CALIBRATION_WINDOW_STEPS steps; the first one also traces
@@ -460,8 +468,10 @@ def report(cfg, out, elapsed, stage_seconds):
         print("\nFill-ins as pretraining went on (top 3 at each held-out evaluation):")
         print(history)
     from albert_tf import precision
+    trained = train[-1]["step"] if train else 0
     summary = {
-        "steps": cfg.num_train_steps,
+        "steps": trained,
+        "planned_steps": cfg.num_train_steps,
         "train_batch_size": cfg.train_batch_size,
         "sequences_per_sec": sum(rates) / len(rates) if rates else 0.0,
         "mixed_precision": cfg.mixed_precision,
@@ -479,7 +489,10 @@ def report(cfg, out, elapsed, stage_seconds):
     rare = summary["heldout_rare_masked_lm_accuracy"]
     rare_line = (f"  masked-LM accuracy outside the {FREQUENT_TOKENS} most frequent tokens "
                  f"{rare:.3f}\n" if rare is not None else "")
-    print(f"\nSummary: {summary['steps']} steps of {cfg.train_batch_size} sequences "
+    stopped = (f" (the time limit stopped it before the planned {cfg.num_train_steps}: the "
+               f"machine ran slower than when it was calibrated)"
+               if trained < cfg.num_train_steps else "")
+    print(f"\nSummary: {summary['steps']} steps{stopped} of {cfg.train_batch_size} sequences "
           f"({summary['sequences_per_sec']:.1f} sequences/s, {cfg.mixed_precision}, "
           f"{summary['cpu']}); best held-out checkpoint at step {summary['best_step']}:\n"
           f"  masked-LM accuracy     {summary['heldout_masked_lm_accuracy']:.3f}  "
@@ -518,7 +531,8 @@ def run(cfg: DemoConfig, out: str):
         stages.run("calibrate", cfg.fingerprint(*fields) + data_fp, [calibration],
                    lambda: stage_calibrate(cfg, out))
         with open(calibration, encoding="utf-8") as handle:
-            cfg = dataclasses.replace(cfg, num_train_steps=json.load(handle)["num_train_steps"])
+            cfg = dataclasses.replace(cfg, num_train_steps=json.load(handle)["num_train_steps"],
+                                      calibrated=True)
     model_fields = [f.name for f in dataclasses.fields(cfg)
                     if f.name not in ("num_workers", "train_glob", "heldout_glob",
                                       "pretrain_minutes")]

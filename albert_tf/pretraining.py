@@ -114,6 +114,7 @@ class PretrainingOptions:
     mixed_precision: str = "float32"
     jit_compile: bool = False
     recompute_layers: bool = False  # tf.recompute_grad per layer: less memory, ~1/3 more compute
+    max_train_seconds: Optional[float] = None  # stop early (checkpointed) past this time
     gradient_accumulation_steps: int = 1
     seed: Optional[int] = None
     deterministic_input: bool = False
@@ -222,7 +223,8 @@ def run_pretraining(options: PretrainingOptions,
         save_checkpoints_steps=options.save_checkpoints_steps,
         keep_checkpoint_max=options.keep_checkpoint_max,
         gradient_accumulation_steps=options.gradient_accumulation_steps,
-        jit_compile=options.jit_compile, summary_dir=os.path.join(options.output_dir, "train"))
+        jit_compile=options.jit_compile, summary_dir=os.path.join(options.output_dir, "train"),
+        max_train_seconds=options.max_train_seconds)
     trainer = training.Trainer(strategy, model, optimizer, task, config, task.metric_names,
                                learning_rate_fn=schedule)
     chief = distribute.is_chief(strategy)
@@ -267,4 +269,5 @@ def run_pretraining(options: PretrainingOptions,
                      BEST_PREFIX)
     results["best"] = tracker.best
     results["global_step"] = trainer.step
+    results["stopped_early"] = trainer.stopped_early
     return results

@@ -74,6 +74,9 @@ class TrainingConfig:
     jit_compile: bool = False
     checkpoint_iterator: bool = True  # also save the input pipeline position
     summary_dir: Optional[str] = None  # TensorBoard logs; default <output_dir>/train
+    # Stop (with a checkpoint) at the first window that ends past this many seconds of
+    # this call's training; the rest of the schedule is left undone. None: no limit.
+    max_train_seconds: Optional[float] = None
 
 
 def _zeros_like_sums(names):
@@ -110,6 +113,7 @@ class Trainer:
         self.is_chief = distribute.is_chief(strategy)
         self._grad_fn = tf.function(self._micro_batch_gradients, jit_compile=config.jit_compile)
         self._train_fn = None
+        self.stopped_early = False  # the last train() call hit config.max_train_seconds
 
     # --- one step --------------------------------------------------------------------
 
@@ -202,6 +206,7 @@ class Trainer:
         Returns the metrics of the last logging window.
         """
         cfg = self.config
+        self.stopped_early = False
         iterator = self._make_iterator(dataset_fn)
         save_iterator = cfg.checkpoint_iterator
         if save_iterator and not isinstance(iterator, tf.__internal__.tracking.Trackable):
@@ -239,11 +244,20 @@ class Trainer:
                     f"stopping. The last good checkpoint is {manager.latest_checkpoint or 'none'} "
                     "(try a lower --learning_rate, or float32 instead of mixed_float16)")
             last_metrics = self._log(writer, totals, elapsed, start_step, start_time)
-            if self.step % cfg.save_checkpoints_steps == 0 or self.step >= cfg.num_train_steps:
+            out_of_time = (cfg.max_train_seconds is not None
+                           and time.time() - start_time >= cfg.max_train_seconds
+                           and self.step < cfg.num_train_steps)
+            if (self.step % cfg.save_checkpoints_steps == 0 or self.step >= cfg.num_train_steps
+                    or out_of_time):
                 path = manager.save(checkpoint_number=self.step)
                 logging.info("saved checkpoint %s", path)
                 if on_checkpoint is not None:
                     on_checkpoint(self.step, path)
+            if out_of_time:
+                logging.warning("time limit of %.0f s reached: stopped at step %d of %d",
+                                cfg.max_train_seconds, self.step, cfg.num_train_steps)
+                self.stopped_early = True
+                break
         writer.flush()
         return last_metrics
 

@@ -143,6 +143,20 @@ def test_precision_and_xla_runs(data, tmp_path, precision, jit):
     assert np.isfinite(results["eval"]["loss"])
 
 
+def test_time_limit_stops_early_with_an_evaluated_checkpoint(data, tmp_path):
+    results = run_pretraining(options(data, tmp_path, num_train_steps=20, iterations_per_loop=5,
+                                      save_checkpoints_steps=10, do_eval=True,
+                                      max_train_seconds=0.0))
+    assert results["stopped_early"] and results["global_step"] == 5  # the first window
+    assert results["best"]["global_step"] == 5  # evaluated, and exported as the best
+    assert tf.train.load_checkpoint(str(tmp_path / "model.ckpt-best")).get_tensor(
+        "global_step") == 5
+    assert "ckpt-5" in tf.train.latest_checkpoint(str(tmp_path / "checkpoints"))
+    unlimited = run_pretraining(options(data, tmp_path / "full", num_train_steps=10,
+                                        iterations_per_loop=5, do_eval=False))
+    assert not unlimited["stopped_early"] and unlimited["global_step"] == 10
+
+
 def test_recompute_layers_trains_to_the_same_weights(data, tmp_path):
     plain = run_pretraining(options(data, tmp_path / "plain", do_eval=False, num_train_steps=10))
     recomputed = run_pretraining(options(data, tmp_path / "recompute", do_eval=False,
