@@ -1,16 +1,20 @@
 """The main job: from raw public-domain books to an ALBERT that fills in masked words.
 
-  python demo.py [--output_dir demo_output] [--size full|mini] [--num_train_steps N]
+  python demo.py [--output_dir demo_output] [--size full|mini] [--pretrain_minutes M]
+                 [--num_train_steps N] [--mixed_precision auto|float32|mixed_bfloat16]
 
 Stages (each shows progress; a re-run skips the stages whose outputs are
 complete and were made with the same settings, and pretraining resumes from
 its last checkpoint if it was interrupted):
   1. spm       train a SentencePiece model on demo_corpus/train (ALBERT's settings)
-  2. data      write train and held-out TFRecords (n-gram MLM + SOP, the original's schema)
-  3. pretrain  pretrain a small ALBERT with LAMB, evaluating on the held-out split
-  4. export    a SavedModel with the original TF-Hub signatures (tokens, mlm, sop)
-  5. plot      loss / MLM accuracy / SOP accuracy against steps (PNG)
-  6. report    top-5 fill-in predictions for a few [MASK] sentences and a summary
+  2. data      write train and held-out TFRecords (whole-word MLM + SOP, the original's schema)
+  3. calibrate time a few steps and one evaluation on this machine: the number of steps
+               that fits in --pretrain_minutes (calibration.json; skipped with --num_train_steps)
+  4. pretrain  pretrain a small ALBERT with LAMB, evaluating on the held-out split, with the
+               fill-ins of a few sentences at each evaluation (fillins.jsonl)
+  5. export    a SavedModel with the original TF-Hub signatures (tokens, mlm, sop)
+  6. plot      loss / MLM accuracy / SOP accuracy against steps, and the fill-ins (PNG)
+  7. report    the fill-ins as they improved, top-5 fill-ins now, and a summary
 The output directory is an official-style model directory (albert_config.json,
 demo.model, model.ckpt-best.*) that `python -m albert_tf.fill_mask` reads.
 """
@@ -551,11 +555,12 @@ def run(cfg: DemoConfig, out: str):
 FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", os.path.join(REPO, "demo_output"), "Where everything goes.")
 flags.DEFINE_enum("size", "full", ["full", "mini"],
-                  "full: ~15 minutes on 2 cores; mini: the same pipeline in seconds.")
+                  "full: under 10 minutes on 2 cores (6.5 of pretraining); mini: the same "
+                  "pipeline in seconds.")
 flags.DEFINE_integer("num_train_steps", None,
                      "Pretraining steps; default: as many as fit in --pretrain_minutes on this "
                      "machine (timed by a short calibration run, kept in calibration.json).")
-flags.DEFINE_float("pretrain_minutes", None, "Pretraining time budget (full: 6 minutes).")
+flags.DEFINE_float("pretrain_minutes", None, "Pretraining time budget (full: 6.5 minutes).")
 flags.DEFINE_enum("mixed_precision", "auto", ["auto", "float32", "mixed_bfloat16"],
                   "auto: bf16 where the CPU computes it natively (AMX or AVX512-BF16), "
                   "float32 elsewhere.")

@@ -179,7 +179,7 @@ def run_row(row: Row, rounds: int, frameworks: tuple, log_dir: pathlib.Path, pyt
                 if "error" in worker.status:
                     log(f"  {worker.framework}: ERROR {reason} (log: {worker.log_path})")
         ready = [w for w in workers if w.status and "ready" in w.status]
-        windows = interleave(ready, rounds, row.window)
+        windows = interleave(ready, rounds, row.window) if ready else {}
         for worker in ready:
             results[worker.framework] = summarize(row, windows[worker.framework],
                                                   worker.status["setup_seconds"])
