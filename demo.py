@@ -70,7 +70,6 @@ class DemoConfig:
     pretrain_minutes: float = 6.5
     warmup_fraction: float = 0.1
     learning_rate: float = 0.01
-    poly_power: float = 1.0
     optimizer: str = "lamb"
     mixed_precision: str = "auto"  # bf16 where the CPU computes it natively, else float32
     evaluations: int = 6  # held-out evaluations (with fill-in snapshots) over the run
@@ -209,7 +208,7 @@ def pretraining_options(cfg, out, output_dir=None):
         do_train=True, do_eval=True, train_batch_size=cfg.train_batch_size,
         eval_batch_size=cfg.eval_batch_size, optimizer=cfg.optimizer,
         learning_rate=cfg.learning_rate, num_train_steps=cfg.num_train_steps,
-        num_warmup_steps=schedule["num_warmup_steps"], poly_power=cfg.poly_power,
+        num_warmup_steps=schedule["num_warmup_steps"],
         save_checkpoints_steps=schedule["save_checkpoints_steps"], keep_checkpoint_max=2,
         iterations_per_loop=cfg.iterations_per_loop, max_eval_steps=None,
         mixed_precision=cfg.mixed_precision, seed=cfg.seed, deterministic_input=True,
@@ -231,9 +230,9 @@ def stage_calibrate(cfg, out):
     from albert_tf.pretraining import run_pretraining
     scratch = os.path.join(out, "calibration_run")
     shutil.rmtree(scratch, ignore_errors=True)
-    steps = CALIBRATION_WINDOWS * CALIBRATION_WINDOW_STEPS
-    probe = dataclasses.replace(cfg, num_train_steps=steps, evaluations=1,
-                                iterations_per_loop=CALIBRATION_WINDOW_STEPS)
+    probe = dataclasses.replace(
+        cfg, num_train_steps=CALIBRATION_WINDOWS * CALIBRATION_WINDOW_STEPS, evaluations=1,
+        iterations_per_loop=CALIBRATION_WINDOW_STEPS)
     run_pretraining(pretraining_options(probe, out, scratch),
                     on_evaluation=Snapshots(cfg, out, record_dir=scratch))
     windows = read_jsonl(os.path.join(scratch, "train", "metrics.jsonl"))
@@ -257,14 +256,6 @@ def stage_calibrate(cfg, out):
                  "steps of %d sequences fit in the %.1f-minute pretraining budget", rate,
                  cpu.model, cpu.shown_flags(), cfg.mixed_precision, evaluation, steps,
                  cfg.train_batch_size, cfg.pretrain_minutes)
-
-
-def read_summary(out, split) -> Dict:
-    path = os.path.join(out, "data", f"{split}.summary.json")
-    if not os.path.exists(path):
-        return {}
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
 
 
 FREQUENT_TOKENS = 100  # accuracy is also reported on the tokens outside these
@@ -443,6 +434,8 @@ def chance_levels(out):
 
 def fill_in_history(snapshots, sentences=SENTENCES) -> str:
     """Per sentence, one line per evaluation: "  step  N (held-out accuracy 0.xxx): a | b | c"."""
+    if not snapshots:
+        return ""
     lines = []
     for sentence in sentences:
         lines.append(sentence)
@@ -451,7 +444,7 @@ def fill_in_history(snapshots, sentences=SENTENCES) -> str:
                 lines.append(f"  step {snap['step']:>5} (held-out accuracy "
                              f"{snap['masked_lm_accuracy']:.3f}): "
                              f"{' | '.join(snap['fillins'][sentence])}")
-    return "\n".join(lines) if snapshots else ""
+    return "\n".join(lines)
 
 
 def report(cfg, out, elapsed, stage_seconds):
@@ -531,7 +524,7 @@ def run(cfg: DemoConfig, out: str):
     if not cfg.num_train_steps:
         calibration = os.path.join(out, "calibration.json")
         fields = [f.name for f in dataclasses.fields(cfg) if f.name not in
-                  ("num_workers", "train_glob", "heldout_glob", "num_train_steps", "evaluations")]
+                  ("num_workers", "train_glob", "heldout_glob", "num_train_steps")]
         stages.run("calibrate", cfg.fingerprint(*fields) + data_fp, [calibration],
                    lambda: stage_calibrate(cfg, out))
         with open(calibration, encoding="utf-8") as handle:

@@ -196,9 +196,7 @@ class FinetuningOptions:
     def validate(self, num_replicas: int) -> None:
         if not (self.do_train or self.do_eval or self.do_predict):
             raise ValueError("at least one of --do_train, --do_eval, --do_predict must be set")
-        if self.mixed_precision not in precision.CHOICES:
-            raise ValueError(f"--mixed_precision {self.mixed_precision!r} is not one of "
-                             f"{', '.join(precision.CHOICES)}")
+        precision.check(self.mixed_precision)
         for name in ("train_step", "save_checkpoints_steps", "iterations_per_loop",
                      "train_batch_size", "gradient_accumulation_steps"):
             if getattr(self, name) <= 0:

@@ -69,6 +69,12 @@ def read_cpu_info(path: str = "/proc/cpuinfo") -> CpuInfo:
     return CpuInfo(model or platform.processor() or "unknown CPU", flags, platform.machine())
 
 
+def check(requested: str) -> None:
+    """Raises ValueError naming --mixed_precision unless `requested` is one of CHOICES."""
+    if requested not in CHOICES:
+        raise ValueError(f"--mixed_precision {requested!r} is not one of {', '.join(CHOICES)}")
+
+
 @dataclasses.dataclass(frozen=True)
 class PrecisionChoice:
     """The Keras dtype policy to use (`policy`) and why, in words (`reason`)."""
@@ -106,8 +112,7 @@ def choose(requested: str, *, device_kind: str = "CPU", cpu: Optional[CpuInfo] =
     device_kind: "TPU", "GPU" or "CPU", what the model runs on.
     gpu_capabilities: (major, minor) compute capability of each GPU used (device_kind GPU).
     """
-    if requested not in CHOICES:
-        raise ValueError(f"--mixed_precision {requested!r} is not one of {', '.join(CHOICES)}")
+    check(requested)
     if requested != AUTO:
         return PrecisionChoice(requested, "as requested")
     if device_kind == "TPU":
@@ -149,7 +154,7 @@ def resolve(requested: str, strategy=None) -> str:
     """The Keras policy for `requested` on the devices of `strategy` (default: the current
     one); for "auto", logs one line saying what was chosen and why."""
     if requested != AUTO:
-        choose(requested)  # validates the name
+        check(requested)
         return requested
     kind, capabilities = _device_kind(strategy)
     choice = choose(AUTO, device_kind=kind, gpu_capabilities=capabilities)

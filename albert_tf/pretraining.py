@@ -128,9 +128,7 @@ class PretrainingOptions:
         if self.do_eval and not self.eval_input_file:
             raise ValueError("--eval_input_file is required with --do_eval (evaluation reads "
                              "held-out files, never the training files)")
-        if self.mixed_precision not in PRECISIONS:
-            raise ValueError(f"--mixed_precision {self.mixed_precision!r} is not one of "
-                             f"{', '.join(PRECISIONS)}")
+        precision.check(self.mixed_precision)
         if self.max_seq_length > self.albert_config.max_position_embeddings:
             raise ValueError(f"--max_seq_length {self.max_seq_length} exceeds the config's "
                              f"max_position_embeddings {self.albert_config.max_position_embeddings}")
@@ -149,7 +147,6 @@ class PretrainingOptions:
                              f"number of replicas ({num_replicas})")
 
 
-PRECISIONS = precision.CHOICES
 CHECKPOINT_SUBDIR = "checkpoints"
 BEST_PREFIX = finetuning.BEST_PREFIX
 

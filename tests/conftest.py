@@ -26,6 +26,15 @@ def shared_data() -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def spm_model(shared_data) -> str:
+    """The shared 8k-piece ALBERT-style SentencePiece model; skips when it is missing."""
+    path = shared_data / "spm" / "albert_style_pd8k.model"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    return str(path)
+
+
+@pytest.fixture(scope="session")
 def chinese_vocab_file(shared_data) -> str:
     """The official Chinese ALBERT WordPiece vocabulary (21,128 tokens) in ../shared/data."""
     path = shared_data / "chinese" / "vocab" / "vocab_chinese.txt"

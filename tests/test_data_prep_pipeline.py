@@ -22,14 +22,6 @@ FEATURES = {"input_ids": ("int64_list", SEQ), "input_mask": ("int64_list", SEQ),
 
 
 @pytest.fixture(scope="module")
-def spm_model(shared_data):
-    path = shared_data / "spm" / "albert_style_pd8k.model"
-    if not path.exists():
-        pytest.skip(f"{path} not found")
-    return str(path)
-
-
-@pytest.fixture(scope="module")
 def corpus_files(shared_data):
     directory = shared_data / "corpus" / "gutenberg"
     return [str(directory / n) for n in ("pg972.txt", "pg14263.txt", "pg20170.txt",

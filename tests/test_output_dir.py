@@ -10,27 +10,12 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertClassifier, AlbertConfig, errors, fileio, finetuning, run_dir
-from albert_tf.models import classifier_losses
 from albert_tf.pretraining import PretrainingOptions, run_pretraining
 from tests.pretraining_data import make_examples, write_records
+from tests.test_finetuning import ToyClassification
 
 CONFIG = dict(vocab_size=40, embedding_size=16, hidden_size=32, num_hidden_layers=2,
               num_attention_heads=4, intermediate_size=64, max_position_embeddings=16)
-
-
-class Toy(finetuning.ExampleMeanTask):
-    """Label 1 = the tokens come from the low half of the vocabulary."""
-
-    metric_names = ("loss_total", "examples", "correct")
-
-    def per_example(self, model, features, training):
-        outputs = model(features, training=training)
-        correct = tf.cast(tf.equal(outputs["predictions"], features["label_ids"]), tf.float32)
-        return (classifier_losses(outputs, features)["per_example_loss"],
-                {"correct": tf.reduce_sum(correct)})
-
-    def finalize_extra(self, sums):
-        return {"eval_accuracy": sums["correct"] / max(sums["examples"], 1.0)}
 
 
 def toy_data(n, seed):
@@ -51,7 +36,7 @@ def identity(task="mrpc", **config):
 def finetune(output_dir, run_identity=None, interrupt=None, rising=False, **changes):
     """A toy fine-tuning run; `interrupt(step)` is called before each evaluation; `rising`:
     the evaluation reports eval_accuracy = step / 100, so that every checkpoint is a new best."""
-    task, train, dev = Toy(), toy_data(128, 0), toy_data(32, 1)
+    task, train, dev = ToyClassification(), toy_data(128, 0), toy_data(32, 1)
     config = AlbertConfig.from_dict(CONFIG)
 
     def evaluate_fn(model, step):

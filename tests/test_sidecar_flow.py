@@ -35,14 +35,6 @@ SENTENCES = [
 
 
 @pytest.fixture(scope="module")
-def spm_model(shared_data):
-    path = shared_data / "spm" / "albert_style_pd8k.model"
-    if not path.exists():
-        pytest.skip(f"{path} not found")
-    return str(path)
-
-
-@pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """Twelve documents of four to eight sentences (one per line, blank line between)."""
     path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
