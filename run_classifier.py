@@ -142,7 +142,8 @@ def main(argv):
         max_seq_length=FLAGS.max_seq_length, eval_batch_size=FLAGS.eval_batch_size,
         predict_batch_size=FLAGS.predict_batch_size,
         classifier_dropout=FLAGS.classifier_dropout, export_dir=FLAGS.export_dir,
-        export_layer_norm=FLAGS.export_layer_norm,
+        export_layer_norm=FLAGS.export_layer_norm, export_format=tuple(FLAGS.export_format),
+        export_int8=FLAGS.export_int8,
         custom=custom)
     cli.check_options(options.validate, strategy.num_replicas_in_sync)
     cli.check_options(finetuning.validate, strategy.num_replicas_in_sync)

@@ -126,6 +126,7 @@ def main(argv):
         train_file=FLAGS.train_file, eval_file=FLAGS.eval_file,
         predict_file=FLAGS.predict_file, predict_split=FLAGS.predict_split,
         export_dir=FLAGS.export_dir, export_layer_norm=FLAGS.export_layer_norm,
+        export_format=tuple(FLAGS.export_format), export_int8=FLAGS.export_int8,
         mixed_precision=FLAGS.mixed_precision,
         jit_compile=FLAGS.jit_compile,
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps, seed=FLAGS.seed)

@@ -115,8 +115,8 @@ def main(argv):
              "version_2_with_negative", "start_n_top", "end_n_top", "dropout_prob",
              "null_score_diff_threshold", "optimizer", "mixed_precision", "jit_compile",
              "gradient_accumulation_steps", "seed", "export_dir", "export_layer_norm",
-             "vocab_file", "metric")
-    options = SquadOptions(albert_config=albert_config,
+             "vocab_file", "metric", "export_int8")
+    options = SquadOptions(albert_config=albert_config, export_format=tuple(FLAGS.export_format),
                            **{name: getattr(FLAGS, name) for name in names})
     cli.check_options(options.validate)
     cli.check_options(FinetuningOptions.from_fields(

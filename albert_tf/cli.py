@@ -139,8 +139,19 @@ def define_runtime_flags() -> None:
 
 
 def define_export_flags() -> None:
-    """Defines --export_layer_norm (how an --export_dir SavedModel spells its LayerNorms)."""
-    from albert_tf import fused_ops
+    """Defines --export_format, --export_int8 and --export_layer_norm (what --export_dir
+    holds, and how its SavedModel spells its LayerNorms)."""
+    from albert_tf import fused_ops, onnx_export
+
+    flags.DEFINE_list(
+        "export_format", ["saved_model"],
+        f"What --export_dir holds, comma-separated: {', '.join(onnx_export.EXPORT_FORMATS)}. "
+        f"saved_model: raw-text and token-id signatures (TF Serving, tf.saved_model.load); "
+        f"onnx: {onnx_export.ONNX_FILE} taking token ids, for ONNX Runtime, with the "
+        f"vocabulary file beside it.")
+    flags.DEFINE_bool("export_int8", False,
+                      f"Also write {onnx_export.INT8_FILE}: the ONNX model with int8 weights "
+                      "(ONNX Runtime dynamic quantization; needs onnx in --export_format).")
 
     flags.DEFINE_enum(
         "export_layer_norm", "auto", list(fused_ops.EXPORT_LAYER_NORMS),

@@ -39,14 +39,30 @@ GELU_C = math.sqrt(2.0 / math.pi)
 GELU_A = 0.044715
 
 
+_portable = threading.local()  # set only inside `portable_graph`
+
+
+@contextlib.contextmanager
+def portable_graph():
+    """Graphs traced within this block are traced as for a SavedModel: plain TensorFlow
+    ops only, no XLA functions or oneDNN-internal ops (for converters such as tf2onnx,
+    which trace a `tf.function` outside any save)."""
+    previous = getattr(_portable, "active", False)
+    _portable.active = True
+    try:
+        yield
+    finally:
+        _portable.active = previous
+
+
 def _trace_context():
-    """(saving, in_xla) for the graph being traced: traced for a SavedModel; compiled
-    whole by XLA (`jit_compile=True`, TPUs). TF's internal markers are the only way to
-    see either while tracing."""
+    """(saving, in_xla) for the graph being traced: traced for a SavedModel (or within
+    `portable_graph`); compiled whole by XLA (`jit_compile=True`, TPUs). TF's internal
+    markers are the only way to see either while tracing."""
     from tensorflow.python.framework import ops as tf_ops
     from tensorflow.python.ops import control_flow_util
     from tensorflow.python.saved_model import save_context
-    return (save_context.in_save_context(),
+    return (save_context.in_save_context() or getattr(_portable, "active", False),
             control_flow_util.GraphOrParentsInXlaContext(tf_ops.get_default_graph()))
 
 

@@ -13,6 +13,8 @@ The export is written to a temporary directory and renamed into place.
 """
 from __future__ import annotations
 
+from typing import Dict, Optional
+
 import tensorflow as tf
 
 from albert_tf import export, fused_ops
@@ -80,3 +82,33 @@ def export_pretrainer(model: AlbertPretrainer, config_file: str, vocab_file: str
     return export.save_serving_model(export_dir, module, {
         "serving_default": module.mlm, "mlm": module.mlm, "sop": module.sop,
         "tokens": module.tokens, "tokenization_info": module.tokenization_info})
+
+
+def export_pretrainer_onnx(model: AlbertPretrainer, export_dir: str,
+                           vocab_file: Optional[str] = None, do_lower_case: bool = True,
+                           int8: bool = False) -> Dict[str, str]:
+    """Writes export_dir/model.onnx (and model.int8.onnx with `int8`): the `mlm`
+    signature's graph, int32 `input_ids`, `input_mask`, `segment_ids` [B, S] and
+    `mlm_positions` [B, P] -> `sequence_output` [B, S, H], `pooled_output` [B, H],
+    `mlm_logits` [B, P, V] and `sop_log_probs` [B, 2] (index 1 = swapped), all float32.
+    `vocab_file` (the SentencePiece model or WordPiece vocabulary) is copied beside it.
+    Returns {"onnx": path[, "onnx_int8": path]}."""
+    from albert_tf import onnx_export
+
+    call = export.model_outputs(model, ["sequence_output", "pooled_output", "mlm_logits",
+                                        "sop_logits"], layer_norm="plain")
+
+    def fn(features):
+        features = dict(features)
+        features["masked_lm_positions"] = features.pop("mlm_positions")
+        out = call(features)
+        return {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"],
+                "mlm_logits": out["mlm_logits"],
+                "sop_log_probs": tf.nn.log_softmax(out["sop_logits"])}
+
+    signature = export.token_input_signature()
+    signature["mlm_positions"] = tf.TensorSpec([None, None], tf.int32, "mlm_positions")
+    metadata = {"task": "pretrainer", "do_lower_case": do_lower_case,
+                "albert_config": model.config.to_dict()}
+    return onnx_export.export_model_dir(export_dir, fn, signature, metadata, int8=int8,
+                                        vocabulary_file=vocab_file)

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import (checkpoints, distribute, export, fileio, finetuning, fused_ops, run_dir,
-                       tokenization)
+from albert_tf import (checkpoints, distribute, export, fileio, finetuning, fused_ops,
+                       onnx_export, run_dir, tokenization)
 from albert_tf.config import AlbertConfig
 from albert_tf.models import AlbertClassifier, classifier_losses
 from albert_tf.tasks import clue, glue
@@ -56,11 +56,14 @@ class GlueOptions:
     classifier_dropout: float = 0.1
     export_dir: Optional[str] = None
     export_layer_norm: str = "auto"
+    export_format: Tuple[str, ...] = ("saved_model",)
+    export_int8: bool = False
     custom: Optional[glue.CustomTaskOptions] = None
 
     def validate(self, num_replicas: int) -> None:
         """Raises ValueError naming the flag that is wrong."""
         fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
+        onnx_export.check_export_formats(self.export_format, self.export_int8)
         name = self.task_name.lower()
         if name != glue.CUSTOM_TASK and name not in glue.TASKS and name not in clue.TASKS:
             raise ValueError(f"--task_name {self.task_name!r} is not one of "
@@ -207,6 +210,22 @@ def export_classifier(model, options: GlueOptions, spec: glue.TaskSpec) -> str:
     return export.save_serving_model(options.export_dir, module, module.signatures())
 
 
+def export_classifier_onnx(model, options: GlueOptions, spec: glue.TaskSpec) -> Dict[str, str]:
+    """Writes model.onnx (token ids -> `probabilities`, `logits`, and `predictions` int32
+    label index, or the score for regression) to options.export_dir, plus
+    model.int8.onnx with options.export_int8, and the vocabulary file."""
+    regression = spec.is_regression
+    fn = onnx_export.model_function(model, ["probabilities", "logits"],
+                                    argmax_of=None if regression else "logits")
+    metadata = {"task": "classifier", "task_name": options.task_name,
+                "labels": None if regression else list(spec.labels), "pair": spec.is_pair,
+                "max_seq_length": options.max_seq_length,
+                "do_lower_case": options.do_lower_case}
+    return onnx_export.export_model_dir(
+        options.export_dir, fn, export.token_input_signature(), metadata,
+        int8=options.export_int8, vocabulary_file=options.spm_model_file or options.vocab_file)
+
+
 def run_glue(options: GlueOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
     """Trains / evaluates / predicts / exports as configured; returns run_finetuning's dict
     (plus "export_dir" when exported)."""
@@ -289,5 +308,9 @@ def run_glue(options: GlueOptions, strategy: Optional[tf.distribute.Strategy] = 
         best = os.path.join(ft.output_dir, finetuning.BEST_PREFIX)
         if tf.io.gfile.exists(best + ".index"):
             checkpoints.load_tf1_checkpoint(model, best)
-        results["export_dir"] = export_classifier(model, options, spec)
+        if "saved_model" in options.export_format:
+            export_classifier(model, options, spec)
+        if "onnx" in options.export_format:
+            results.update(export_classifier_onnx(model, options, spec))
+        results["export_dir"] = options.export_dir
     return results

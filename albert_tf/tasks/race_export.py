@@ -319,3 +319,28 @@ def export_saved_model(model, export_dir: str, spm_model_file: Optional[str],
         module = RaceServingModule(model, tokenizer, max_seq_length, max_qa_length,
                                    layer_norm=layer_norm)
     return export.save_serving_model(export_dir, module, module.signatures())
+
+
+def export_onnx(model, export_dir: str, task_name: str, max_seq_length: int,
+                max_qa_length: int, do_lower_case: bool = True, int8: bool = False,
+                vocabulary_file: Optional[str] = None) -> Dict[str, str]:
+    """Writes model.onnx (and model.int8.onnx with `int8`) of the multiple-choice model's
+    token signature to export_dir: int32 [B, 4, max_seq_length] `input_ids`, `input_mask`,
+    `segment_ids` (and `choice_mask` [B, 4], 0 for an absent option, for C3) ->
+    `probabilities` float32 [B, 4] and `predictions` int32 [B] (the chosen option's
+    index), as `serve_tokens` returns."""
+    from albert_tf import onnx_export
+
+    c3_task = task_name == "c3"
+    signature = export.token_input_signature(max_seq_length, batch_dims=(None, race.NUM_CHOICES))
+    if c3_task:
+        signature["choice_mask"] = tf.TensorSpec([None, race.NUM_CHOICES], tf.int32,
+                                                 "choice_mask")
+    fn = onnx_export.model_function(model, ["probabilities", "predictions"],
+                                    argmax_of="probabilities", choice_mask=c3_task)
+    metadata = {"task": "multiple_choice", "task_name": task_name,
+                "num_choices": race.NUM_CHOICES, "max_seq_length": max_seq_length,
+                "max_qa_length": None if c3_task else max_qa_length,
+                "do_lower_case": do_lower_case}
+    return onnx_export.export_model_dir(export_dir, fn, signature, metadata, int8=int8,
+                                        vocabulary_file=vocabulary_file)

@@ -30,14 +30,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from albert_tf.errors import UserValueError
-from albert_tf import fileio, finetuning, fused_ops, run_dir, training
+from albert_tf import fileio, finetuning, fused_ops, onnx_export, run_dir, training
 from albert_tf.config import AlbertConfig
 from albert_tf.models import AlbertMultipleChoice, multiple_choice_losses
 from albert_tf.tasks import c3, race, race_export
@@ -142,6 +142,8 @@ class RaceOptions:
     predict_split: str = "test"
     export_dir: Optional[str] = None
     export_layer_norm: str = "auto"
+    export_format: Tuple[str, ...] = ("saved_model",)
+    export_int8: bool = False
     mixed_precision: str = "float32"
     jit_compile: bool = False
     gradient_accumulation_steps: int = 1
@@ -151,6 +153,7 @@ class RaceOptions:
 
     def validate(self) -> None:
         fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
+        onnx_export.check_export_formats(self.export_format, self.export_int8)
         if self.task_name not in TASKS:
             raise ValueError(f"--task_name must be one of {', '.join(TASKS)}, got "
                              f"{self.task_name!r}")
@@ -392,8 +395,15 @@ def run_race(options: RaceOptions, strategy: Optional[tf.distribute.Strategy] = 
             checkpoints.restore_for_training(model, source)
         elif tf.io.gfile.exists(best + ".index"):
             checkpoints.load_tf1_checkpoint(model, best)
-        results["export_dir"] = race_export.export_saved_model(
-            model, options.export_dir, options.spm_model_file, options.max_seq_length,
-            options.max_qa_length, options.do_lower_case, options.export_layer_norm,
-            vocab_file=options.vocab_file, task_name=options.task_name)
+        if "saved_model" in options.export_format:
+            race_export.export_saved_model(
+                model, options.export_dir, options.spm_model_file, options.max_seq_length,
+                options.max_qa_length, options.do_lower_case, options.export_layer_norm,
+                vocab_file=options.vocab_file, task_name=options.task_name)
+        if "onnx" in options.export_format:
+            results.update(race_export.export_onnx(
+                model, options.export_dir, options.task_name, options.max_seq_length,
+                options.max_qa_length, options.do_lower_case, int8=options.export_int8,
+                vocabulary_file=options.spm_model_file or options.vocab_file))
+        results["export_dir"] = options.export_dir
     return results

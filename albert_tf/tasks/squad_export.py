@@ -34,7 +34,7 @@ Loading needs only TensorFlow and tensorflow-text.
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import Dict, Optional
 
 import tensorflow as tf
 
@@ -440,3 +440,31 @@ def export_saved_model(model, export_dir: str, spm_model_file: Optional[str] = N
     return export_lib.save_serving_model(export_dir, module,
                                          {"serving_default": module.serve_text,
                                           "serve_tokens": module.serve_tokens})
+
+
+def export_onnx(model, export_dir: str, options: ExportOptions, int8: bool = False,
+                vocabulary_file: Optional[str] = None) -> Dict[str, str]:
+    """Writes model.onnx (and model.int8.onnx with `int8`) of the span model's token
+    signature to export_dir: int32 [B, S] `input_ids`, `input_mask`, `segment_ids` (and
+    `p_mask`, 1 where an answer cannot start or end, for SQuAD v2) ->
+    `start_logits`, `end_logits` (v1), or the top-k `start_top_log_probs`,
+    `start_top_index`, `end_top_log_probs`, `end_top_index` and `cls_logits` (v2), as
+    `serve_tokens` returns. The post-processing to answer text stays with the caller
+    (`albert_tf.tasks.squad_postprocess`)."""
+    from albert_tf import onnx_export
+
+    v2 = options.version_2_with_negative
+    names = (["start_top_log_probs", "start_top_index", "end_top_log_probs",
+              "end_top_index", "cls_logits"] if v2 else ["start_logits", "end_logits"])
+    signature = export_lib.token_input_signature()
+    if v2:
+        signature["p_mask"] = tf.TensorSpec([None, None], tf.int32, name="p_mask")
+    metadata = {"task": "squad_v2" if v2 else "squad_v1",
+                "max_seq_length": options.max_seq_length, "doc_stride": options.doc_stride,
+                "max_query_length": options.max_query_length,
+                "do_lower_case": options.do_lower_case, "n_best_size": options.n_best_size,
+                "max_answer_length": options.max_answer_length,
+                "null_score_diff_threshold": options.null_score_diff_threshold}
+    return onnx_export.export_model_dir(export_dir, onnx_export.model_function(model, names),
+                                        signature, metadata, int8=int8,
+                                        vocabulary_file=vocabulary_file)

@@ -33,14 +33,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from albert_tf.errors import UserValueError, check_file
-from albert_tf import checkpoints, fileio, finetuning, fused_ops, run_dir, tokenization
+from albert_tf import (checkpoints, fileio, finetuning, fused_ops, onnx_export, run_dir,
+                       tokenization)
 from albert_tf.config import AlbertConfig
 from albert_tf.models import AlbertSpanLabeler, AlbertSquadV2
 from albert_tf.tasks import squad_data, squad_features, squad_metrics, squad_postprocess
@@ -130,11 +131,14 @@ class SquadOptions:
     seed: Optional[int] = None
     export_dir: Optional[str] = None
     export_layer_norm: str = "auto"
+    export_format: Tuple[str, ...] = ("saved_model",)
+    export_int8: bool = False
     vocab_file: Optional[str] = None
     metric: str = "auto"
 
     def validate(self) -> None:
         fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
+        onnx_export.check_export_formats(self.export_format, self.export_int8)
         if not self.spm_model_file and not self.vocab_file:
             raise ValueError("give --spm_model_file (SentencePiece) or --vocab_file (WordPiece)")
         if self.metric not in METRICS:
@@ -411,15 +415,22 @@ def run_squad(options: SquadOptions, strategy: Optional[tf.distribute.Strategy] 
             threshold = options.null_score_diff_threshold
             if threshold is None and "predict_metrics" in results_extra and v2:
                 threshold = results_extra["predict_metrics"]["null_score_diff_threshold"]
-            squad_export.export_saved_model(
-                results["model"], options.export_dir, options.spm_model_file,
-                vocab_file=options.vocab_file, options=squad_export.ExportOptions(
-                    max_seq_length=seq, doc_stride=options.doc_stride,
-                    max_query_length=options.max_query_length,
-                    do_lower_case=options.do_lower_case, n_best_size=options.n_best_size,
-                    max_answer_length=options.max_answer_length,
-                    version_2_with_negative=v2, null_score_diff_threshold=threshold,
-                    layer_norm=options.export_layer_norm))
+            export_options = squad_export.ExportOptions(
+                max_seq_length=seq, doc_stride=options.doc_stride,
+                max_query_length=options.max_query_length,
+                do_lower_case=options.do_lower_case, n_best_size=options.n_best_size,
+                max_answer_length=options.max_answer_length,
+                version_2_with_negative=v2, null_score_diff_threshold=threshold,
+                layer_norm=options.export_layer_norm)
+            if "saved_model" in options.export_format:
+                squad_export.export_saved_model(
+                    results["model"], options.export_dir, options.spm_model_file,
+                    vocab_file=options.vocab_file, options=export_options)
+            if "onnx" in options.export_format:
+                results.update(squad_export.export_onnx(
+                    results["model"], options.export_dir, export_options,
+                    int8=options.export_int8,
+                    vocabulary_file=options.spm_model_file or options.vocab_file))
         results["export_dir"] = options.export_dir
     return results
 

@@ -1,0 +1,238 @@
+"""ONNX export of albert-tf models (token ids in), optionally quantized to int8.
+
+    onnx_export.write_onnx(fn, input_signature, path, metadata)   any token function
+    onnx_export.quantize_int8(path, int8_path)                     dynamic int8 weights
+    onnx_export.export_model_dir(export_dir, fn, signature, ...)   model.onnx (+ int8) and
+                                                                   the vocabulary, as the
+                                                                   run_*.py scripts write
+
+The converter is tf2onnx, on a `tf.function` of the model. Keras 3's own
+`model.export(format="onnx")` calls the same converter for the TensorFlow backend, but
+traces the model's `call` as it runs in process: with our fused kernels (XLA
+functions, oneDNN's `_MklLayerNorm`), which ONNX has no ops for, and with one
+positional input and Keras' output structure. Here the function is traced as for a
+SavedModel (`fused_ops.portable_graph`: plain TensorFlow ops, LayerNorms spelled as
+seven plain ops, which ONNX Runtime fuses back into its LayerNormalization kernel),
+with named int32 inputs (`input_ids`, `input_mask`, `segment_ids`, ...) and named
+outputs.
+
+Tokenization stays with the caller (`albert_tf.tokenization.FullTokenizer`): the
+vocabulary file is copied beside model.onnx and named in its metadata.
+onnxruntime-extensions has SentencePiece and BERT WordPiece operators, but not
+ALBERT's preprocessing around them (the original lowercases, strips accents after
+NFKD, rewrites `` and '' as ", and splits pieces such as "9," into "9" ","), so its ids
+would differ from the original's on ordinary text.
+
+ONNX files are written to a temporary name and renamed into place.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from typing import Callable, Dict, Mapping, Optional, Sequence
+
+import tensorflow as tf
+from absl import logging
+
+from albert_tf import fused_ops
+
+OPSET = 17  # LayerNormalization is an ONNX op from opset 17
+EXPORT_FORMATS = ("saved_model", "onnx")
+ONNX_FILE = "model.onnx"
+INT8_FILE = "model.int8.onnx"
+METADATA_PREFIX = "albert_tf."
+
+_MISSING = ("ONNX export needs tf2onnx, onnx and onnxruntime (pinned in requirements.txt): "
+            "pip install tf2onnx onnx onnxruntime")
+
+
+def check_export_formats(formats: Sequence[str], int8: bool,
+                         formats_flag: str = "--export_format",
+                         int8_flag: str = "--export_int8") -> None:
+    """Raises ValueError naming the flag unless `formats` is a non-empty subset of
+    EXPORT_FORMATS and `int8` comes with "onnx"."""
+    formats = list(formats)
+    unknown = [f for f in formats if f not in EXPORT_FORMATS]
+    if not formats or unknown:
+        raise ValueError(f"{formats_flag} takes a comma-separated list of "
+                         f"{', '.join(EXPORT_FORMATS)}; got {','.join(formats)!r}")
+    if int8 and "onnx" not in formats:
+        raise ValueError(f"{int8_flag} quantizes the ONNX model: add onnx to {formats_flag} "
+                         f"(e.g. {formats_flag}=saved_model,onnx)")
+    if "onnx" in formats:  # before training, not after it
+        import importlib.util
+        missing = [name for name in ("tf2onnx", "onnx", "onnxruntime")
+                   if importlib.util.find_spec(name) is None]
+        if missing:
+            raise ValueError(f"{formats_flag}=onnx needs {', '.join(missing)}, not installed: "
+                             f"pip install -r requirements.txt (or pip install {' '.join(missing)})")
+
+
+def _converter():
+    try:
+        import tf2onnx  # noqa: F401
+        import onnx  # noqa: F401
+    except ImportError as err:
+        raise ImportError(f"{_MISSING} ({err})") from err
+    return tf2onnx
+
+
+def to_onnx_proto(fn: Callable, input_signature: Mapping[str, tf.TensorSpec],
+                  metadata: Optional[Mapping[str, object]] = None):
+    """The ONNX ModelProto of `fn(features) -> {name: tensor}`.
+
+    input_signature: name -> TensorSpec of the features dict (the ONNX inputs keep
+    these names, and the outputs keep the dict's keys). metadata: stored as the model's
+    `metadata_props`, keys prefixed "albert_tf.", values as JSON.
+    """
+    tf2onnx = _converter()
+    signature = {name: tf.TensorSpec(spec.shape, spec.dtype, name=name)
+                 for name, spec in input_signature.items()}
+    function = tf.function(lambda features: fn(features), input_signature=[signature],
+                           autograph=False)
+    with fused_ops.portable_graph():
+        proto, _ = tf2onnx.convert.from_function(function, input_signature=[signature],
+                                                 opset=OPSET)
+    unsupported = sorted({node.op_type for node in proto.graph.node
+                          if node.domain == "" and not _is_onnx_op(node.op_type)})
+    if unsupported:  # tf2onnx keeps an op it cannot convert, and the model will not load
+        raise ValueError(f"the model holds TensorFlow ops ONNX has no conversion for: "
+                         f"{', '.join(unsupported)}")
+    for key, value in (metadata or {}).items():
+        entry = proto.metadata_props.add()
+        entry.key = METADATA_PREFIX + key
+        entry.value = json.dumps(value)
+    proto.producer_name = "albert-tf (tf2onnx)"
+    return proto
+
+
+def model_function(model, names: Sequence[str], argmax_of: Optional[str] = None,
+                   choice_mask: bool = False) -> Callable[[Mapping], Dict[str, tf.Tensor]]:
+    """features -> {name: output} of a Keras task model in inference mode, for
+    `to_onnx_proto`: floating outputs as float32, LayerNorms spelled plain.
+
+    argmax_of: also output `predictions`, int32 [B], the argmax of that output's last
+    axis (TensorFlow's argmax: Keras' own adds Bitcast ops, which ONNX lacks).
+    choice_mask: multiple choice (C3): an int32 `choice_mask` [B, C] feature masks
+    absent choices out of `logits`, `probabilities` and `predictions`, as the SavedModel.
+    """
+    from albert_tf import export
+
+    call = export.model_outputs(model, [n for n in names if n != "predictions"] +
+                                (["logits"] if choice_mask else []), layer_norm="plain")
+
+    def fn(features):
+        features = dict(features)
+        mask = features.pop("choice_mask", None) if choice_mask else None
+        outputs = call(features)
+        if mask is not None:
+            from albert_tf.tasks import race_export
+            outputs.update(race_export.masked_outputs(outputs, mask))
+        result = {name: outputs[name] for name in names if name != "predictions"}
+        if argmax_of:
+            result["predictions"] = tf.argmax(outputs[argmax_of], axis=-1,
+                                              output_type=tf.int32)
+        return result
+    return fn
+
+
+def _is_onnx_op(op_type: str) -> bool:
+    import onnx
+    try:
+        onnx.defs.get_schema(op_type, OPSET)
+        return True
+    except onnx.defs.SchemaError:
+        return False
+
+
+def _write_atomically(path: str, write: Callable[[str], None]) -> str:
+    """Calls write(temporary path) in path's directory, then renames it to path."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
+                                   dir=directory)
+    os.close(handle)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
+
+def write_onnx(fn: Callable, input_signature: Mapping[str, tf.TensorSpec], path: str,
+               metadata: Optional[Mapping[str, object]] = None) -> str:
+    """Converts `fn` (see `to_onnx_proto`) and writes it to `path` atomically."""
+    proto = to_onnx_proto(fn, input_signature, metadata)
+    data = proto.SerializeToString()
+
+    def write(tmp):
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+
+    _write_atomically(path, write)
+    logging.info("exported ONNX model (%d nodes, opset %d, %.1f MB) to %s",
+                 len(proto.graph.node), OPSET, len(data) / 1e6, path)
+    return path
+
+
+def quantize_int8(path: str, int8_path: str) -> str:
+    """Writes an int8 copy of the float32 ONNX model at `path` to `int8_path`, atomically.
+
+    ONNX Runtime's dynamic quantization: MatMul weights stored as int8 (per tensor,
+    symmetric), activations quantized per call from their observed range, so no
+    calibration data is needed. The model is first pre-processed (shape inference and
+    constant folding), as ONNX Runtime recommends, so that weights that reach a MatMul
+    through a transpose are constants it can quantize.
+    """
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        from onnxruntime.quantization.shape_inference import quant_pre_process
+    except ImportError as err:
+        raise ImportError(f"{_MISSING} ({err})") from err
+    with tempfile.TemporaryDirectory() as scratch:
+        prepared = os.path.join(scratch, "prepared.onnx")
+        quant_pre_process(path, prepared, skip_symbolic_shape=True)
+
+        def write(tmp):
+            quantize_dynamic(prepared, tmp, weight_type=QuantType.QInt8,
+                             op_types_to_quantize=["MatMul"])
+
+        _write_atomically(int8_path, write)
+    logging.info("exported int8 ONNX model (%.1f MB) to %s",
+                 os.path.getsize(int8_path) / 1e6, int8_path)
+    return int8_path
+
+
+def export_model_dir(export_dir: str, fn: Callable,
+                     input_signature: Mapping[str, tf.TensorSpec],
+                     metadata: Mapping[str, object], int8: bool = False,
+                     vocabulary_file: Optional[str] = None) -> Dict[str, str]:
+    """Writes `export_dir`/model.onnx (and model.int8.onnx with `int8`), plus a copy of
+    `vocabulary_file` (the SentencePiece model or WordPiece vocab) whose base name the
+    metadata records as "vocabulary_file". Returns {"onnx": path[, "onnx_int8": path]}.
+    Beside a SavedModel in the same directory, TensorFlow ignores these files."""
+    metadata = dict(metadata)
+    if vocabulary_file:
+        name = os.path.basename(vocabulary_file)
+        target = os.path.join(export_dir, name)
+        if not os.path.exists(target):
+            _write_atomically(target, lambda tmp: shutil.copyfile(vocabulary_file, tmp))
+        metadata["vocabulary_file"] = name
+    written = {"onnx": write_onnx(fn, input_signature, os.path.join(export_dir, ONNX_FILE),
+                                  metadata)}
+    if int8:
+        written["onnx_int8"] = quantize_int8(written["onnx"],
+                                             os.path.join(export_dir, INT8_FILE))
+    return written
+
+
+def read_metadata(path: str) -> Dict[str, object]:
+    """The albert_tf metadata of an exported ONNX file (JSON values decoded)."""
+    import onnx
+    model = onnx.load(path, load_external_data=False)
+    return {entry.key[len(METADATA_PREFIX):]: json.loads(entry.value)
+            for entry in model.metadata_props if entry.key.startswith(METADATA_PREFIX)}

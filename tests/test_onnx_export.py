@@ -1,0 +1,202 @@
+"""ONNX export (albert_tf.onnx_export): every task model's ONNX graph computes what the Keras
+model computes, on token ids of real text, run by ONNX Runtime; int8 stays close; the
+files are written atomically, with metadata and the vocabulary beside them; bad
+requests fail with a message naming the flag or the op."""
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import export, hub_export, models, onnx_export, tokenization
+from albert_tf.tasks import race_export, squad_export
+from tests.conftest import REPO_ROOT
+from tests.test_model_numerics import randomize, tiny_config
+
+ort = pytest.importorskip("onnxruntime")
+
+SEQ = 24
+HELDOUT = sorted((REPO_ROOT / "demo_corpus" / "heldout").glob("*.txt"))[0]
+SENTENCES = [line.strip() for line in HELDOUT.read_text(encoding="utf-8").splitlines()
+             if len(line.split()) > 8][:6]  # real text from the shipped demo corpus
+
+
+def config():
+    return tiny_config(vocab_size=8000, max_position_embeddings=SEQ)
+
+
+def real_features(spm_model, rows=3, choices=None):
+    """[CLS] A [SEP] B [SEP] features of real sentences (int32 [rows, SEQ], or
+    [rows, choices, SEQ]), padded: the rows have different lengths."""
+    tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model)
+    ids = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(s)) for s in SENTENCES]
+    count = rows * (choices or 1)
+    features = {name: np.zeros((count, SEQ), np.int32) for name in export.TOKEN_FEATURES}
+    for row in range(count):
+        a = ids[row % len(ids)][:6 + row % 5]
+        b = ids[(row + 1) % len(ids)][:5 + row % 4]
+        packed = [tokenizer.vocab["[CLS]"]] + a + [tokenizer.vocab["[SEP]"]] + b + \
+            [tokenizer.vocab["[SEP]"]]
+        features["input_ids"][row, :len(packed)] = packed
+        features["input_mask"][row, :len(packed)] = 1
+        features["segment_ids"][row, len(a) + 2:len(packed)] = 1
+    if choices:
+        features = {k: v.reshape(rows, choices, SEQ) for k, v in features.items()}
+    return features
+
+
+def run_onnx(path, feeds):
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(None, {i.name: feeds[i.name]
+                                              for i in session.get_inputs()})))
+
+
+def built(model, features):
+    model(features, training=False)
+    randomize(model.weights)
+    return model
+
+
+def test_classifier_onnx_matches_keras_with_metadata_vocabulary_and_int8(spm_model, tmp_path):
+    features = real_features(spm_model)
+    model = built(models.AlbertClassifier(config(), num_labels=3), features)
+    expected = model(features, training=False)
+    fn = onnx_export.model_function(model, ["probabilities", "logits"], argmax_of="logits")
+    written = onnx_export.export_model_dir(str(tmp_path), fn, export.token_input_signature(),
+                                           {"task": "classifier", "labels": ["x", "y", "z"]},
+                                           int8=True, vocabulary_file=spm_model)
+    assert written == {"onnx": str(tmp_path / "model.onnx"),
+                       "onnx_int8": str(tmp_path / "model.int8.onnx")}
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        ["model.onnx", "model.int8.onnx", os.path.basename(spm_model)])  # no temp files
+    got = run_onnx(written["onnx"], features)
+    assert sorted(got) == ["logits", "predictions", "probabilities"]
+    np.testing.assert_allclose(got["logits"], expected["logits"], atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(got["probabilities"], expected["probabilities"], atol=1e-6)
+    np.testing.assert_array_equal(got["predictions"], expected["predictions"])
+    assert got["predictions"].dtype == np.int32
+    assert onnx_export.read_metadata(written["onnx"]) == {
+        "task": "classifier", "labels": ["x", "y", "z"],
+        "vocabulary_file": os.path.basename(spm_model)}
+
+    int8 = run_onnx(written["onnx_int8"], features)
+    error = np.abs(int8["logits"] - got["logits"]).max()
+    assert 0 < error < 0.1 * np.abs(got["logits"]).max()  # quantized, and close
+    import onnx
+    ops = {node.op_type for node in onnx.load(written["onnx_int8"]).graph.node}
+    assert {"MatMulInteger", "DynamicQuantizeLinear"} <= ops
+
+
+def squad_case(spm_model, v2):
+    features = real_features(spm_model)
+    if v2:
+        features["p_mask"] = 1 - features["input_mask"]
+        features["p_mask"][:, 1:4] = 1
+    model = built(models.AlbertSquadV2(config(), start_n_top=3, end_n_top=3) if v2
+                  else models.AlbertSpanLabeler(config()), features)
+    return model, features, lambda path: squad_export.export_onnx(
+        model, path, squad_export.ExportOptions(version_2_with_negative=v2), int8=False)
+
+
+def multiple_choice_case(spm_model, task):
+    features = real_features(spm_model, rows=3, choices=4)
+    if task == "c3":
+        features["choice_mask"] = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 0]], np.int32)
+    model = built(models.AlbertMultipleChoice(config()), features)
+    return model, features, lambda path: race_export.export_onnx(model, path, task, SEQ, 8)
+
+
+@pytest.mark.parametrize("case", ["squad_v1", "squad_v2", "race", "c3"])
+def test_task_onnx_matches_the_saved_model_token_signature(spm_model, tmp_path, case):
+    if case.startswith("squad"):
+        model, features, write = squad_case(spm_model, case == "squad_v2")
+        module = squad_export.SquadServingModule(model, spm_model, squad_export.ExportOptions(
+            max_seq_length=SEQ, version_2_with_negative=case == "squad_v2"))
+        p_mask = features.get("p_mask", np.zeros_like(features["input_ids"]))
+        expected = module.serve_tokens({k: tf.constant(v) for k, v in
+                                        dict(features, p_mask=p_mask).items()})
+    else:
+        model, features, write = multiple_choice_case(spm_model, case)
+        tokenizer = tokenization.in_graph_tokenizer(spm_model_file=spm_model)
+        module = (race_export.C3ServingModule(model, tokenizer, SEQ) if case == "c3"
+                  else race_export.RaceServingModule(model, tokenizer, SEQ, 8))
+        expected = module.serve_tokens({k: tf.constant(v) for k, v in features.items()})
+        expected = {"probabilities": expected["probabilities"],
+                    "predictions": expected["prediction_ids"]}
+    got = run_onnx(write(str(tmp_path))["onnx"], features)
+    assert sorted(got) == sorted(expected)
+    for name, value in expected.items():
+        value = np.asarray(value)
+        if value.dtype.kind == "f":
+            np.testing.assert_allclose(got[name], value, atol=2e-5, rtol=1e-5, err_msg=name)
+        else:
+            np.testing.assert_array_equal(got[name], value, err_msg=name)
+    if case == "c3":
+        assert got["probabilities"][1, 2:].max() == 0 and got["predictions"][1] in (0, 1)
+    metadata = onnx_export.read_metadata(str(tmp_path / "model.onnx"))
+    assert metadata["task"] in ("squad_v1", "squad_v2", "multiple_choice")
+
+
+def test_pretrainer_onnx_matches_keras(spm_model, tmp_path):
+    features = real_features(spm_model)
+    positions = np.array([[1, 3], [2, 5], [4, 6]], np.int32)
+    model = built(models.AlbertPretrainer(config()),
+                  dict(features, masked_lm_positions=positions))
+    expected = model(dict(features, masked_lm_positions=positions), training=False)
+    written = hub_export.export_pretrainer_onnx(model, str(tmp_path), vocab_file=spm_model)
+    got = run_onnx(written["onnx"], dict(features, mlm_positions=positions))
+    for name in ("sequence_output", "pooled_output", "mlm_logits"):
+        np.testing.assert_allclose(got[name], expected[name], atol=3e-5, rtol=1e-5,
+                                   err_msg=name)
+    np.testing.assert_allclose(got["sop_log_probs"],
+                               tf.nn.log_softmax(expected["sop_logits"]), atol=1e-5)
+    assert onnx_export.read_metadata(written["onnx"])["albert_config"]["vocab_size"] == 8000
+
+
+def test_onnx_graph_is_portable_even_after_in_process_calls(spm_model):
+    """The in-process graph of the same model holds XLA functions and oneDNN's
+    _MklLayerNorm; the ONNX conversion traces the portable graph whatever ran before."""
+    features = real_features(spm_model)
+    model = built(models.AlbertClassifier(config(), num_labels=2), features)
+    tf.function(lambda f: model(f, training=False))(features)  # fused kernels in process
+    proto = onnx_export.to_onnx_proto(onnx_export.model_function(model, ["logits"]),
+                                      export.token_input_signature())
+    import onnx
+    onnx.checker.check_model(proto)
+    assert [i.name for i in proto.graph.input] == list(export.TOKEN_FEATURES)
+    assert [o.name for o in proto.graph.output] == ["logits"]
+
+
+def test_ops_without_onnx_conversion_fail_by_name_and_keep_the_previous_file(tmp_path):
+    path = tmp_path / "model.onnx"
+    path.write_bytes(b"previous export")
+
+    def bitcast(features):  # Keras' argmax spells this op on TensorFlow
+        return {"bits": tf.bitcast(tf.cast(features["input_ids"], tf.float32), tf.int32)}
+
+    with pytest.raises(ValueError, match="ONNX has no conversion for: Bitcast"):
+        onnx_export.write_onnx(bitcast, export.token_input_signature(), str(path))
+    assert path.read_bytes() == b"previous export"
+    assert os.listdir(tmp_path) == ["model.onnx"]
+
+
+@pytest.mark.parametrize("formats, int8, message", [
+    ((), False, "--export_format takes a comma-separated list of saved_model, onnx; got ''"),
+    (("saved_model", "pdf"), False, "got 'saved_model,pdf'"),
+    (("saved_model",), True, "--export_int8 quantizes the ONNX model: add onnx to "
+                             "--export_format"),
+])
+def test_export_format_mistakes_name_the_flag(formats, int8, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        onnx_export.check_export_formats(formats, int8)
+    onnx_export.check_export_formats(("saved_model", "onnx"), True)
+
+
+def test_missing_onnx_packages_are_reported_before_any_work(monkeypatch):
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "tf2onnx" else real(name, *a))
+    with pytest.raises(ValueError, match="--export_format=onnx needs tf2onnx, not installed"):
+        onnx_export.check_export_formats(("onnx",), False)
