@@ -66,7 +66,8 @@ print("RESULT" + json.dumps({
 def test_train_eval_predict_export_and_serve_raw_text(sst2, tmp_path):
     out = tmp_path / "run"
     done = run_cli(sst2, out, do_train=True, do_eval=True, do_predict=True,
-                   export_dir=str(out / "export"), export_layer_norm="onednn")
+                   export_dir=str(out / "export"), export_layer_norm="onednn",
+                   export_format="saved_model,onnx", export_int8=True)
     assert done.returncode == 0, done.stderr[-3000:]
     from albert_tf.export import op_types
     assert "FusedBatchNormV3" in op_types(str(out / "export"))  # as --export_layer_norm asks
@@ -98,6 +99,28 @@ def test_train_eval_predict_export_and_serve_raw_text(sst2, tmp_path):
     assert result["albert_tf"] is False
     np.testing.assert_allclose(result["probabilities"], probabilities, atol=1e-5)
     assert result["predictions"] == labels
+
+    # The same directory holds model.onnx (token ids in) and its vocabulary: ONNX Runtime
+    # on the Python features of the test sentences gives the same probabilities.
+    onnxruntime = pytest.importorskip("onnxruntime")
+    from albert_tf import onnx_export, tokenization
+    from albert_tf.tasks import glue
+    metadata = onnx_export.read_metadata(str(out / "export" / "model.onnx"))
+    assert metadata["labels"] == ["0", "1"] and metadata["max_seq_length"] == 32
+    tokenizer = tokenization.FullTokenizer(
+        spm_model_file=str(out / "export" / metadata["vocabulary_file"]))
+    features = glue.convert_examples(
+        [glue.InputExample(guid=str(i), text_a=s, text_b=None, label=None)
+         for i, s in enumerate(sst2["test_sentences"])], tokenizer, 32, None)
+    feeds = {name: features[name] for name in ("input_ids", "input_mask", "segment_ids")}
+    for name, atol in (("model.onnx", 1e-5), ("model.int8.onnx", 0.05)):
+        session = onnxruntime.InferenceSession(str(out / "export" / name))
+        served = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+        np.testing.assert_allclose(served["probabilities"], probabilities, atol=atol,
+                                   err_msg=name)
+    clear = np.abs(probabilities[:, 1] - 0.5) > 0.05  # int8 may flip a near-tie only
+    np.testing.assert_array_equal(served["predictions"][clear],
+                                  probabilities.argmax(axis=1)[clear])
 
 
 @pytest.mark.slow

@@ -62,7 +62,7 @@ def read_blocks(path):
 def test_train_eval_predict_export_reload(setup, tmp_path):
     out = tmp_path / "out"
     done = run_cli(setup, out, do_predict=True, export_dir=str(out / "export"),
-                   export_layer_norm="plain")
+                   export_layer_norm="plain", export_format="saved_model,onnx")
     assert done.returncode == 0, done.stderr[-3000:]
     from albert_tf.export import op_types
     assert "FusedBatchNormV3" not in op_types(str(out / "export"))  # --export_layer_norm
@@ -104,6 +104,13 @@ def test_train_eval_predict_export_reload(setup, tmp_path):
     batch = {k: np.stack([f[k] for f in feats]) for k in ("input_ids", "input_mask",
                                                           "segment_ids")}
     np.testing.assert_allclose(model(batch)["probabilities"].numpy(), probs, atol=1e-5)
+    # model.onnx (best weights, --export_format=saved_model,onnx) on the same token ids.
+    onnxruntime = pytest.importorskip("onnxruntime")
+    session = onnxruntime.InferenceSession(str(out / "export" / "model.onnx"))
+    onnx_probs, onnx_ids = session.run(["probabilities", "predictions"], batch)
+    np.testing.assert_allclose(onnx_probs, probs, atol=1e-5)
+    assert ["ABCD"[i] for i in onnx_ids] == [r["prediction"] for r in records]
+    assert not (out / "export" / "model.int8.onnx").exists()  # not asked for
 
     # The SavedModel (best weights) serves raw text with the same probabilities.
     served = tf.saved_model.load(str(out / "export")).signatures["serving_default"]
@@ -138,6 +145,9 @@ def test_train_eval_predict_export_reload(setup, tmp_path):
     ({"do_train": False, "do_eval": False}, "at least one of --do_train"),
     ({"dropout_prob": 1.0}, "--dropout_prob must be in [0, 1)"),
     ({"export_layer_norm": "fast"}, "--export_layer_norm must be one of auto, onednn, plain"),
+    ({"export_format": ("onnx", "tflite")}, "--export_format takes a comma-separated list of "
+                                            "saved_model, onnx; got 'onnx,tflite'"),
+    ({"export_int8": True}, "--export_int8 quantizes the ONNX model"),
 ])
 def test_option_errors(setup, changes, message):
     values = dict(data_dir=setup["data"], albert_config=AlbertConfig.from_dict(CONFIG),

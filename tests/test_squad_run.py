@@ -113,6 +113,7 @@ def test_cli_trains_predicts_evaluates_exports(shared_data, tmp_path, v2):
     extra = ["--version_2_with_negative", "--start_n_top=3", "--end_n_top=3",
              "--null_score_diff_threshold=0.5", "--num_train_epochs=4"] if v2 else []
     extra.append("--export_layer_norm=" + ("onednn" if v2 else "plain"))
+    extra.append("--export_format=saved_model,onnx")
     done = cli(tmp_path, path, out, *extra)
     assert done.returncode == 0, done.stderr[-3000:]
     metrics = json.loads(done.stdout.strip().splitlines()[-1])
@@ -140,6 +141,11 @@ def test_cli_trains_predicts_evaluates_exports(shared_data, tmp_path, v2):
     assert got["answer"] == [answers[e.qas_id] for e in examples]
     from albert_tf.export import op_types
     assert ("FusedBatchNormV3" in op_types(str(out / "export"))) == v2  # --export_layer_norm
+    from albert_tf import onnx_export
+    metadata = onnx_export.read_metadata(str(out / "export" / "model.onnx"))
+    assert metadata["task"] == ("squad_v2" if v2 else "squad_v1")
+    assert metadata["max_seq_length"] == 96 and metadata["doc_stride"] == 48
+    assert metadata["null_score_diff_threshold"] == (0.5 if v2 else None)
     # Flag errors are one clear line.
     bad = subprocess.run([sys.executable, str(REPO_ROOT / "run_squad.py"),
                           f"--albert_config_file={tmp_path / 'config.json'}",
