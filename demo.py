@@ -343,6 +343,9 @@ def stage_export(cfg, out):
     hub_export.export_pretrainer(model, os.path.join(out, "albert_config.json"),
                                  os.path.join(out, "demo.model"),
                                  os.path.join(out, "saved_model"))
+    # The same model for ONNX Runtime (token ids in), with its SentencePiece model beside it.
+    hub_export.export_pretrainer_onnx(model, os.path.join(out, "onnx"),
+                                      vocab_file=os.path.join(out, "demo.model"))
 
 
 def read_jsonl(path):
@@ -498,7 +501,8 @@ def report(cfg, out, elapsed, stage_seconds):
           f"  sentence-order accuracy {summary['heldout_sentence_order_accuracy']:.3f}  "
           f"(chance: majority label = {sop_chance:.3f})\n"
           f"Outputs in {out}: albert_config.json, demo.model, model.ckpt-best.* "
-          f"(official layout), saved_model/, pretraining.png, train/ and eval/ TensorBoard "
+          f"(official layout), saved_model/, onnx/model.onnx, pretraining.png, train/ and eval/ "
+          f"TensorBoard "
           f"logs. Try: python -m albert_tf.fill_mask --model_dir {out} "
           f"\"The [MASK] was very quiet.\"")
     from albert_tf import fileio
@@ -537,7 +541,8 @@ def run(cfg: DemoConfig, out: str):
     stages.run("pretrain", train_fp, [os.path.join(out, "model.ckpt-best.index"),
                                       os.path.join(out, "best_eval.json")],
                lambda: stage_pretrain(cfg, out))
-    stages.run("export", train_fp, [os.path.join(out, "saved_model", "saved_model.pb")],
+    stages.run("export", train_fp, [os.path.join(out, "saved_model", "saved_model.pb"),
+                                    os.path.join(out, "onnx", "model.onnx")],
                lambda: stage_export(cfg, out))
     stages.run("plot", train_fp, [os.path.join(out, "pretraining.png")],
                lambda: stage_plot(cfg, out))

@@ -31,7 +31,8 @@ def mini_run(tmp_path_factory):
 def test_miniature_pipeline_outputs(mini_run):
     out, done = mini_run
     for name in ("albert_config.json", "demo.model", "model.ckpt-best.index",
-                 "saved_model/saved_model.pb", "pretraining.png", "summary.json",
+                 "saved_model/saved_model.pb", "onnx/model.onnx", "onnx/demo.model",
+                 "pretraining.png", "summary.json",
                  "eval_results.txt", "data/train.tfrecord", "data/heldout.tfrecord"):
         assert (out / name).exists(), name
     assert (out / "pretraining.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -161,6 +162,12 @@ def test_saved_model_matches_keras_model(mini_run):
     np.testing.assert_allclose(got["pooled"], want["pooled_output"].numpy(), atol=1e-5)
     np.testing.assert_allclose(np.exp(got["sop"]).sum(-1), [1.0, 1.0], atol=1e-5)
     assert got["vocab"].endswith("demo.model") and os.path.exists(got["vocab"])
+    # onnx/model.onnx in ONNX Runtime: the same logits.
+    onnxruntime = pytest.importorskip("onnxruntime")
+    session = onnxruntime.InferenceSession(str(out / "onnx" / "model.onnx"))
+    mlm, = session.run(["mlm_logits"], {"input_ids": ids, "input_mask": mask,
+                                        "segment_ids": segments, "mlm_positions": positions})
+    np.testing.assert_allclose(mlm, want["mlm_logits"].numpy(), atol=1e-5)
 
 
 @pytest.mark.slow
