@@ -7,8 +7,9 @@ Training runs the production path: `albert_tf.training.Trainer`'s compiled train
 loop (forward, MLM+SOP loss, backward, LAMB update, metric sums), one step per
 call, on a synthetic batch repeated by tf.data. Inference runs the encoder
 (sequence + pooled output): in process as a `tf.function` (optionally
-jit-compiled), or through the SavedModel that `albert_tf.hub_export` writes
-(its `tokens` signature), reloaded with `tf.saved_model.load`.
+jit-compiled), through the SavedModel that `albert_tf.hub_export` writes
+(its `tokens` signature), reloaded with `tf.saved_model.load`, or through the ONNX
+model that `albert_tf.onnx_export` writes (float32 or int8), run by ONNX Runtime.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer, optimization, training  # noqa: E402,E501
+from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer, export, optimization, training  # noqa: E402,E501
 from albert_tf.pretraining import PretrainingTask  # noqa: E402
 
 WARMUP_STEPS = 2
@@ -126,6 +127,24 @@ class InferRunner:
             self._loaded = tf.saved_model.load(path)
             signature = self._loaded.signatures["tokens"]
             self._call = lambda: signature(**self._inputs)
+        elif case["mode"] == "onnx":
+            if case["jit"] or case["precision"] == "mixed_bfloat16":
+                raise NotImplementedError("the ONNX rows run float32 and int8")
+            import onnxruntime
+            from albert_tf import onnx_export
+            encoder = AlbertEncoder(config)
+            encoder.build()
+            self._export_dir = tempfile.mkdtemp(prefix="albert_bench_onnx_")
+            written = onnx_export.export_model_dir(
+                self._export_dir, onnx_export.model_function(
+                    encoder, ["sequence_output", "pooled_output"]),
+                export.token_input_signature(), {"task": "encoder"},
+                int8=case["precision"] == "int8")
+            session = onnxruntime.InferenceSession(
+                written["onnx_int8" if case["precision"] == "int8" else "onnx"],
+                providers=["CPUExecutionProvider"])
+            feeds = {name: features[name] for name in export.TOKEN_FEATURES}
+            self._call = lambda: session.run(None, feeds)
         else:
             raise ValueError(f"unknown mode {case['mode']!r}")
         for _ in range(WARMUP_STEPS):
@@ -134,7 +153,7 @@ class InferRunner:
     def step(self) -> None:
         out = self._call()
         for value in tf.nest.flatten(out):
-            value.numpy()
+            getattr(value, "numpy", lambda: value)()  # ONNX Runtime returns numpy arrays
 
     def close(self) -> None:
         if self._export_dir:

@@ -88,6 +88,11 @@ def make_runner(framework: str, case: dict):
     framework cannot run, ValueError for unknown frameworks / case values.
     """
     _validate_case(case)
+    if framework == "hf_ort":
+        return HFOnnxRuntimeRunner(case)
+    if case["mode"] == "onnx" or case["precision"] == "int8":
+        raise NotSupported(f"{framework} has no ONNX Runtime path (the hf_ort peer runs "
+                           "Hugging Face's ONNX export)")
     if framework == "keras_hub":
         return KerasHubRunner(case)
     if framework == "hf":
@@ -99,12 +104,14 @@ def _validate_case(case: dict) -> None:
     """Checks the case's enumerated values, so a typo fails loudly rather than silently."""
     if case["kind"] not in ("train", "infer"):
         raise ValueError(f"case kind must be 'train' or 'infer', got {case['kind']!r}")
-    if case["precision"] not in ("float32", "mixed_bfloat16"):
+    if case["precision"] not in ("float32", "mixed_bfloat16", "int8"):
         raise ValueError(f"unknown precision {case['precision']!r}")
-    if case["mode"] not in ("in_process", "saved_model"):
+    if case["mode"] not in ("in_process", "saved_model", "onnx"):
         raise ValueError(f"unknown mode {case['mode']!r}")
     if case["kind"] == "train" and case["mode"] != "in_process":
-        raise ValueError("mode 'saved_model' is for inference cases only")
+        raise ValueError(f"mode {case['mode']!r} is for inference cases only")
+    if case["precision"] == "int8" and case["mode"] != "onnx":
+        raise ValueError("int8 is an ONNX Runtime precision (mode 'onnx')")
     if case["max_predictions"] > case["seq_length"] - 1:
         raise ValueError("max_predictions must be <= seq_length - 1 (distinct positions)")
 
@@ -393,6 +400,62 @@ class HFRunner:
     def step(self) -> None:
         """One training step or encoder forward pass (synchronous on CPU)."""
         self._step()
+
+
+class HFOnnxRuntimeRunner:
+    """What users serve on CPUs today: transformers' AlbertModel exported by torch.onnx
+    (TorchScript exporter, dynamic batch and sequence, opset 17) and run by ONNX Runtime
+    with its default graph optimizations; int8 = ONNX Runtime dynamic quantization after
+    its pre-processing, as albert_tf.onnx_export.quantize_int8 does for ours (repeated
+    here so that TensorFlow stays out of this process). Encoder forward only.
+
+    In every inference row it is a peer: beside our SavedModel and in-process rows it
+    runs float32, in the ONNX rows the row's precision.
+    """
+
+    def __init__(self, case: dict):
+        import tempfile
+
+        import onnxruntime
+        import torch
+
+        if case["kind"] != "infer":
+            raise NotSupported("ONNX Runtime rows are inference only")
+        if case["jit"] or case["precision"] == "mixed_bfloat16":
+            raise NotSupported("the ONNX Runtime peer runs float32 and int8 only")
+        self._dir = tempfile.mkdtemp(prefix="albert_bench_hf_onnx_")
+        model, _ = hf_pretraining_model(case["model"])
+        encoder = model.albert.eval()
+        data = synthetic_inputs(case)
+        self.inputs = {"input_ids": data["token_ids"].astype("int64"),
+                       "attention_mask": data["padding_mask"].astype("int64"),
+                       "token_type_ids": data["segment_ids"].astype("int64")}
+        path = os.path.join(self._dir, "model.onnx")
+        dims = {0: "batch", 1: "sequence"}
+        with torch.inference_mode():
+            torch.onnx.export(encoder, tuple(torch.from_numpy(v) for v in self.inputs.values()),
+                              path, input_names=list(self.inputs),
+                              output_names=["last_hidden_state", "pooler_output"],
+                              dynamic_axes={name: dims for name in self.inputs},
+                              opset_version=17, dynamo=False)
+        if case["precision"] == "int8":
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+            from onnxruntime.quantization.shape_inference import quant_pre_process
+            prepared, int8 = path + ".prepared.onnx", path + ".int8.onnx"
+            quant_pre_process(path, prepared, skip_symbolic_shape=True)
+            quantize_dynamic(prepared, int8, weight_type=QuantType.QInt8,
+                             op_types_to_quantize=["MatMul"])
+            path = int8
+        self.session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+        for _ in range(WARMUP_STEPS):
+            self.step()
+
+    def step(self) -> None:
+        self.session.run(None, self.inputs)
+
+    def close(self) -> None:
+        import shutil
+        shutil.rmtree(self._dir, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- self-check

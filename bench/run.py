@@ -6,7 +6,8 @@
 
 Every row starts one worker process per framework (bench/worker.py: ours,
 keras-hub's AlbertBackbone on TensorFlow, Hugging Face AlbertForPreTraining on
-PyTorch), lets each build and warm up, then times single units (a step or a
+PyTorch, and for inference Hugging Face's AlbertModel exported to ONNX and run by
+ONNX Runtime), lets each build and warm up, then times single units (a step or a
 forward pass) in turn, ours, peer, peer, then peer, peer, ours, ..., so that
 machine drift hits every framework alike. A round is `window` such cycles. A
 row's value is the median of its round means (latency rows: the median call);
@@ -18,8 +19,9 @@ median of the per-unit ratios of units that ran within one cycle. Rows:
             the production Trainer; keras-hub: keras Lamb; HF: AdamW), s/step,
             with the fraction of the probe's peak reached (bench/flops.py)
   infer     encoder forward at batch 32 (sequences/s) and batch 1 (latency, ms),
-            in process and through the exported SavedModel, with the fraction of
-            the probe's peak reached
+            in process, through the exported SavedModel, and through our ONNX export
+            in ONNX Runtime (float32 and int8, against HF's ONNX export, same
+            runtime and quantization), with the fraction of the probe's peak reached
   data      data_prep tokens/s (one worker) and the tf.data reader's examples/s,
             which must be at least 20x the fastest training row's consumption
 
@@ -52,8 +54,10 @@ sys.path.insert(1, str(REPO))
 import flops  # noqa: E402
 from albert_tf import precision  # noqa: E402
 
-FRAMEWORKS = ("ours", "keras_hub", "hf")
-PEER_LABELS = {"ours": "albert-tf", "keras_hub": "keras-hub", "hf": "HF torch"}
+FRAMEWORKS = ("ours", "keras_hub", "hf", "hf_ort")
+PEER_LABELS = {"ours": "albert-tf", "keras_hub": "keras-hub", "hf": "HF torch",
+               "hf_ort": "HF ONNX Runtime"}
+TRAIN_FRAMEWORKS = ("ours", "keras_hub", "hf")  # the ONNX Runtime peer serves only
 INPUT_PIPELINE_MIN_RATIO = 20.0
 
 # The official albert_{base,large}_v2 shapes (albert_tf.config presets; a test checks).
@@ -68,7 +72,7 @@ MODELS = {
 # `--tiny` (the harness's own tests): 2 layers, H=32.
 MODELS["tiny"] = dict(MODELS["base"], vocab_size=1000, hidden_size=32, num_hidden_layers=2,
                       num_attention_heads=2, intermediate_size=64, embedding_size=16)
-PRECISION_LABELS = {"float32": "fp32", "mixed_bfloat16": "bf16"}
+PRECISION_LABELS = {"float32": "fp32", "mixed_bfloat16": "bf16", "int8": "int8"}
 
 
 @dataclasses.dataclass
@@ -104,26 +108,29 @@ def suite_rows(suite: str, tiny: bool = False, bf16: bool = True) -> List[Row]:
                             f"{' xla' if jit else ''}",
                             model_case("train", model, seq, 16, p, jit,
                                        max_predictions=4 if tiny else 20),
-                            FRAMEWORKS, 3, "s/step"))
+                            TRAIN_FRAMEWORKS, 3, "s/step"))
     infer_jit = (False, True) if suite == "full" else (False,)
+    mode_labels = {"in_process": "in-process", "saved_model": "SavedModel",
+                   "onnx": "ONNX Runtime"}
     for batch, unit, window in ((32, "seq/s", 3), (1, "ms", 20)):
-        for mode in ("in_process", "saved_model"):
+        for mode in ("in_process", "saved_model", "onnx"):
             for jit in infer_jit:
-                if jit and mode == "saved_model":
+                if jit and mode != "in_process":
                     continue
-                for p in precisions:
-                    label = "SavedModel" if mode == "saved_model" else "in-process"
+                for p in (("float32", "int8") if mode == "onnx" else precisions):
+                    label = mode_labels[mode]
                     rows.append(Row(
                         f"infer {model} s{seq} b{batch} {label} {PRECISION_LABELS[p]}"
                         f"{' xla' if jit else ''}",
                         model_case("infer", model, seq, batch, p, jit, mode,
                                    max_predictions=4 if tiny else 20),
-                        FRAMEWORKS, window, unit))
+                        ("ours", "hf_ort") if mode == "onnx" else FRAMEWORKS, window, unit))
     if suite == "full":
         # Batch 2: three ALBERT-large workers at sequence 512 must fit in memory together.
         for p in precisions:
             rows.append(Row(f"train large s512 b2 {PRECISION_LABELS[p]}",
-                            model_case("train", "large", 512, 2, p), FRAMEWORKS, 2, "s/step"))
+                            model_case("train", "large", 512, 2, p), TRAIN_FRAMEWORKS, 2,
+                            "s/step"))
     return rows
 
 
@@ -348,23 +355,23 @@ def markdown_table(info: dict, table: List[dict], data: List[dict]) -> str:
              "ratio = ours vs the fastest peer (>1: ours faster); paired = the median of "
              "the per-unit ratios of units run back to back; % peak = analytic matmul "
              "FLOPs / time / this run's matmul probe.", "",
-             "| row | unit | albert-tf | keras-hub | HF torch | ratio | paired | "
-             "% peak (ours / kh / hf) |",
-             "|---|---|---:|---:|---:|---:|---:|---|"]
+             "| row | unit | albert-tf | keras-hub | HF torch | HF ONNX Runtime | ratio | "
+             "paired | % peak (ours / kh / hf) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for entry in table:
         lines.append(f"| {entry['row']} | {entry['unit']} | {entry['ours']} | "
-                     f"{entry['keras_hub']} | {entry['hf']} | {entry['ratio']} | "
-                     f"{entry['paired']} | {entry['peak']} |")
+                     f"{entry['keras_hub']} | {entry['hf']} | {entry['hf_ort']} | "
+                     f"{entry['ratio']} | {entry['paired']} | {entry['peak']} |")
     for record in data:
         if record.get("status") != "ok":
-            lines.append(f"| {record['row']} | | n/a ({record.get('reason')}) | | | | | |")
+            lines.append(f"| {record['row']} | | n/a ({record.get('reason')}) | | | | | | |")
             continue
         extra = ""
         if "x_training_consumption" in record:
             extra = f"{record['x_training_consumption']:.0f}x training consumption"
         elif "vs_original" in record:
             extra = f"{record['vs_original']:.1f}x the original script"
-        lines.append(f"| {record['row']} | {record['unit']} | {record['value']:,.0f} | | | "
+        lines.append(f"| {record['row']} | {record['unit']} | {record['value']:,.0f} | | | | "
                      f"{extra} | | |")
     return "\n".join(lines) + "\n"
 

@@ -40,7 +40,7 @@ def build(framework: str, case: dict):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--framework", required=True, choices=["ours", "keras_hub", "hf"])
+    parser.add_argument("--framework", required=True, choices=["ours", "keras_hub", "hf", "hf_ort"])
     parser.add_argument("--case", required=True, help="the case as a JSON object")
     args = parser.parse_args()
     case = json.loads(args.case)

@@ -130,7 +130,8 @@ def test_tiny_run_end_to_end(tmp_path):
                                    capture_output=True).returncode == 0
     result = subprocess.run(
         [sys.executable, "bench/run.py", "--tiny", "--skip_data", "--rounds", "1",
-         "--frameworks", "ours,keras_hub", "--only", "train tiny s16 b16 fp32,b1 in-process fp32",
+         "--frameworks", "ours,keras_hub", "--only",
+         "train tiny s16 b16 fp32,b1 in-process fp32,b1 ONNX Runtime",
          f"--output={output}", f"--markdown={markdown}"],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -145,7 +146,9 @@ def test_tiny_run_end_to_end(tmp_path):
     results = {(r["row"], r["framework"]): r for r in records if r["record"] == "result"}
     assert {row for row, _ in results} == {"probe fp32", "probe bf16", "train tiny s16 b16 fp32",
                                            "train tiny s16 b16 fp32 xla",
-                                           "infer tiny s16 b1 in-process fp32"}
+                                           "infer tiny s16 b1 in-process fp32",
+                                           "infer tiny s16 b1 ONNX Runtime fp32",
+                                           "infer tiny s16 b1 ONNX Runtime int8"}
     train = results[("train tiny s16 b16 fp32", "ours")]
     assert train["status"] == "ok" and train["unit_seconds"] > 0
     assert 0 < train["fraction_of_peak"] < 1
@@ -153,6 +156,10 @@ def test_tiny_run_end_to_end(tmp_path):
     infer = results[("infer tiny s16 b1 in-process fp32", "ours")]
     assert 0 < infer["fraction_of_peak"] < 1
     assert results[("probe fp32", "ours")]["value"] > 1.0  # GFLOP/s
+    for precision_label in ("fp32", "int8"):  # our ONNX export in ONNX Runtime
+        onnx_row = results[(f"infer tiny s16 b1 ONNX Runtime {precision_label}", "ours")]
+        assert onnx_row["status"] == "ok" and onnx_row["value"] > 0, onnx_row
+        assert ("infer tiny s16 b1 ONNX Runtime fp32", "keras_hub") not in results
     peer = results[("train tiny s16 b16 fp32", "keras_hub")]
     if not has_keras_hub:
         assert peer["status"] == "n/a" and "not installed" in peer["reason"]
