@@ -140,9 +140,10 @@ class InferRunner:
                     encoder, ["sequence_output", "pooled_output"]),
                 export.token_input_signature(), {"task": "encoder"},
                 int8=case["precision"] == "int8")
+            import peers  # bench/peers.py
             session = onnxruntime.InferenceSession(
                 written["onnx_int8" if case["precision"] == "int8" else "onnx"],
-                providers=["CPUExecutionProvider"])
+                peers.quiet_session_options(), providers=["CPUExecutionProvider"])
             feeds = {name: features[name] for name in export.TOKEN_FEATURES}
             self._call = lambda: session.run(None, feeds)
         else:
