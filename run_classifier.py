@@ -84,8 +84,9 @@ flags.DEFINE_integer("iterations_per_loop", 1000, "Steps per host round trip (al
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
 flags.DEFINE_float("classifier_dropout", 0.1, "Dropout on the pooled output (the original "
                    "fixes it at 0.1).")
-flags.DEFINE_string("export_dir", None, "Write a SavedModel of the best weights here "
-                    "(signatures serving_default: raw text; serve_tokens: token ids).")
+flags.DEFINE_string("export_dir", None, "Export the best weights here: a SavedModel "
+                    "(signatures serving_default: raw text; serve_tokens: token ids) and/or "
+                    "model.onnx, as --export_format says.")
 flags.DEFINE_string("text_a_column", None, "custom task: column of the first text (header "
                     "name or 0-based index).")
 flags.DEFINE_string("text_b_column", None, "custom task: column of the second text, for "
@@ -149,8 +150,7 @@ def main(argv):
     cli.check_options(finetuning.validate, strategy.num_replicas_in_sync)
     results = run_glue(options, strategy)
     logging.info("done at step %d; best: %s", results["global_step"], results.get("best"))
-    if results.get("export_dir"):
-        logging.info("SavedModel: %s", results["export_dir"])
+    cli.report_export(results, FLAGS.export_format)
 
 
 if __name__ == "__main__":

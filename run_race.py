@@ -84,8 +84,9 @@ flags.DEFINE_integer("save_checkpoints_steps", 100, "Checkpoint (and evaluate) e
 flags.DEFINE_integer("iterations_per_loop", 1000,
                      "Steps per host round trip (min with --save_checkpoints_steps).")
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
-flags.DEFINE_string("export_dir", None, "Write a SavedModel (raw-text and token-id "
-                    "signatures) of the best weights here.")
+flags.DEFINE_string("export_dir", None, "Export the best weights here: a SavedModel "
+                    "(raw-text and token-id signatures) and/or model.onnx, as --export_format "
+                    "says.")
 cli.define_runtime_flags()
 cli.define_export_flags()
 flags.adopt_module_key_flags(cli)  # list them in --help
@@ -133,9 +134,9 @@ def main(argv):
     cli.check_options(options.validate)
     cli.check_options(options.finetuning_options().validate, strategy.num_replicas_in_sync)
     results = run_race(options, strategy)
-    logging.info("done at step %s; best: %s; predict: %s; export: %s",
-                 results.get("global_step"), results.get("best"),
-                 results.get("predict_accuracy"), results.get("export_dir"))
+    logging.info("done at step %s; best: %s; predict: %s", results.get("global_step"),
+                 results.get("best"), results.get("predict_accuracy"))
+    cli.report_export(results, FLAGS.export_format)
 
 
 if __name__ == "__main__":

@@ -82,8 +82,8 @@ flags.DEFINE_float("dropout_prob", 0.1, "v2: dropout of the answerability head."
 flags.DEFINE_float("null_score_diff_threshold", None, "v2: answer \"\" when null_odds is above "
                    "this. Default: tuned on --predict_file itself, as the original (reported "
                    "as null_threshold_source = tuned_on_eval_set).")
-flags.DEFINE_string("export_dir", None, "Write a SavedModel (raw question + context -> answer) "
-                    "of the best weights here.")
+flags.DEFINE_string("export_dir", None, "Export the trained model here: a SavedModel (raw "
+                    "question + context -> answer) and/or model.onnx, as --export_format says.")
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
 cli.define_runtime_flags()
 cli.define_export_flags()
@@ -126,6 +126,7 @@ def main(argv):
     if results.get("predict_metrics"):
         print(json.dumps(results["predict_metrics"]))
     logging.info("done at step %d; best: %s", results["global_step"], results.get("best"))
+    cli.report_export(results, FLAGS.export_format)
 
 
 if __name__ == "__main__":

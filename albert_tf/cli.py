@@ -20,7 +20,7 @@ import re
 import sys
 from typing import Callable, Optional, Sequence, Union
 
-from absl import flags
+from absl import flags, logging
 
 from albert_tf import errors
 
@@ -160,6 +160,15 @@ def define_export_flags() -> None:
         "where oneDNN is off (up to ~10%); 'plain' is the same speed everywhere; 'auto' is "
         "'onednn' when this process runs oneDNN without a GPU. The same values up to "
         "float32 rounding either way.")
+
+
+def report_export(results: dict, export_format) -> None:
+    """Logs what a fine-tuning job wrote to --export_dir (one line)."""
+    if not results.get("export_dir"):
+        return
+    written = (["SavedModel"] if "saved_model" in export_format else []) + [
+        os.path.basename(results[key]) for key in ("onnx", "onnx_int8") if results.get(key)]
+    logging.info("exported to %s: %s", results["export_dir"], ", ".join(written))
 
 
 def strategy_from_flags(values=flags.FLAGS):

@@ -27,6 +27,7 @@ ONNX files are written to a temporary name and renamed into place.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -92,7 +93,7 @@ def to_onnx_proto(fn: Callable, input_signature: Mapping[str, tf.TensorSpec],
                  for name, spec in input_signature.items()}
     function = tf.function(lambda features: fn(features), input_signature=[signature],
                            autograph=False)
-    with fused_ops.portable_graph():
+    with fused_ops.portable_graph(), _quiet_converters():
         proto, _ = tf2onnx.convert.from_function(function, input_signature=[signature],
                                                  opset=OPSET)
     unsupported = sorted({node.op_type for node in proto.graph.node
@@ -147,8 +148,25 @@ def _is_onnx_op(op_type: str) -> bool:
         return False
 
 
+@contextlib.contextmanager
+def _quiet_converters():
+    """tf2onnx logs its progress and ONNX Runtime's quantizer a line per tensor (to the
+    root logger, which absl shows at INFO): kept to warnings while they run."""
+    import logging as std_logging
+    converter = std_logging.getLogger("tf2onnx")
+    level, disabled = converter.level, std_logging.root.manager.disable
+    converter.setLevel(std_logging.WARNING)
+    std_logging.disable(std_logging.INFO)
+    try:
+        yield
+    finally:
+        converter.setLevel(level)
+        std_logging.disable(disabled)
+
+
 def _write_atomically(path: str, write: Callable[[str], None]) -> str:
-    """Calls write(temporary path) in path's directory, then renames it to path."""
+    """Calls write(temporary path) in path's directory, then renames it to path (readable
+    as the umask allows, as a plain open() would make it: mkstemp's file is 0600)."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     handle, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
@@ -156,6 +174,9 @@ def _write_atomically(path: str, write: Callable[[str], None]) -> str:
     os.close(handle)
     try:
         write(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -195,7 +216,7 @@ def quantize_int8(path: str, int8_path: str) -> str:
         from onnxruntime.quantization.shape_inference import quant_pre_process
     except ImportError as err:
         raise ImportError(f"{_MISSING} ({err})") from err
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch, _quiet_converters():
         prepared = os.path.join(scratch, "prepared.onnx")
         quant_pre_process(path, prepared, skip_symbolic_shape=True)
 

@@ -69,6 +69,7 @@ def test_train_eval_predict_export_and_serve_raw_text(sst2, tmp_path):
                    export_dir=str(out / "export"), export_layer_norm="onednn",
                    export_format="saved_model,onnx", export_int8=True)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert f"exported to {out / 'export'}: SavedModel, model.onnx, model.int8.onnx" in done.stderr
     from albert_tf.export import op_types
     assert "FusedBatchNormV3" in op_types(str(out / "export"))  # as --export_layer_norm asks
     evals = (out / "eval_results.txt").read_text()
