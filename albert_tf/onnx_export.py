@@ -18,10 +18,12 @@ outputs.
 
 Tokenization stays with the caller (`albert_tf.tokenization.FullTokenizer`): the
 vocabulary file is copied beside model.onnx and named in its metadata.
-onnxruntime-extensions has SentencePiece and BERT WordPiece operators, but not
-ALBERT's preprocessing around them (the original lowercases, strips accents after
-NFKD, rewrites `` and '' as ", and splits pieces such as "9," into "9" ","), so its ids
-would differ from the original's on ordinary text.
+onnxruntime-extensions (0.15.2, checked against this project's tokenizers) does not
+give the original's ids: its SentencepieceTokenizer has none of the original's
+preprocessing (whitespace collapsing, NFKD accent stripping, lowercasing) and, even on
+preprocessed text, keeps "▁1999," as one piece where the original splits it into
+"▁1999" ","; its BertTokenizer (WordPiece) maps the full-width "ＡＢＣ" of Chinese text to
+[UNK] where the original lowercases it to "ａ" "##ｂ" "##ｃ".
 
 ONNX files are written to a temporary name and renamed into place.
 """
