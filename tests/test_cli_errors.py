@@ -396,8 +396,11 @@ def test_ctrl_c_during_pretraining_exits_130_and_says_what_was_kept(files, tmp_p
             f"--input_file={data}", f"--output_dir={out}", "--max_seq_length=16",
             "--max_predictions_per_seq=4", "--train_batch_size=8", "--num_train_steps=100000",
             "--save_checkpoints_steps=5", "--iterations_per_loop=5", "--optimizer=adamw"]
+    # A shell without job control starts background jobs with SIGINT ignored, and the
+    # child would inherit that (Python then installs no KeyboardInterrupt handler).
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            cwd=REPO_ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+                            cwd=REPO_ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 180
     while not list((out / "checkpoints").glob("ckpt-*.index")):
         assert proc.poll() is None, proc.stderr.read()[-2000:]
