@@ -122,6 +122,7 @@ def test_summary_takes_the_median_window_and_latency_the_median_call():
     assert latency["value"] == pytest.approx(2.5)
 
 
+@pytest.mark.slow  # ~30-40 s: keeps the default suite well inside 10 minutes
 def test_tiny_run_end_to_end(tmp_path):
     """Ours on a 2-layer model, one round; a peer that is not installed shows as n/a."""
     output = tmp_path / "bench.jsonl"

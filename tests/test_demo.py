@@ -83,6 +83,7 @@ def test_rare_token_accuracy_leaves_out_the_frequent_targets(mini_run):
     assert snapshots.rare_accuracy(oracle(True)) == 0.0
 
 
+@pytest.mark.slow  # ~30-40 s: keeps the default suite well inside 10 minutes
 def test_calibration_sizes_the_run_and_is_kept(tmp_path, mini_run):
     """Without a step count, a calibration run times this model and picks the steps that
     fit the budget (a multiple of 50, at least 100); a re-run keeps them."""
