@@ -110,5 +110,6 @@ def export_pretrainer_onnx(model: AlbertPretrainer, export_dir: str,
     signature["mlm_positions"] = tf.TensorSpec([None, None], tf.int32, "mlm_positions")
     metadata = {"task": "pretrainer", "do_lower_case": do_lower_case,
                 "albert_config": model.config.to_dict()}
-    return onnx_export.export_model_dir(export_dir, fn, signature, metadata, int8=int8,
-                                        vocabulary_file=vocab_file)
+    return onnx_export.export_model_dir(
+        export_dir, fn, signature, metadata, int8=int8, vocabulary_file=vocab_file,
+        sentencepiece=None if vocab_file is None else vocab_file.endswith(".model"))

@@ -47,15 +47,20 @@ ONNX_FILE = "model.onnx"
 INT8_FILE = "model.int8.onnx"
 METADATA_PREFIX = "albert_tf."
 
+_UMASK = os.umask(0o022)  # read once, at import (setting it is process-wide)
+os.umask(_UMASK)
 _MISSING = ("ONNX export needs tf2onnx, onnx and onnxruntime (pinned in requirements.txt): "
             "pip install tf2onnx onnx onnxruntime")
 
 
 def check_export_formats(formats: Sequence[str], int8: bool,
                          formats_flag: str = "--export_format",
-                         int8_flag: str = "--export_int8") -> None:
+                         int8_flag: str = "--export_int8",
+                         mixed_precision: str = "float32",
+                         export_dir: Optional[str] = None) -> None:
     """Raises ValueError naming the flag unless `formats` is a non-empty subset of
-    EXPORT_FORMATS and `int8` comes with "onnx"."""
+    EXPORT_FORMATS and `int8` comes with "onnx"; ONNX also needs a float32 model (the
+    graph computes in the model's dtype) and a local `export_dir`."""
     formats = list(formats)
     unknown = [f for f in formats if f not in EXPORT_FORMATS]
     if not formats or unknown:
@@ -64,6 +69,13 @@ def check_export_formats(formats: Sequence[str], int8: bool,
     if int8 and "onnx" not in formats:
         raise ValueError(f"{int8_flag} quantizes the ONNX model: add onnx to {formats_flag} "
                          f"(e.g. {formats_flag}=saved_model,onnx)")
+    if "onnx" in formats and mixed_precision != "float32":
+        raise ValueError(f"{formats_flag}=onnx exports a float32 graph, but "
+                         f"--mixed_precision={mixed_precision} may train in 16 bits: use "
+                         f"--mixed_precision=float32, or export the SavedModel only")
+    if "onnx" in formats and export_dir and "://" in export_dir:
+        raise ValueError(f"{formats_flag}=onnx writes to a local --export_dir; got "
+                         f"{export_dir} (copy the files afterwards)")
     if "onnx" in formats:  # before training, not after it
         import importlib.util
         missing = [name for name in ("tf2onnx", "onnx", "onnxruntime")
@@ -176,9 +188,7 @@ def _write_atomically(path: str, write: Callable[[str], None]) -> str:
     os.close(handle)
     try:
         write(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -235,7 +245,8 @@ def quantize_int8(path: str, int8_path: str) -> str:
 def export_model_dir(export_dir: str, fn: Callable,
                      input_signature: Mapping[str, tf.TensorSpec],
                      metadata: Mapping[str, object], int8: bool = False,
-                     vocabulary_file: Optional[str] = None) -> Dict[str, str]:
+                     vocabulary_file: Optional[str] = None,
+                     sentencepiece: Optional[bool] = None) -> Dict[str, str]:
     """Writes `export_dir`/model.onnx (and model.int8.onnx with `int8`), plus a copy of
     `vocabulary_file` (the SentencePiece model or WordPiece vocab) whose base name the
     metadata records as "vocabulary_file". Returns {"onnx": path[, "onnx_int8": path]}.
@@ -244,14 +255,19 @@ def export_model_dir(export_dir: str, fn: Callable,
     if vocabulary_file:
         name = os.path.basename(vocabulary_file)
         target = os.path.join(export_dir, name)
-        if not os.path.exists(target):
+        if os.path.abspath(target) != os.path.abspath(vocabulary_file):
             _write_atomically(target, lambda tmp: shutil.copyfile(vocabulary_file, tmp))
         metadata["vocabulary_file"] = name
+        if sentencepiece is not None:  # which FullTokenizer argument the file is
+            metadata["tokenizer"] = "sentencepiece" if sentencepiece else "wordpiece"
     written = {"onnx": write_onnx(fn, input_signature, os.path.join(export_dir, ONNX_FILE),
                                   metadata)}
+    int8_path = os.path.join(export_dir, INT8_FILE)
     if int8:
-        written["onnx_int8"] = quantize_int8(written["onnx"],
-                                             os.path.join(export_dir, INT8_FILE))
+        written["onnx_int8"] = quantize_int8(written["onnx"], int8_path)
+    elif os.path.exists(int8_path):  # an earlier export's: it would not match model.onnx
+        os.remove(int8_path)
+        logging.info("removed %s of an earlier export", int8_path)
     return written
 
 

@@ -108,6 +108,7 @@ def test_train_eval_predict_export_and_serve_raw_text(sst2, tmp_path):
     from albert_tf.tasks import glue
     metadata = onnx_export.read_metadata(str(out / "export" / "model.onnx"))
     assert metadata["labels"] == ["0", "1"] and metadata["max_seq_length"] == 32
+    assert metadata["tokenizer"] == "sentencepiece"
     tokenizer = tokenization.FullTokenizer(
         spm_model_file=str(out / "export" / metadata["vocabulary_file"]))
     features = glue.convert_examples(

@@ -37,7 +37,7 @@ def test_stsb_regression_train_eval_predict_export(shared_data, spm, tmp_path):
     options = GlueOptions(
         task_name="sts-b", data_dir=str(tmp_path / "data"), spm_model_file=spm,
         albert_config=CONFIG, max_seq_length=32, eval_batch_size=8, predict_batch_size=4,
-        export_dir=str(out / "export"),
+        export_dir=str(out / "export"), export_format=("saved_model", "onnx"),
         finetuning=FinetuningOptions(output_dir=str(out), do_train=True, do_eval=True,
                                      do_predict=True, train_batch_size=8, learning_rate=1e-3,
                                      train_step=10, warmup_step=2, save_checkpoints_steps=5,
@@ -76,6 +76,16 @@ def test_stsb_regression_train_eval_predict_export(shared_data, spm, tmp_path):
         text_a=tf.constant([e.text_a for e in test]),
         text_b=tf.constant([e.text_b for e in test]))
     np.testing.assert_allclose(served_test["probabilities"].numpy()[:, 0], scores, atol=1e-5)
+
+    # model.onnx (regression): `predictions` is the score, on the Python features.
+    onnxruntime = pytest.importorskip("onnxruntime")
+    from albert_tf import tokenization
+    features = glue.convert_examples(test, tokenization.FullTokenizer(spm_model_file=spm),
+                                     32, None)
+    session = onnxruntime.InferenceSession(str(out / "export" / "model.onnx"))
+    onnx_scores, = session.run(["predictions"], {k: features[k] for k in
+                                                  ("input_ids", "input_mask", "segment_ids")})
+    np.testing.assert_allclose(onnx_scores, scores, atol=1e-5)
 
 
 def test_custom_task_job_eval_and_predict(spm, tmp_path):

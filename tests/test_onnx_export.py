@@ -200,3 +200,26 @@ def test_missing_onnx_packages_are_reported_before_any_work(monkeypatch):
                         lambda name, *a: None if name == "tf2onnx" else real(name, *a))
     with pytest.raises(ValueError, match="--export_format=onnx needs tf2onnx, not installed"):
         onnx_export.check_export_formats(("onnx",), False)
+
+
+def test_mixed_precision_and_remote_directories_are_refused_for_onnx():
+    with pytest.raises(ValueError, match="--mixed_precision=mixed_bfloat16 may train in 16 bits"):
+        onnx_export.check_export_formats(("onnx",), False, mixed_precision="mixed_bfloat16")
+    with pytest.raises(ValueError, match="writes to a local --export_dir; got gs://b/x"):
+        onnx_export.check_export_formats(("onnx",), False, export_dir="gs://b/x")
+    onnx_export.check_export_formats(("saved_model",), False, mixed_precision="mixed_bfloat16",
+                                     export_dir="gs://b/x")
+
+
+def test_reexport_without_int8_removes_the_stale_int8_file_and_records_the_tokenizer(
+        spm_model, tmp_path):
+    features = real_features(spm_model)
+    model = built(models.AlbertClassifier(config(), num_labels=2), features)
+    fn = onnx_export.model_function(model, ["logits"])
+    onnx_export.export_model_dir(str(tmp_path), fn, export.token_input_signature(), {},
+                                 int8=True, vocabulary_file=spm_model, sentencepiece=True)
+    assert (tmp_path / "model.int8.onnx").exists()
+    onnx_export.export_model_dir(str(tmp_path), fn, export.token_input_signature(), {},
+                                 vocabulary_file=spm_model, sentencepiece=False)
+    assert not (tmp_path / "model.int8.onnx").exists()
+    assert onnx_export.read_metadata(str(tmp_path / "model.onnx"))["tokenizer"] == "wordpiece"

@@ -112,7 +112,8 @@ def test_cli_kill_and_rerun_resumes_to_the_same_weights(data, tmp_path):
     proc = subprocess.Popen(cli_args(data, resumed), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT, env=env)
     deadline = time.time() + 240
-    while not (resumed / "checkpoints" / "ckpt-20.index").exists():
+    state = resumed / "checkpoints" / "checkpoint"  # names ckpt-20 once it is complete
+    while not (state.exists() and 'ckpt-20"' in state.read_text()):
         assert proc.poll() is None, proc.stderr.read()[-2000:]
         assert time.time() < deadline, "no checkpoint appeared"
         time.sleep(0.05)

@@ -63,7 +63,9 @@ class GlueOptions:
     def validate(self, num_replicas: int) -> None:
         """Raises ValueError naming the flag that is wrong."""
         fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
-        onnx_export.check_export_formats(self.export_format, self.export_int8)
+        onnx_export.check_export_formats(self.export_format, self.export_int8,
+                                         mixed_precision=self.finetuning.mixed_precision,
+                                         export_dir=self.export_dir)
         name = self.task_name.lower()
         if name != glue.CUSTOM_TASK and name not in glue.TASKS and name not in clue.TASKS:
             raise ValueError(f"--task_name {self.task_name!r} is not one of "
@@ -215,15 +217,23 @@ def export_classifier_onnx(model, options: GlueOptions, spec: glue.TaskSpec) -> 
     label index, or the score for regression) to options.export_dir, plus
     model.int8.onnx with options.export_int8, and the vocabulary file."""
     regression = spec.is_regression
-    fn = onnx_export.model_function(model, ["probabilities", "logits"],
-                                    argmax_of=None if regression else "logits")
+    names = ["probabilities", "logits"]
+    fn = onnx_export.model_function(model, names, argmax_of=None if regression else "logits")
+    if regression:  # `predictions` = the score, as the SavedModel's
+        scores = fn
+
+        def fn(features):
+            outputs = scores(features)
+            outputs["predictions"] = outputs["logits"][:, 0]
+            return outputs
     metadata = {"task": "classifier", "task_name": options.task_name,
                 "labels": None if regression else list(spec.labels), "pair": spec.is_pair,
                 "max_seq_length": options.max_seq_length,
                 "do_lower_case": options.do_lower_case}
     return onnx_export.export_model_dir(
         options.export_dir, fn, export.token_input_signature(), metadata,
-        int8=options.export_int8, vocabulary_file=options.spm_model_file or options.vocab_file)
+        int8=options.export_int8, vocabulary_file=options.spm_model_file or options.vocab_file,
+        sentencepiece=bool(options.spm_model_file))
 
 
 def run_glue(options: GlueOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:

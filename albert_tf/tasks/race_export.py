@@ -323,7 +323,8 @@ def export_saved_model(model, export_dir: str, spm_model_file: Optional[str],
 
 def export_onnx(model, export_dir: str, task_name: str, max_seq_length: int,
                 max_qa_length: int, do_lower_case: bool = True, int8: bool = False,
-                vocabulary_file: Optional[str] = None) -> Dict[str, str]:
+                vocabulary_file: Optional[str] = None,
+                sentencepiece: Optional[bool] = None) -> Dict[str, str]:
     """Writes model.onnx (and model.int8.onnx with `int8`) of the multiple-choice model's
     token signature to export_dir: int32 [B, 4, max_seq_length] `input_ids`, `input_mask`,
     `segment_ids` (and `choice_mask` [B, 4], 0 for an absent option, for C3) ->
@@ -343,4 +344,5 @@ def export_onnx(model, export_dir: str, task_name: str, max_seq_length: int,
                 "max_qa_length": None if c3_task else max_qa_length,
                 "do_lower_case": do_lower_case}
     return onnx_export.export_model_dir(export_dir, fn, signature, metadata, int8=int8,
-                                        vocabulary_file=vocabulary_file)
+                                        vocabulary_file=vocabulary_file,
+                                        sentencepiece=sentencepiece)

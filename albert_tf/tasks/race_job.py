@@ -153,7 +153,9 @@ class RaceOptions:
 
     def validate(self) -> None:
         fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
-        onnx_export.check_export_formats(self.export_format, self.export_int8)
+        onnx_export.check_export_formats(self.export_format, self.export_int8,
+                                         mixed_precision=self.mixed_precision,
+                                         export_dir=self.export_dir)
         if self.task_name not in TASKS:
             raise ValueError(f"--task_name must be one of {', '.join(TASKS)}, got "
                              f"{self.task_name!r}")
@@ -404,6 +406,7 @@ def run_race(options: RaceOptions, strategy: Optional[tf.distribute.Strategy] = 
             results.update(race_export.export_onnx(
                 model, options.export_dir, options.task_name, options.max_seq_length,
                 options.max_qa_length, options.do_lower_case, int8=options.export_int8,
-                vocabulary_file=options.spm_model_file or options.vocab_file))
+                vocabulary_file=options.spm_model_file or options.vocab_file,
+                sentencepiece=bool(options.spm_model_file)))
         results["export_dir"] = options.export_dir
     return results

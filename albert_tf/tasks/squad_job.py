@@ -138,7 +138,9 @@ class SquadOptions:
 
     def validate(self) -> None:
         fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
-        onnx_export.check_export_formats(self.export_format, self.export_int8)
+        onnx_export.check_export_formats(self.export_format, self.export_int8,
+                                         mixed_precision=self.mixed_precision,
+                                         export_dir=self.export_dir)
         if not self.spm_model_file and not self.vocab_file:
             raise ValueError("give --spm_model_file (SentencePiece) or --vocab_file (WordPiece)")
         if self.metric not in METRICS:
@@ -430,7 +432,8 @@ def run_squad(options: SquadOptions, strategy: Optional[tf.distribute.Strategy] 
                 results.update(squad_export.export_onnx(
                     results["model"], options.export_dir, export_options,
                     int8=options.export_int8,
-                    vocabulary_file=options.spm_model_file or options.vocab_file))
+                    vocabulary_file=options.spm_model_file or options.vocab_file,
+                    sentencepiece=bool(options.spm_model_file)))
         results["export_dir"] = options.export_dir
     return results
 
