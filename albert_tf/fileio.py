@@ -19,27 +19,35 @@ def _temp_name(path: str) -> str:
 
 
 @contextlib.contextmanager
-def atomic_open(path: str, mode: str = "w", **kwargs) -> Iterator[IO]:
-    """Opens `path` for writing through a temp file renamed on success.
+def atomic_path(path: str) -> Iterator[str]:
+    """Yields a temporary path beside `path` for the block to write (by any means, e.g. a
+    library that takes a file name), renamed to `path` on success.
 
     On an exception inside the block the temp file is removed and `path` is
     left untouched (either absent or with its previous complete content).
     """
-    if not any(flag in mode for flag in "wx"):
-        raise ValueError(f"atomic_open is for writing, got mode {mode!r}")
     directory = os.path.dirname(path)
     if directory:
         os.makedirs(directory, exist_ok=True)
     tmp = _temp_name(path)
     try:
-        with open(tmp, mode, **kwargs) as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
+        yield tmp
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+@contextlib.contextmanager
+def atomic_open(path: str, mode: str = "w", **kwargs) -> Iterator[IO]:
+    """Opens `path` for writing through a temp file renamed on success (`atomic_path`)."""
+    if not any(flag in mode for flag in "wx"):
+        raise ValueError(f"atomic_open is for writing, got mode {mode!r}")
+    with atomic_path(path) as tmp:
+        with open(tmp, mode, **kwargs) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
 
 
 def atomic_write_text(path: str, text: str) -> None:

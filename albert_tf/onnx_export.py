@@ -39,7 +39,7 @@ from typing import Callable, Dict, Mapping, Optional, Sequence
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import fused_ops
+from albert_tf import fileio, fused_ops
 
 OPSET = 17  # LayerNormalization is an ONNX op from opset 17
 EXPORT_FORMATS = ("saved_model", "onnx")
@@ -47,8 +47,6 @@ ONNX_FILE = "model.onnx"
 INT8_FILE = "model.int8.onnx"
 METADATA_PREFIX = "albert_tf."
 
-_UMASK = os.umask(0o022)  # read once, at import (setting it is process-wide)
-os.umask(_UMASK)
 _MISSING = ("ONNX export needs tf2onnx, onnx and onnxruntime (pinned in requirements.txt): "
             "pip install tf2onnx onnx onnxruntime")
 
@@ -178,35 +176,14 @@ def _quiet_converters():
         std_logging.disable(disabled)
 
 
-def _write_atomically(path: str, write: Callable[[str], None]) -> str:
-    """Calls write(temporary path) in path's directory, then renames it to path (readable
-    as the umask allows, as a plain open() would make it: mkstemp's file is 0600)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
-                                   dir=directory)
-    os.close(handle)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o666 & ~_UMASK)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return path
-
-
 def write_onnx(fn: Callable, input_signature: Mapping[str, tf.TensorSpec], path: str,
                metadata: Optional[Mapping[str, object]] = None) -> str:
     """Converts `fn` (see `to_onnx_proto`) and writes it to `path` atomically."""
     proto = to_onnx_proto(fn, input_signature, metadata)
     data = proto.SerializeToString()
 
-    def write(tmp):
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-
-    _write_atomically(path, write)
+    with fileio.atomic_open(path, "wb") as handle:
+        handle.write(data)
     logging.info("exported ONNX model (%d nodes, opset %d, %.1f MB) to %s",
                  len(proto.graph.node), OPSET, len(data) / 1e6, path)
     return path
@@ -232,11 +209,9 @@ def quantize_int8(path: str, int8_path: str) -> str:
         prepared = os.path.join(scratch, "prepared.onnx")
         quant_pre_process(path, prepared, skip_symbolic_shape=True)
 
-        def write(tmp):
+        with fileio.atomic_path(int8_path) as tmp:
             quantize_dynamic(prepared, tmp, weight_type=QuantType.QInt8,
                              op_types_to_quantize=["MatMul"], per_channel=True)
-
-        _write_atomically(int8_path, write)
     logging.info("exported int8 ONNX model (%.1f MB) to %s",
                  os.path.getsize(int8_path) / 1e6, int8_path)
     return int8_path
@@ -256,7 +231,8 @@ def export_model_dir(export_dir: str, fn: Callable,
         name = os.path.basename(vocabulary_file)
         target = os.path.join(export_dir, name)
         if os.path.abspath(target) != os.path.abspath(vocabulary_file):
-            _write_atomically(target, lambda tmp: shutil.copyfile(vocabulary_file, tmp))
+            with fileio.atomic_path(target) as tmp:
+                shutil.copyfile(vocabulary_file, tmp)
         metadata["vocabulary_file"] = name
         if sentencepiece is not None:  # which FullTokenizer argument the file is
             metadata["tokenizer"] = "sentencepiece" if sentencepiece else "wordpiece"
