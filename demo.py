@@ -249,12 +249,12 @@ def stage_calibrate(cfg, out):
     record = {"sequences_per_sec": round(rate, 1), "tracing_seconds": round(tracing, 1),
               "evaluation_seconds": round(evaluation, 1), "num_train_steps": steps,
               "pretrain_minutes": cfg.pretrain_minutes, "mixed_precision": cfg.mixed_precision,
-              "cpu": cpu.model, "cpu_flags": cpu.shown_flags()}
+              "cpu": cpu.name, "cpu_flags": cpu.shown_flags()}
     fileio.atomic_write_text(os.path.join(out, "calibration.json"),
                              json.dumps(record, indent=2) + "\n")
     logging.info("[calibrate] %.1f sequences/s on %s (%s, %s), %.1f s per evaluation: %d "
                  "steps of %d sequences fit in the %.1f-minute pretraining budget", rate,
-                 cpu.model, cpu.shown_flags(), cfg.mixed_precision, evaluation, steps,
+                 cpu.name, cpu.shown_flags(), cfg.mixed_precision, evaluation, steps,
                  cfg.train_batch_size, cfg.pretrain_minutes)
 
 
@@ -475,7 +475,7 @@ def report(cfg, out, elapsed, stage_seconds):
         "train_batch_size": cfg.train_batch_size,
         "sequences_per_sec": sum(rates) / len(rates) if rates else 0.0,
         "mixed_precision": cfg.mixed_precision,
-        "cpu": precision.read_cpu_info().model,
+        "cpu": precision.read_cpu_info().name,
         "best_step": best["global_step"],
         "heldout_masked_lm_accuracy": best["masked_lm_accuracy"],
         "heldout_rare_masked_lm_accuracy": best_snapshot.get("rare_masked_lm_accuracy"),

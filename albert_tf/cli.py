@@ -166,7 +166,7 @@ def define_export_flags() -> None:
     from albert_tf import fused_ops, onnx_export
 
     flags.DEFINE_list(
-        "export_format", ["saved_model"],
+        "export_format", list(onnx_export.DEFAULT_EXPORT_FORMATS),
         f"What --export_dir holds, comma-separated: {', '.join(onnx_export.EXPORT_FORMATS)}. "
         f"saved_model: raw-text and token-id signatures (TF Serving, tf.saved_model.load); "
         f"onnx: {onnx_export.ONNX_FILE} taking token ids, for ONNX Runtime, with the "

@@ -91,9 +91,9 @@ def export_pretrainer_onnx(model: AlbertPretrainer, export_dir: str,
     signature's graph, int32 `input_ids`, `input_mask`, `segment_ids` [B, S] and
     `mlm_positions` [B, P] -> `sequence_output` [B, S, H], `pooled_output` [B, H],
     `mlm_logits` [B, P, V] and `sop_log_probs` [B, 2] (index 1 = swapped), all float32.
-    `vocab_file` (the SentencePiece model or WordPiece vocabulary) is copied beside it.
-    Returns {"onnx": path[, "onnx_int8": path]}."""
-    from albert_tf import onnx_export
+    `vocab_file` (the SentencePiece model or WordPiece vocabulary, told apart by content)
+    is copied beside it. Returns {"onnx": path[, "onnx_int8": path]}."""
+    from albert_tf import onnx_export, tokenization
 
     call = export.model_outputs(model, ["sequence_output", "pooled_output", "mlm_logits",
                                         "sop_logits"], layer_norm="plain")
@@ -110,6 +110,8 @@ def export_pretrainer_onnx(model: AlbertPretrainer, export_dir: str,
     signature["mlm_positions"] = tf.TensorSpec([None, None], tf.int32, "mlm_positions")
     metadata = {"task": "pretrainer", "do_lower_case": do_lower_case,
                 "albert_config": model.config.to_dict()}
+    sentencepiece = bool(vocab_file) and tokenization.is_sentencepiece_model(vocab_file)
     return onnx_export.export_model_dir(
-        export_dir, fn, signature, metadata, int8=int8, vocabulary_file=vocab_file,
-        sentencepiece=None if vocab_file is None else vocab_file.endswith(".model"))
+        export_dir, fn, signature, metadata, int8=int8,
+        spm_model_file=vocab_file if sentencepiece else None,
+        vocab_file=None if sentencepiece else vocab_file)

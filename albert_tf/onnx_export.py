@@ -43,6 +43,7 @@ from albert_tf import fileio, fused_ops
 
 OPSET = 17  # LayerNormalization is an ONNX op from opset 17
 EXPORT_FORMATS = ("saved_model", "onnx")
+DEFAULT_EXPORT_FORMATS = ("saved_model",)
 ONNX_FILE = "model.onnx"
 INT8_FILE = "model.int8.onnx"
 METADATA_PREFIX = "albert_tf."
@@ -51,14 +52,16 @@ _MISSING = ("ONNX export needs tf2onnx, onnx and onnxruntime (pinned in requirem
             "pip install tf2onnx onnx onnxruntime")
 
 
-def check_export_formats(formats: Sequence[str], int8: bool,
+def check_export_formats(formats: Sequence[str], int8: bool, *,
+                         export_dir: Optional[str],
                          formats_flag: str = "--export_format",
                          int8_flag: str = "--export_int8",
-                         mixed_precision: str = "float32",
-                         export_dir: Optional[str] = None) -> None:
+                         mixed_precision: str = "float32") -> None:
     """Raises ValueError naming the flag unless `formats` is a non-empty subset of
-    EXPORT_FORMATS and `int8` comes with "onnx"; ONNX also needs a float32 model (the
-    graph computes in the model's dtype) and a local `export_dir`."""
+    EXPORT_FORMATS and `int8` comes with "onnx"; a choice other than the default
+    (SavedModel only) needs `export_dir` (it says what that directory holds); ONNX also
+    needs a float32 model (the graph computes in the model's dtype) and a local
+    `export_dir`."""
     formats = list(formats)
     unknown = [f for f in formats if f not in EXPORT_FORMATS]
     if not formats or unknown:
@@ -67,6 +70,12 @@ def check_export_formats(formats: Sequence[str], int8: bool,
     if int8 and "onnx" not in formats:
         raise ValueError(f"{int8_flag} quantizes the ONNX model: add onnx to {formats_flag} "
                          f"(e.g. {formats_flag}=saved_model,onnx)")
+    if not export_dir and (int8 or formats != list(DEFAULT_EXPORT_FORMATS)):
+        chosen = " and ".join(
+            ([f"{formats_flag}={','.join(formats)}"] if formats != list(DEFAULT_EXPORT_FORMATS)
+             else []) + ([int8_flag] if int8 else []))
+        raise ValueError(f"{chosen}: nothing is exported without --export_dir "
+                         "(set --export_dir=DIR)")
     if "onnx" in formats and mixed_precision != "float32":
         raise ValueError(f"{formats_flag}=onnx exports a float32 graph, but "
                          f"--mixed_precision={mixed_precision} may train in 16 bits: use "
@@ -220,13 +229,16 @@ def quantize_int8(path: str, int8_path: str) -> str:
 def export_model_dir(export_dir: str, fn: Callable,
                      input_signature: Mapping[str, tf.TensorSpec],
                      metadata: Mapping[str, object], int8: bool = False,
-                     vocabulary_file: Optional[str] = None,
-                     sentencepiece: Optional[bool] = None) -> Dict[str, str]:
+                     spm_model_file: Optional[str] = None,
+                     vocab_file: Optional[str] = None) -> Dict[str, str]:
     """Writes `export_dir`/model.onnx (and model.int8.onnx with `int8`), plus a copy of
-    `vocabulary_file` (the SentencePiece model or WordPiece vocab) whose base name the
-    metadata records as "vocabulary_file". Returns {"onnx": path[, "onnx_int8": path]}.
-    Beside a SavedModel in the same directory, TensorFlow ignores these files."""
+    the vocabulary: `spm_model_file` (SentencePiece; wins when both are given) or
+    `vocab_file` (WordPiece), as the SavedModel exports take them. The metadata records
+    its base name ("vocabulary_file") and which `FullTokenizer` argument it is
+    ("tokenizer": "sentencepiece" or "wordpiece"). Returns {"onnx": path[, "onnx_int8":
+    path]}. Beside a SavedModel in the same directory, TensorFlow ignores these files."""
     metadata = dict(metadata)
+    vocabulary_file = spm_model_file or vocab_file
     if vocabulary_file:
         name = os.path.basename(vocabulary_file)
         target = os.path.join(export_dir, name)
@@ -234,8 +246,7 @@ def export_model_dir(export_dir: str, fn: Callable,
             with fileio.atomic_path(target) as tmp:
                 shutil.copyfile(vocabulary_file, tmp)
         metadata["vocabulary_file"] = name
-        if sentencepiece is not None:  # which FullTokenizer argument the file is
-            metadata["tokenizer"] = "sentencepiece" if sentencepiece else "wordpiece"
+        metadata["tokenizer"] = "sentencepiece" if spm_model_file else "wordpiece"
     written = {"onnx": write_onnx(fn, input_signature, os.path.join(export_dir, ONNX_FILE),
                                   metadata)}
     int8_path = os.path.join(export_dir, INT8_FILE)

@@ -35,11 +35,23 @@ _ONEDNN_ISAS_WITHOUT_BF16 = ("sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2",
 @dataclasses.dataclass(frozen=True)
 class CpuInfo:
     """What the CPU reports: `model` (e.g. "AMD EPYC 9B45"), `flags` (lower case, as in
-    /proc/cpuinfo), `machine` (platform.machine(), e.g. "x86_64")."""
+    /proc/cpuinfo), `machine` (platform.machine(), e.g. "x86_64"), and x86's `family` and
+    `model_number` ("" where not reported)."""
 
     model: str
     flags: frozenset
     machine: str
+    family: str = ""
+    model_number: str = ""
+
+    @property
+    def name(self) -> str:
+        """The model name, with the family and model numbers where the CPU reports them:
+        cloud VMs often name only "AMD EPYC", which covers Zen 2 to Zen 5 (families 23, 25
+        and 26), e.g. "AMD EPYC (family 25, model 17)"."""
+        if self.family and self.model_number:
+            return f"{self.model} (family {self.family}, model {self.model_number})"
+        return self.model
 
     @property
     def native_bf16_flags(self) -> Tuple[str, ...]:
@@ -53,7 +65,7 @@ class CpuInfo:
 def read_cpu_info(path: str = "/proc/cpuinfo") -> CpuInfo:
     """This machine's CPU; flags are empty where /proc/cpuinfo does not exist (macOS,
     Windows), which `auto` treats as "no native bf16"."""
-    model, flags = "", frozenset()
+    model, flags, numbers = "", frozenset(), {}
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             text = handle.read()
@@ -66,7 +78,10 @@ def read_cpu_info(path: str = "/proc/cpuinfo") -> CpuInfo:
             model = value.strip()
         elif key in ("flags", "features") and not flags:  # x86 / aarch64 spelling
             flags = frozenset(value.lower().split())
-    return CpuInfo(model or platform.processor() or "unknown CPU", flags, platform.machine())
+        elif key in ("cpu family", "model") and key not in numbers:
+            numbers[key] = value.strip()
+    return CpuInfo(model or platform.processor() or "unknown CPU", flags, platform.machine(),
+                   numbers.get("cpu family", ""), numbers.get("model", ""))
 
 
 def check(requested: str) -> None:
@@ -94,12 +109,12 @@ def _cpu_choice(cpu: CpuInfo, environ: Mapping[str, str]) -> PrecisionChoice:
                                           "emulated (slower than float32)")
     native = cpu.native_bf16_flags
     if native:
-        return PrecisionChoice("mixed_bfloat16", f"the CPU ({cpu.model}) computes bf16 "
+        return PrecisionChoice("mixed_bfloat16", f"the CPU ({cpu.name}) computes bf16 "
                                                  f"natively ({', '.join(native)})")
     if not cpu.flags:
         return PrecisionChoice("float32", f"the CPU's features are unknown ({cpu.machine}; no "
                                           "/proc/cpuinfo), so bf16 is not known to be native")
-    return PrecisionChoice("float32", f"the CPU ({cpu.model}) has no native bf16 (neither "
+    return PrecisionChoice("float32", f"the CPU ({cpu.name}) has no native bf16 (neither "
                                       f"{' nor '.join(NATIVE_BF16_CPU_FLAGS)}): bf16 would be "
                                       "emulated, slower than float32")
 

@@ -562,6 +562,20 @@ def load_tokenizer(vocab_file: Optional[str] = None, spm_model_file: Optional[st
         raise TokenizerError(f"{vocab_flag}: {err}") from None
 
 
+def is_sentencepiece_model(path: str) -> bool:
+    """True when `path` loads as a SentencePiece model; False for anything else, such as
+    a WordPiece vocabulary (text): for APIs that take either kind in one argument, as the
+    TF-Hub layout's `vocab_file` does."""
+    import sentencepiece as spm
+
+    try:
+        with open(path, "rb") as handle:
+            spm.SentencePieceProcessor().LoadFromSerializedProto(handle.read())
+    except (RuntimeError, OSError):
+        return False
+    return True
+
+
 def vocabulary_fingerprint(tokenizer: Tokenizer) -> str:
     """sha1 of the tokenizer's vocabulary file, with its kind (for feature-cache keys)."""
     import hashlib

@@ -137,7 +137,9 @@ def suite_rows(suite: str, tiny: bool = False, bf16: bool = True) -> List[Row]:
 class Worker:
     """A bench/worker.py process hosting one framework's runner for one row."""
 
-    def __init__(self, framework: str, case: dict, log_dir: pathlib.Path, python: str):
+    def __init__(self, framework: str, case: dict, log_dir: pathlib.Path, python: str,
+                 env: Optional[Dict[str, str]] = None):
+        """env: variables set for this worker only (bench/ab.py)."""
         self.framework = framework
         self.log_path = log_dir / f"{framework}-{os.getpid()}-{time.time_ns()}.log"
         self._log = open(self.log_path, "w")
@@ -145,7 +147,7 @@ class Worker:
             [python, str(BENCH_DIR / "worker.py"), "--framework", framework,
              "--case", json.dumps(case)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True,
-            cwd=REPO)
+            cwd=REPO, env=dict(os.environ, **(env or {})))
         self.status: Optional[dict] = None
 
     def read(self) -> dict:
@@ -275,7 +277,7 @@ def machine_info() -> dict:
             "platform": platform.platform()}
     cpu = precision.read_cpu_info()
     bf16 = precision.choose("auto", cpu=cpu)
-    info.update(cpu=cpu.model, cpu_flags=cpu.shown_flags(),
+    info.update(cpu=cpu.name, cpu_flags=cpu.shown_flags(),
                 native_bf16=bf16.policy == "mixed_bfloat16", bf16_reason=bf16.reason,
                 onednn_max_cpu_isa=os.environ.get("ONEDNN_MAX_CPU_ISA"))
     from importlib import metadata

@@ -10,6 +10,7 @@ from albert_tf import AlbertConfig, precision
 from tests.conftest import REPO_ROOT
 
 sys.path.insert(0, str(pathlib.Path(REPO_ROOT) / "bench"))
+import ab  # noqa: E402
 import flops  # noqa: E402
 import run as bench_run  # noqa: E402
 
@@ -140,9 +141,9 @@ def test_tiny_run_end_to_end(tmp_path):
     machine = records[0]
     assert machine["record"] == "machine" and machine["cpus"] >= 1
     cpu = precision.read_cpu_info()
-    assert machine["cpu"] == cpu.model and machine["cpu_flags"] == cpu.shown_flags()
+    assert machine["cpu"] == cpu.name and machine["cpu_flags"] == cpu.shown_flags()
     header = result.stdout.splitlines()[1:3]
-    assert header[0].startswith(f"CPU: {cpu.model}, ") and f"flags: {cpu.shown_flags()}" in header[0]
+    assert header[0].startswith(f"CPU: {cpu.name}, ") and f"flags: {cpu.shown_flags()}" in header[0]
     assert header[1].startswith("bf16: native" if machine["native_bf16"] else "bf16: emulated")
     results = {(r["row"], r["framework"]): r for r in records if r["record"] == "result"}
     assert {row for row, _ in results} == {"probe fp32", "probe bf16", "train tiny s16 b16 fp32",
@@ -167,3 +168,41 @@ def test_tiny_run_end_to_end(tmp_path):
     table = markdown.read_text()
     assert "| train tiny s16 b16 fp32 | s/step |" in table
     assert not list(tmp_path.glob("*.partial"))
+
+
+def test_ab_overrides_name_the_flag_and_the_fields():
+    case = bench_run.model_case("train", "tiny", 16, 16, "float32")
+    assert ab.case_with(case, {"jit": "1", "mode": "saved_model"}, "--b") == dict(
+        case, jit=1, mode="saved_model")
+    with pytest.raises(SystemExit, match="--b: the case has no field 'xla'"):
+        ab.case_with(case, {"xla": "1"}, "--b")
+    with pytest.raises(SystemExit, match="--env_a takes KEY=VALUE; got 'XLA_FLAGS'"):
+        ab.parse_pairs(["XLA_FLAGS"], "--env_a")
+    with pytest.raises(SystemExit):
+        ab.main(["--tiny", "--row", "train tiny s16 b16"])  # not a row: lists them
+
+
+def test_ab_alternates_the_first_place():
+    calls = []
+
+    class Side:
+        def __init__(self, name):
+            self.name = name
+
+        def measure(self, units):
+            calls.append(self.name)
+            return [1.0 if self.name == "a" else 2.0]
+
+    times = ab.alternate(Side("a"), Side("b"), 3)
+    assert calls == ["a", "b", "b", "a", "a", "b"] and times == [[1.0] * 3, [2.0] * 3]
+
+
+@pytest.mark.slow  # two workers: ~20 s
+def test_ab_runs_two_variants_of_a_tiny_row():
+    result = subprocess.run(
+        [sys.executable, "bench/ab.py", "--tiny", "--row", "infer tiny s16 b1 in-process fp32",
+         "--b", "jit=1", "--env_b", "TF_CPP_MIN_LOG_LEVEL=3", "--units", "2"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "B: ['jit=1'] ['TF_CPP_MIN_LOG_LEVEL=3']" in result.stdout
+    assert "B/A per-pair ratio: median" in result.stdout

@@ -3,6 +3,7 @@ model computes, on token ids of real text, run by ONNX Runtime; int8 stays close
 files are written atomically, with metadata and the vocabulary beside them; bad
 requests fail with a message naming the flag or the op."""
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -65,7 +66,7 @@ def test_classifier_onnx_matches_keras_with_metadata_vocabulary_and_int8(spm_mod
     fn = onnx_export.model_function(model, ["probabilities", "logits"], argmax_of="logits")
     written = onnx_export.export_model_dir(str(tmp_path), fn, export.token_input_signature(),
                                            {"task": "classifier", "labels": ["x", "y", "z"]},
-                                           int8=True, vocabulary_file=spm_model)
+                                           int8=True, spm_model_file=spm_model)
     assert written == {"onnx": str(tmp_path / "model.onnx"),
                        "onnx_int8": str(tmp_path / "model.int8.onnx")}
     assert sorted(os.listdir(tmp_path)) == sorted(
@@ -78,7 +79,7 @@ def test_classifier_onnx_matches_keras_with_metadata_vocabulary_and_int8(spm_mod
     assert got["predictions"].dtype == np.int32
     assert onnx_export.read_metadata(written["onnx"]) == {
         "task": "classifier", "labels": ["x", "y", "z"],
-        "vocabulary_file": os.path.basename(spm_model)}
+        "vocabulary_file": os.path.basename(spm_model), "tokenizer": "sentencepiece"}
 
     int8 = run_onnx(written["onnx_int8"], features)
     error = np.abs(int8["logits"] - got["logits"]).max()
@@ -144,14 +145,20 @@ def test_pretrainer_onnx_matches_keras(spm_model, tmp_path):
     model = built(models.AlbertPretrainer(config()),
                   dict(features, masked_lm_positions=positions))
     expected = model(dict(features, masked_lm_positions=positions), training=False)
-    written = hub_export.export_pretrainer_onnx(model, str(tmp_path), vocab_file=spm_model)
+    # The hub layout's one vocab_file is told apart by content, not by its name.
+    renamed = tmp_path / "vocab.txt"
+    shutil.copyfile(spm_model, renamed)
+    written = hub_export.export_pretrainer_onnx(model, str(tmp_path / "export"),
+                                                vocab_file=str(renamed))
     got = run_onnx(written["onnx"], dict(features, mlm_positions=positions))
     for name in ("sequence_output", "pooled_output", "mlm_logits"):
         np.testing.assert_allclose(got[name], expected[name], atol=3e-5, rtol=1e-5,
                                    err_msg=name)
     np.testing.assert_allclose(got["sop_log_probs"],
                                tf.nn.log_softmax(expected["sop_logits"]), atol=1e-5)
-    assert onnx_export.read_metadata(written["onnx"])["albert_config"]["vocab_size"] == 8000
+    metadata = onnx_export.read_metadata(written["onnx"])
+    assert metadata["albert_config"]["vocab_size"] == 8000
+    assert metadata["tokenizer"] == "sentencepiece" and metadata["vocabulary_file"] == "vocab.txt"
 
 
 def test_onnx_graph_is_portable_even_after_in_process_calls(spm_model):
@@ -189,8 +196,19 @@ def test_ops_without_onnx_conversion_fail_by_name_and_keep_the_previous_file(tmp
 ])
 def test_export_format_mistakes_name_the_flag(formats, int8, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
-        onnx_export.check_export_formats(formats, int8)
-    onnx_export.check_export_formats(("saved_model", "onnx"), True)
+        onnx_export.check_export_formats(formats, int8, export_dir="out")
+    onnx_export.check_export_formats(("saved_model", "onnx"), True, export_dir="out")
+
+
+def test_export_choices_without_an_export_dir_are_refused():
+    """They would be ignored: the job would train and export nothing."""
+    with pytest.raises(ValueError, match=r"^--export_format=saved_model,onnx and --export_int8: "
+                                         r"nothing is exported without --export_dir \(set"):
+        onnx_export.check_export_formats(("saved_model", "onnx"), True, export_dir=None)
+    with pytest.raises(ValueError, match=r"^--export_format=onnx: nothing is exported"):
+        onnx_export.check_export_formats(("onnx",), False, export_dir="")
+    # The default says nothing about --export_dir: no export, no error.
+    onnx_export.check_export_formats(onnx_export.DEFAULT_EXPORT_FORMATS, False, export_dir=None)
 
 
 def test_missing_onnx_packages_are_reported_before_any_work(monkeypatch):
@@ -199,12 +217,13 @@ def test_missing_onnx_packages_are_reported_before_any_work(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "tf2onnx" else real(name, *a))
     with pytest.raises(ValueError, match="--export_format=onnx needs tf2onnx, not installed"):
-        onnx_export.check_export_formats(("onnx",), False)
+        onnx_export.check_export_formats(("onnx",), False, export_dir="out")
 
 
 def test_mixed_precision_and_remote_directories_are_refused_for_onnx():
     with pytest.raises(ValueError, match="--mixed_precision=mixed_bfloat16 may train in 16 bits"):
-        onnx_export.check_export_formats(("onnx",), False, mixed_precision="mixed_bfloat16")
+        onnx_export.check_export_formats(("onnx",), False, mixed_precision="mixed_bfloat16",
+                                         export_dir="out")
     with pytest.raises(ValueError, match="writes to a local --export_dir; got gs://b/x"):
         onnx_export.check_export_formats(("onnx",), False, export_dir="gs://b/x")
     onnx_export.check_export_formats(("saved_model",), False, mixed_precision="mixed_bfloat16",
@@ -217,9 +236,12 @@ def test_reexport_without_int8_removes_the_stale_int8_file_and_records_the_token
     model = built(models.AlbertClassifier(config(), num_labels=2), features)
     fn = onnx_export.model_function(model, ["logits"])
     onnx_export.export_model_dir(str(tmp_path), fn, export.token_input_signature(), {},
-                                 int8=True, vocabulary_file=spm_model, sentencepiece=True)
+                                 int8=True, spm_model_file=spm_model)
     assert (tmp_path / "model.int8.onnx").exists()
+    assert onnx_export.read_metadata(str(tmp_path / "model.onnx"))["tokenizer"] == "sentencepiece"
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n")
     onnx_export.export_model_dir(str(tmp_path), fn, export.token_input_signature(), {},
-                                 vocabulary_file=spm_model, sentencepiece=False)
+                                 vocab_file=str(vocab))
     assert not (tmp_path / "model.int8.onnx").exists()
     assert onnx_export.read_metadata(str(tmp_path / "model.onnx"))["tokenizer"] == "wordpiece"

@@ -67,15 +67,20 @@ def test_auto_on_tpu_and_explicit_values():
 
 def test_read_cpu_info_parses_x86_and_aarch64(tmp_path):
     x86 = tmp_path / "x86"
-    x86.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n"
-                   "flags\t\t: fpu avx2 fma\n\nprocessor\t: 1\nmodel name\t: AMD EPYC 7B13\n"
+    x86.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n"
+                   "model name\t: AMD EPYC\nflags\t\t: fpu avx2 fma\n\nprocessor\t: 1\n"
+                   "cpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n"
                    "flags\t\t: fpu avx2 fma\n")
     info = precision.read_cpu_info(str(x86))
-    assert info.model == "AMD EPYC 7B13" and info.flags == {"fpu", "avx2", "fma"}
+    assert info.model == "AMD EPYC" and info.flags == {"fpu", "avx2", "fma"}
+    # A bare "AMD EPYC" covers several generations: the numbers tell them apart.
+    assert info.name == "AMD EPYC (family 25, model 17)"
+    assert "AMD EPYC (family 25, model 17)" in precision.choose("auto", cpu=info, environ={}).reason
     assert info.shown_flags() == "avx2 fma"
     arm = tmp_path / "arm"
     arm.write_text("processor\t: 0\nFeatures\t: fp asimd bf16 i8mm\nCPU part\t: 0xd4f\n")
-    assert "bf16" in precision.read_cpu_info(str(arm)).flags
+    arm_info = precision.read_cpu_info(str(arm))
+    assert "bf16" in arm_info.flags and arm_info.name == arm_info.model
     missing = precision.read_cpu_info(str(tmp_path / "absent"))
     assert missing.flags == frozenset() and missing.model
 

@@ -148,6 +148,8 @@ def test_train_eval_predict_export_reload(setup, tmp_path):
     ({"export_format": ("onnx", "tflite")}, "--export_format takes a comma-separated list of "
                                             "saved_model, onnx; got 'onnx,tflite'"),
     ({"export_int8": True}, "--export_int8 quantizes the ONNX model"),
+    ({"export_format": ("saved_model", "onnx")}, "--export_format=saved_model,onnx: nothing is "
+                                                 "exported without --export_dir"),
 ])
 def test_option_errors(setup, changes, message):
     values = dict(data_dir=setup["data"], albert_config=AlbertConfig.from_dict(CONFIG),

@@ -96,6 +96,32 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
         assert np.all(np.isfinite(reader.get_tensor(name))), name
 
 
+def summary_steps(log_dir, tag):
+    """Steps at which `tag` was written to the event files of log_dir."""
+    steps = []
+    for name in sorted(n for n in os.listdir(log_dir) if ".tfevents." in n):
+        for raw in tf.data.TFRecordDataset(os.path.join(log_dir, name)):
+            event = tf.compat.v1.Event.FromString(raw.numpy())
+            steps += [event.step for value in event.summary.value if value.tag == tag]
+    return steps
+
+
+def test_interrupted_training_keeps_its_summaries(tmp_path):
+    """Ctrl-C mid-run: the CLIs exit without the interpreter's teardown (cli.exit_now), so
+    the summaries logged so far must be on disk when the interrupt leaves `train`. The
+    writer alone flushes every 2 minutes; each window's `as_default` block flushes on exit."""
+    trainer = make_trainer(tmp_path, 10, 2)
+
+    def interrupt(step, _path):
+        if step == 4:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt) as interrupted:
+        trainer.train(fixed_dataset_fn(make_examples(8, seed=3), 4), on_checkpoint=interrupt)
+    assert interrupted.value is not None  # the traceback (and the writer) still live here
+    assert summary_steps(tmp_path / "train", "loss") == [2, 4]
+
+
 def test_loss_falls_and_accuracy_rises(tmp_path):
     examples = make_examples(200, seed=4)
     trainer = make_trainer(tmp_path, 200, 1000, lr=1e-3)

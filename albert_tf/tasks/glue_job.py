@@ -56,7 +56,7 @@ class GlueOptions:
     classifier_dropout: float = 0.1
     export_dir: Optional[str] = None
     export_layer_norm: str = "auto"
-    export_format: Tuple[str, ...] = ("saved_model",)
+    export_format: Tuple[str, ...] = onnx_export.DEFAULT_EXPORT_FORMATS
     export_int8: bool = False
     custom: Optional[glue.CustomTaskOptions] = None
 
@@ -232,8 +232,8 @@ def export_classifier_onnx(model, options: GlueOptions, spec: glue.TaskSpec) -> 
                 "do_lower_case": options.do_lower_case}
     return onnx_export.export_model_dir(
         options.export_dir, fn, export.token_input_signature(), metadata,
-        int8=options.export_int8, vocabulary_file=options.spm_model_file or options.vocab_file,
-        sentencepiece=bool(options.spm_model_file))
+        int8=options.export_int8, spm_model_file=options.spm_model_file,
+        vocab_file=options.vocab_file)
 
 
 def run_glue(options: GlueOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:

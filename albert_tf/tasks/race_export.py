@@ -323,13 +323,13 @@ def export_saved_model(model, export_dir: str, spm_model_file: Optional[str],
 
 def export_onnx(model, export_dir: str, task_name: str, max_seq_length: int,
                 max_qa_length: int, do_lower_case: bool = True, int8: bool = False,
-                vocabulary_file: Optional[str] = None,
-                sentencepiece: Optional[bool] = None) -> Dict[str, str]:
+                spm_model_file: Optional[str] = None,
+                vocab_file: Optional[str] = None) -> Dict[str, str]:
     """Writes model.onnx (and model.int8.onnx with `int8`) of the multiple-choice model's
     token signature to export_dir: int32 [B, 4, max_seq_length] `input_ids`, `input_mask`,
     `segment_ids` (and `choice_mask` [B, 4], 0 for an absent option, for C3) ->
     `probabilities` float32 [B, 4] and `predictions` int32 [B] (the chosen option's
-    index), as `serve_tokens` returns."""
+    index), as `serve_tokens` returns; the vocabulary file is copied beside it."""
     from albert_tf import onnx_export
 
     c3_task = task_name == "c3"
@@ -344,5 +344,4 @@ def export_onnx(model, export_dir: str, task_name: str, max_seq_length: int,
                 "max_qa_length": None if c3_task else max_qa_length,
                 "do_lower_case": do_lower_case}
     return onnx_export.export_model_dir(export_dir, fn, signature, metadata, int8=int8,
-                                        vocabulary_file=vocabulary_file,
-                                        sentencepiece=sentencepiece)
+                                        spm_model_file=spm_model_file, vocab_file=vocab_file)

@@ -142,7 +142,7 @@ class RaceOptions:
     predict_split: str = "test"
     export_dir: Optional[str] = None
     export_layer_norm: str = "auto"
-    export_format: Tuple[str, ...] = ("saved_model",)
+    export_format: Tuple[str, ...] = onnx_export.DEFAULT_EXPORT_FORMATS
     export_int8: bool = False
     mixed_precision: str = "float32"
     jit_compile: bool = False
@@ -406,7 +406,6 @@ def run_race(options: RaceOptions, strategy: Optional[tf.distribute.Strategy] = 
             results.update(race_export.export_onnx(
                 model, options.export_dir, options.task_name, options.max_seq_length,
                 options.max_qa_length, options.do_lower_case, int8=options.export_int8,
-                vocabulary_file=options.spm_model_file or options.vocab_file,
-                sentencepiece=bool(options.spm_model_file)))
+                spm_model_file=options.spm_model_file, vocab_file=options.vocab_file))
         results["export_dir"] = options.export_dir
     return results

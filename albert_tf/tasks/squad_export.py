@@ -443,8 +443,8 @@ def export_saved_model(model, export_dir: str, spm_model_file: Optional[str] = N
 
 
 def export_onnx(model, export_dir: str, options: ExportOptions, int8: bool = False,
-                vocabulary_file: Optional[str] = None,
-                sentencepiece: Optional[bool] = None) -> Dict[str, str]:
+                spm_model_file: Optional[str] = None,
+                vocab_file: Optional[str] = None) -> Dict[str, str]:
     """Writes model.onnx (and model.int8.onnx with `int8`) of the span model's token
     signature to export_dir: int32 [B, S] `input_ids`, `input_mask`, `segment_ids` (and
     `p_mask`, 1 where an answer cannot start or end, for SQuAD v2) ->
@@ -468,5 +468,4 @@ def export_onnx(model, export_dir: str, options: ExportOptions, int8: bool = Fal
                 "null_score_diff_threshold": options.null_score_diff_threshold}
     return onnx_export.export_model_dir(export_dir, onnx_export.model_function(model, names),
                                         signature, metadata, int8=int8,
-                                        vocabulary_file=vocabulary_file,
-                                        sentencepiece=sentencepiece)
+                                        spm_model_file=spm_model_file, vocab_file=vocab_file)

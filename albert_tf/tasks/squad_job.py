@@ -131,7 +131,7 @@ class SquadOptions:
     seed: Optional[int] = None
     export_dir: Optional[str] = None
     export_layer_norm: str = "auto"
-    export_format: Tuple[str, ...] = ("saved_model",)
+    export_format: Tuple[str, ...] = onnx_export.DEFAULT_EXPORT_FORMATS
     export_int8: bool = False
     vocab_file: Optional[str] = None
     metric: str = "auto"
@@ -432,8 +432,7 @@ def run_squad(options: SquadOptions, strategy: Optional[tf.distribute.Strategy] 
                 results.update(squad_export.export_onnx(
                     results["model"], options.export_dir, export_options,
                     int8=options.export_int8,
-                    vocabulary_file=options.spm_model_file or options.vocab_file,
-                    sentencepiece=bool(options.spm_model_file)))
+                    spm_model_file=options.spm_model_file, vocab_file=options.vocab_file))
         results["export_dir"] = options.export_dir
     return results
 
