@@ -1,8 +1,10 @@
 """XLA-fused elementwise kernels of the encoder: bias add + GELU, bias add +
 residual add + LayerNorm, and, for bf16 (see `layers.split_bias_products`), the
 Q/K/V bias adds (with the head transposes at inference), each with a
-hand-written backward; and, for float32 inference on oneDNN, the LayerNorm in
-oneDNN's own kernel (`onednn_layer_norm`).
+hand-written backward; for float32 inference on oneDNN, the LayerNorm in
+oneDNN's own kernel (`onednn_layer_norm`); and, for float32 inference where
+oneDNN's GEMMs are AVX2 (`avx2_gemms`), the FFN's first product with its bias and
+GELU (`dense_gelu`).
 
 Why: on CPU, TensorFlow runs every elementwise op as its own pass over memory,
 and the glue between ALBERT's matmuls (the tanh GELU over [B*S, I], the
@@ -30,7 +32,9 @@ where they are served (`layer_norm_as_batch_norm`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
+import os
 import threading
 
 import tensorflow as tf
@@ -125,6 +129,49 @@ def bias_gelu(h, bias):
         return _bias_gelu_backward(h, bias, dy)
 
     return _bias_gelu_forward(h, bias), grad
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _dense_gelu(x, kernel, bias):
+    z = _plus_bias(tf.matmul(x, kernel), bias)
+    return tf.cast(z * gelu_sigmoid(z, z * z), x.dtype)
+
+
+def dense_gelu(x, kernel, bias):
+    """tanh-GELU(x @ kernel + bias) for x [N, H], kernel [H, I], bias [I] as one XLA
+    kernel, product included: the inference spelling of the FFN's first product where
+    oneDNN runs AVX2 GEMMs (see `avx2_gemms`). Bias and GELU in float32, as
+    `bias_gelu`; differentiable (autodiff of the compiled function)."""
+    return _dense_gelu(*[tf.convert_to_tensor(t) for t in (x, kernel, bias)])
+
+
+# oneDNN's ISA names (ONEDNN_MAX_CPU_ISA, any case) that stop below AVX-512.
+_ONEDNN_ISAS_BELOW_AVX512 = ("sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2")
+
+
+@functools.lru_cache(maxsize=None)
+def _this_cpu():
+    from albert_tf import precision
+    return precision.read_cpu_info()
+
+
+def avx2_gemms(cpu=None, environ=None) -> bool:
+    """Whether oneDNN's float32 GEMMs here are its AVX2 kernels: an x86 CPU without
+    AVX-512 (no avx512f), or one capped below it by ONEDNN_MAX_CPU_ISA. `cpu`
+    (`precision.CpuInfo`) and `environ` default to this machine's; unknown flags (no
+    /proc/cpuinfo) and other architectures give False.
+
+    Why it matters: oneDNN's AVX2 sgemm is slow for the FFN's first product at few
+    tokens ([128, 768] x [768, 3072]: 6.7 ms, against 3.7 ms for XLA's dot on the same
+    AVX2 instructions and 3.7 ms for oneDNN's AVX-512 kernel), and its GELU post-op
+    costs 20% more at 4,096 tokens; with AVX-512 oneDNN's fused op is the faster one
+    (docs/performance.md, "Per CPU")."""
+    environ = os.environ if environ is None else environ
+    if environ.get("ONEDNN_MAX_CPU_ISA", "").strip().lower() in _ONEDNN_ISAS_BELOW_AVX512:
+        return True
+    cpu = _this_cpu() if cpu is None else cpu
+    x86 = cpu.machine.lower() in ("x86_64", "amd64", "i686", "i386")
+    return x86 and bool(cpu.flags) and "avx512f" not in cpu.flags
 
 
 # ------------------------------------------------------- attention heads

@@ -279,7 +279,8 @@ def machine_info() -> dict:
     bf16 = precision.choose("auto", cpu=cpu)
     info.update(cpu=cpu.name, cpu_flags=cpu.shown_flags(),
                 native_bf16=bf16.policy == "mixed_bfloat16", bf16_reason=bf16.reason,
-                onednn_max_cpu_isa=os.environ.get("ONEDNN_MAX_CPU_ISA"))
+                onednn_max_cpu_isa=os.environ.get("ONEDNN_MAX_CPU_ISA"),
+                xla_flags=os.environ.get("XLA_FLAGS"))
     from importlib import metadata
     for package in ("tensorflow", "keras", "keras-hub", "torch", "transformers"):
         try:
@@ -347,9 +348,16 @@ def peak_fraction(row: Row, record: Optional[dict], peaks: Dict[str, float]) -> 
     return record["gflop_per_unit"] / record["unit_seconds"] / peak
 
 
+def isa_caps(info: dict, separator: str) -> str:
+    """The ISA caps in force (they make this CPU stand in for an older one: docs/
+    performance.md, "Per CPU"), each after `separator`; "" without caps."""
+    return "".join(f"{separator}{name}={info[key]}" for name, key in (
+        ("ONEDNN_MAX_CPU_ISA", "onednn_max_cpu_isa"), ("XLA_FLAGS", "xla_flags"))
+        if info.get(key))
+
+
 def markdown_table(info: dict, table: List[dict], data: List[dict]) -> str:
-    isa = (f", ONEDNN_MAX_CPU_ISA={info['onednn_max_cpu_isa']}"
-           if info.get("onednn_max_cpu_isa") else "")
+    isa = isa_caps(info, ", ")
     lines = [f"Measured {info['date'][:10]} on {info.get('cpu', 'unknown CPU')}, "
              f"{info['cpus']} cores (flags: {info.get('cpu_flags', '?')}{isa}); TensorFlow {info['tensorflow']}, Keras {info['keras']}, "
              f"keras-hub {info['keras-hub']}, PyTorch {info['torch']}, "
@@ -414,8 +422,7 @@ def main(argv=None) -> int:
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")
     log_dir = pathlib.Path(tempfile.mkdtemp(prefix="albert_bench_logs_"))
-    isa = (f"; ONEDNN_MAX_CPU_ISA={info['onednn_max_cpu_isa']}"
-           if info["onednn_max_cpu_isa"] else "")
+    isa = isa_caps(info, "; ")
     print(f"albert-tf bench, suite {args.suite}, {rounds} rounds; worker logs in {log_dir}\n"
           f"CPU: {info['cpu']}, {info['cpus']} cores; flags: {info['cpu_flags']}{isa}\n"
           f"bf16: {'native' if info['native_bf16'] else 'emulated'} ({info['bf16_reason']}); "

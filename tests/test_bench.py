@@ -206,3 +206,10 @@ def test_ab_runs_two_variants_of_a_tiny_row():
     assert result.returncode == 0, result.stdout + result.stderr
     assert "B: ['jit=1'] ['TF_CPP_MIN_LOG_LEVEL=3']" in result.stdout
     assert "B/A per-pair ratio: median" in result.stdout
+
+
+def test_isa_caps_are_named_in_the_header_and_table():
+    info = {"onednn_max_cpu_isa": "AVX2", "xla_flags": "--xla_cpu_max_isa=AVX2"}
+    assert bench_run.isa_caps(info, "; ") == (
+        "; ONEDNN_MAX_CPU_ISA=AVX2; XLA_FLAGS=--xla_cpu_max_isa=AVX2")
+    assert bench_run.isa_caps({"onednn_max_cpu_isa": None, "xla_flags": None}, ", ") == ""

@@ -611,3 +611,59 @@ def test_export_layer_norm_option_decides_the_spelling(tmp_path, monkeypatch):
         hub_export.export_pretrainer(model, "c.json", "s.model", str(tmp_path / "c"),
                                      layer_norm="fast")
     assert not (tmp_path / "c").exists()
+
+
+def test_dense_gelu_matches_autodiff_of_the_formula():
+    x = tf.constant(RNG.normal(size=(6, 12)), tf.float32)
+    kernel = tf.constant(RNG.normal(scale=0.3, size=(12, 40)), tf.float32)
+    bias = tf.constant(RNG.normal(size=40), tf.float32)
+    upstream = RNG.normal(size=(6, 40)).astype("float32")
+    got, grads = _value_and_grads(_in_graph(fused_ops.dense_gelu), [x, kernel, bias], upstream)
+    want, want_grads = _value_and_grads(lambda x, k, b: _composite_gelu(tf.matmul(x, k) + b),
+                                        [x, kernel, bias], upstream)
+    _assert_close(got, want, 1e-5)
+    for g, w in zip(grads, want_grads):
+        _assert_close(g, w, 1e-5)
+
+
+def test_avx2_gemms_from_the_cpu_flags_and_the_onednn_cap():
+    from albert_tf.precision import CpuInfo
+    from tests.test_precision import AVX2_EPYC, SKYLAKE, ZEN5_EPYC
+    assert fused_ops.avx2_gemms(AVX2_EPYC, {})
+    assert not fused_ops.avx2_gemms(ZEN5_EPYC, {}) and not fused_ops.avx2_gemms(SKYLAKE, {})
+    assert fused_ops.avx2_gemms(ZEN5_EPYC, {"ONEDNN_MAX_CPU_ISA": "avx2"})
+    unknown = CpuInfo("x", frozenset(), "x86_64")  # no /proc/cpuinfo: the default path
+    assert not fused_ops.avx2_gemms(unknown, {})
+    assert not fused_ops.avx2_gemms(ZEN5_EPYC, {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_AMX"})
+    assert not fused_ops.avx2_gemms(CpuInfo("Neoverse", frozenset({"asimd"}), "aarch64"), {})
+
+
+@pytest.mark.parametrize("avx2", [True, False])
+def test_float32_inference_ffn_product_runs_in_xla_only_where_onednn_runs_avx2(avx2,
+                                                                               monkeypatch):
+    """Where oneDNN's GEMMs are AVX2 (slow for the FFN's first product at few tokens),
+    float32 inference runs that product, its bias and GELU as one XLA kernel; elsewhere,
+    and in training, bf16 and exports, grappler's fused op stays. Same outputs."""
+    monkeypatch.setattr(fused_ops, "avx2_gemms", lambda: avx2)
+    config = tiny_config()
+    blocks = config.num_hidden_layers * config.inner_group_num
+    model = AlbertPretrainer(config)
+    model.build()
+    randomize(model.weights)
+    batch = _pretraining_batch(config)
+    inputs = {k: tf.constant(batch[k]) for k in ("input_ids", "input_mask", "segment_ids")}
+    spec = {k: tf.TensorSpec([None, None], v.dtype) for k, v in inputs.items()}
+
+    def run(training):
+        return tf.function(lambda x: model.encoder(x, training=training)["sequence_output"],
+                           input_signature=[spec])
+
+    inference = run(training=False)
+    graph = inference.get_concrete_function().graph
+    assert len(_kernel_calls(graph, "_dense_gelu")) == (blocks if avx2 else 0)
+    training_graph = run(training=True).get_concrete_function().graph
+    assert not _kernel_calls(training_graph, "_dense_gelu")
+    got = inference(inputs)
+    monkeypatch.setattr(fused_ops, "use_fused", lambda: False)
+    plain = run(training=False)(inputs)
+    _assert_close(got.numpy(), plain.numpy(), 1e-5)
