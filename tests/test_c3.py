@@ -308,6 +308,7 @@ LOADER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # ~18s: keeps the default suite under 10 minutes on slower CPUs (11 min on a Zen 4)
 def test_run_race_c3_train_eval_predict_export(dev_documents, tmp_path, chinese_vocab_file,
                                                wordpiece):
     data = tmp_path / "data"

@@ -101,6 +101,7 @@ def test_eval_only_run_and_flag_errors(data, tmp_path):
         run_pretraining(options(data, tmp_path / "z", max_seq_length=32))
 
 
+@pytest.mark.slow  # ~19s: keeps the default suite under 10 minutes on slower CPUs (11 min on a Zen 4)
 def test_cli_kill_and_rerun_resumes_to_the_same_weights(data, tmp_path):
     env = dict(os.environ, TF_DETERMINISTIC_OPS="1")  # same sums whatever the thread timing
     straight = tmp_path / "straight"

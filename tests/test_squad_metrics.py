@@ -88,6 +88,7 @@ def run_evaluate(*args):
                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
 
 
+@pytest.mark.slow  # ~10s: keeps the default suite under 10 minutes on slower CPUs (11 min on a Zen 4)
 def test_evaluate_command(tmp_path):
     data = {"version": "2.0", "data": dataset(qa("a", "Paris", impossible=False),
                                               qa("c", impossible=True))}
