@@ -157,7 +157,8 @@ def _this_cpu():
 
 def avx2_gemms(cpu=None, environ=None) -> bool:
     """Whether oneDNN's float32 GEMMs here are its AVX2 kernels: an x86 CPU without
-    AVX-512 (no avx512f), or one capped below it by ONEDNN_MAX_CPU_ISA. `cpu`
+    AVX-512 (no avx512f), or one capped below it by ONEDNN_MAX_CPU_ISA; False where
+    oneDNN is off (TF_ENABLE_ONEDNN_OPTS=0: Eigen's GEMMs, not measured). `cpu`
     (`precision.CpuInfo`) and `environ` default to this machine's; unknown flags (no
     /proc/cpuinfo) and other architectures give False.
 
@@ -167,6 +168,8 @@ def avx2_gemms(cpu=None, environ=None) -> bool:
     costs 20% more at 4,096 tokens; with AVX-512 oneDNN's fused op is the faster one
     (docs/performance.md, "Per CPU")."""
     environ = os.environ if environ is None else environ
+    if environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip() == "0":
+        return False
     if environ.get("ONEDNN_MAX_CPU_ISA", "").strip().lower() in _ONEDNN_ISAS_BELOW_AVX512:
         return True
     cpu = _this_cpu() if cpu is None else cpu

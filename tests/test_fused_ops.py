@@ -632,6 +632,7 @@ def test_avx2_gemms_from_the_cpu_flags_and_the_onednn_cap():
     assert fused_ops.avx2_gemms(AVX2_EPYC, {})
     assert not fused_ops.avx2_gemms(ZEN5_EPYC, {}) and not fused_ops.avx2_gemms(SKYLAKE, {})
     assert fused_ops.avx2_gemms(ZEN5_EPYC, {"ONEDNN_MAX_CPU_ISA": "avx2"})
+    assert not fused_ops.avx2_gemms(AVX2_EPYC, {"TF_ENABLE_ONEDNN_OPTS": "0"})  # Eigen GEMMs
     unknown = CpuInfo("x", frozenset(), "x86_64")  # no /proc/cpuinfo: the default path
     assert not fused_ops.avx2_gemms(unknown, {})
     assert not fused_ops.avx2_gemms(ZEN5_EPYC, {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_AMX"})
