@@ -39,6 +39,8 @@ import threading
 
 import tensorflow as tf
 
+from albert_tf import precision
+
 GELU_C = math.sqrt(2.0 / math.pi)
 GELU_A = 0.044715
 
@@ -145,13 +147,8 @@ def dense_gelu(x, kernel, bias):
     return _dense_gelu(*[tf.convert_to_tensor(t) for t in (x, kernel, bias)])
 
 
-# oneDNN's ISA names (ONEDNN_MAX_CPU_ISA, any case) that stop below AVX-512.
-_ONEDNN_ISAS_BELOW_AVX512 = ("sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2")
-
-
 @functools.lru_cache(maxsize=None)
 def _this_cpu():
-    from albert_tf import precision
     return precision.read_cpu_info()
 
 
@@ -170,7 +167,8 @@ def avx2_gemms(cpu=None, environ=None) -> bool:
     environ = os.environ if environ is None else environ
     if environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip() == "0":
         return False
-    if environ.get("ONEDNN_MAX_CPU_ISA", "").strip().lower() in _ONEDNN_ISAS_BELOW_AVX512:
+    max_isa = environ.get("ONEDNN_MAX_CPU_ISA", "").strip().lower()
+    if max_isa in precision.ONEDNN_ISAS_BELOW_AVX512:
         return True
     cpu = _this_cpu() if cpu is None else cpu
     x86 = cpu.machine.lower() in ("x86_64", "amd64", "i686", "i386")

@@ -70,10 +70,10 @@ def check_export_formats(formats: Sequence[str], int8: bool, *,
     if int8 and "onnx" not in formats:
         raise ValueError(f"{int8_flag} quantizes the ONNX model: add onnx to {formats_flag} "
                          f"(e.g. {formats_flag}=saved_model,onnx)")
-    if not export_dir and (int8 or formats != list(DEFAULT_EXPORT_FORMATS)):
-        chosen = " and ".join(
-            ([f"{formats_flag}={','.join(formats)}"] if formats != list(DEFAULT_EXPORT_FORMATS)
-             else []) + ([int8_flag] if int8 else []))
+    custom_formats = formats != list(DEFAULT_EXPORT_FORMATS)
+    if not export_dir and (int8 or custom_formats):
+        chosen = " and ".join(([f"{formats_flag}={','.join(formats)}"] if custom_formats
+                               else []) + ([int8_flag] if int8 else []))
         raise ValueError(f"{chosen}: nothing is exported without --export_dir "
                          "(set --export_dir=DIR)")
     if "onnx" in formats and mixed_precision != "float32":

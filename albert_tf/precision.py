@@ -27,9 +27,10 @@ NATIVE_BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
 # Flags `make bench` and the log show, in this order, when the CPU has them.
 SHOWN_CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile",
                    "amx_bf16", "amx_int8")
-# ONEDNN_MAX_CPU_ISA values (oneDNN's spelling, any case) that stop below bf16 instructions.
-_ONEDNN_ISAS_WITHOUT_BF16 = ("sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2",
-                             "avx512_core", "avx512_core_vnni")
+# ONEDNN_MAX_CPU_ISA values (oneDNN's spelling, any case) that stop below AVX-512, and
+# those that stop below its bf16 instructions.
+ONEDNN_ISAS_BELOW_AVX512 = ("sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2")
+_ONEDNN_ISAS_WITHOUT_BF16 = ONEDNN_ISAS_BELOW_AVX512 + ("avx512_core", "avx512_core_vnni")
 
 
 @dataclasses.dataclass(frozen=True)
