@@ -149,10 +149,11 @@ def define_runtime_flags() -> None:
                          "Accepted for compatibility; TPUStrategy finds the cores.")
     flags.DEFINE_enum("mixed_precision", "float32", ["auto", "float32", "mixed_bfloat16",
                                                      "mixed_float16"],
-                      "Keras dtype policy. auto: mixed_bfloat16 where the device computes "
-                      "bf16 natively (CPUs with AMX or AVX512-BF16, GPUs of compute "
-                      "capability >= 8.0, TPUs), float32 elsewhere, logged with the reason; "
-                      "mixed_float16 adds dynamic loss scaling.")
+                      "Keras dtype policy. auto: mixed_bfloat16 where the device multiplies "
+                      "bf16 faster than float32 (CPUs with AMX; CPUs with AVX512-BF16 whose "
+                      "bf16 GEMMs measure at least 1.3x float32, e.g. AMD Zen 4/5; GPUs of "
+                      "compute capability >= 8.0; TPUs), float32 elsewhere, logged with the "
+                      "reason; mixed_float16 adds dynamic loss scaling.")
     flags.DEFINE_bool("jit_compile", False, "Compile the forward and backward pass with XLA.")
     flags.DEFINE_integer("gradient_accumulation_steps", 1,
                          "Micro-batches per optimizer step (the training batch is split "

@@ -10,7 +10,7 @@ Sharing is plain object reuse: the same Keras layer is called several times.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List
 
 import keras
 import tensorflow as tf

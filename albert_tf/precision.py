@@ -1,20 +1,31 @@
-"""`--mixed_precision=auto`: bf16 where the device computes it natively, float32 elsewhere.
+"""`--mixed_precision=auto`: bf16 where the device multiplies it faster than float32,
+float32 elsewhere.
 
-bf16 pays only where the hardware multiplies bf16 itself: CPUs with AMX (amx_bf16) or
-AVX512-BF16 (avx512_bf16), GPUs of compute capability 8.0 or more, TPUs. Elsewhere
-(AVX2-only or plain AVX-512 CPUs, older GPUs) oneDNN and cuBLAS emulate it by converting
-to float32 and back, and a bf16 model runs slower than a float32 one (measured on an AMD
-EPYC with AVX2 only: the demo model 78-97 sequences/s in float32, 70-87 in bf16).
+bf16 pays only where the hardware multiplies bf16 at a higher rate than float32: CPUs with
+AMX (amx_bf16), GPUs of compute capability 8.0 or more, TPUs. Without any bf16 instruction
+(AVX2-only or plain AVX-512 CPUs, older GPUs) oneDNN and cuBLAS emulate it by converting to
+float32 and back, and a bf16 model runs slower than a float32 one (measured on an AMD EPYC
+with AVX2 only: the demo model 78-97 sequences/s in float32, 70-87 in bf16).
 
-Everything the choice reads can be injected (`CpuInfo`, `gpu_capabilities`,
-`environ`), so it is tested on CPUs this machine is not.
+AVX512-BF16 without AMX is decided by measurement, because the instruction alone does not
+tell: its dot product (VDPBF16PS) doubles the float32 multiply rate on AMD's Zen 4 and Zen 5
+(probe 422 against 217 GFLOP/s; the demo model 1.28x) but not on Intel Xeons whose AMX the
+hypervisor hides (family 6 model 207: bf16 GEMMs 0.6-0.75x float32, the demo model 383
+against 650 sequences/s). There `auto` times oneDNN's float32 and bf16 matmul of the FFN's
+shape in this process (about 0.2 s, once per process) and picks bf16 only at
+MIN_BF16_GEMM_SPEEDUP or more.
+
+Everything the choice reads can be injected (`CpuInfo`, `gpu_capabilities`, `environ`,
+`gemm_probe`), so it is tested on CPUs this machine is not.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import platform
-from typing import Mapping, Optional, Sequence, Tuple
+import time
+from typing import Callable, Mapping, Optional, Sequence, Tuple
 
 from absl import logging
 
@@ -22,8 +33,15 @@ AUTO = "auto"
 POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 CHOICES = (AUTO,) + POLICIES
 
-# x86 flags (Linux /proc/cpuinfo spelling) with which oneDNN multiplies bf16 natively.
-NATIVE_BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
+# x86 flags (Linux /proc/cpuinfo spelling) with which oneDNN multiplies bf16 natively:
+# AMX's tiles always beat float32; AVX512-BF16 alone does on some cores only (measured).
+AMX_BF16_FLAG = "amx_bf16"
+AVX512_BF16_FLAG = "avx512_bf16"
+NATIVE_BF16_CPU_FLAGS = (AMX_BF16_FLAG, AVX512_BF16_FLAG)
+# With AVX512-BF16 and no AMX, `auto` picks bf16 only where the probe's bf16 GEMM is at least
+# this much faster than its float32 one: the rest of a training step gains less (Zen 4: GEMMs
+# 1.94x, the demo model 1.28x), and casts cost extra.
+MIN_BF16_GEMM_SPEEDUP = 1.3
 # Flags `make bench` and the log show, in this order, when the CPU has them.
 SHOWN_CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile",
                    "amx_bf16", "amx_int8")
@@ -31,6 +49,9 @@ SHOWN_CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_
 # those that stop below its bf16 instructions.
 ONEDNN_ISAS_BELOW_AVX512 = ("sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2")
 _ONEDNN_ISAS_WITHOUT_BF16 = ONEDNN_ISAS_BELOW_AVX512 + ("avx512_core", "avx512_core_vnni")
+# ... and those that allow AVX512-BF16 but stop below AMX.
+_ONEDNN_ISAS_WITHOUT_AMX = _ONEDNN_ISAS_WITHOUT_BF16 + ("avx512_core_bf16", "avx512_core_fp16",
+                                                       "avx10_1_512")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,10 +74,6 @@ class CpuInfo:
         if self.family and self.model_number:
             return f"{self.model} (family {self.family}, model {self.model_number})"
         return self.model
-
-    @property
-    def native_bf16_flags(self) -> Tuple[str, ...]:
-        return tuple(f for f in NATIVE_BF16_CPU_FLAGS if f in self.flags)
 
     def shown_flags(self) -> str:
         """The performance-relevant flags it has, e.g. "avx2 fma avx512f avx512_bf16"."""
@@ -99,7 +116,53 @@ class PrecisionChoice:
     reason: str
 
 
-def _cpu_choice(cpu: CpuInfo, environ: Mapping[str, str]) -> PrecisionChoice:
+@dataclasses.dataclass(frozen=True)
+class GemmRates:
+    """oneDNN's matmul rates measured on this CPU, in GFLOP/s."""
+
+    float32: float
+    bfloat16: float
+
+    @property
+    def bf16_speedup(self) -> float:
+        return self.bfloat16 / self.float32
+
+    def describe(self) -> str:
+        return (f"bf16 GEMMs {self.bf16_speedup:.2f}x float32: {self.bfloat16:.0f} against "
+                f"{self.float32:.0f} GFLOP/s")
+
+
+# ALBERT-base's first FFN product for two sequences of 128: [256, 768] x [768, 3072].
+_PROBE_SHAPE = (256, 768, 3072)
+
+
+@functools.lru_cache(maxsize=1)
+def measure_gemm_rates(rounds: int = 7) -> GemmRates:
+    """Times oneDNN's float32 and bf16 matmul of `_PROBE_SHAPE` in this process (traced, as
+    the models run), alternating the two; each rate is its best round, so a busy moment of a
+    shared machine costs a round, not the choice. About 0.2 s; measured once per process."""
+    import tensorflow as tf
+
+    m, k, n = _PROBE_SHAPE
+    operands = {}
+    for dtype in (tf.float32, tf.bfloat16):
+        a = tf.cast(tf.random.stateless_normal([m, k], seed=(0, 1)), dtype)
+        b = tf.cast(tf.random.stateless_normal([k, n], seed=(0, 2)), dtype)
+        operands[dtype] = (a, b)
+    product = tf.function(tf.linalg.matmul)
+    best = {dtype: float("inf") for dtype in operands}
+    for round_index in range(rounds + 2):  # the first two rounds trace and warm up
+        for dtype, (a, b) in operands.items():
+            start = time.perf_counter()
+            product(a, b).numpy()
+            if round_index >= 2:
+                best[dtype] = min(best[dtype], time.perf_counter() - start)
+    flops = 2.0 * m * k * n / 1e9
+    return GemmRates(float32=flops / best[tf.float32], bfloat16=flops / best[tf.bfloat16])
+
+
+def _cpu_choice(cpu: CpuInfo, environ: Mapping[str, str],
+                gemm_probe: Callable[[], GemmRates]) -> PrecisionChoice:
     if environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip() == "0":
         return PrecisionChoice("float32", "TF_ENABLE_ONEDNN_OPTS=0 turns oneDNN off, and "
                                           "TensorFlow's own bf16 CPU kernels are slower than float32")
@@ -108,10 +171,24 @@ def _cpu_choice(cpu: CpuInfo, environ: Mapping[str, str]) -> PrecisionChoice:
         return PrecisionChoice("float32", f"ONEDNN_MAX_CPU_ISA={max_isa.upper()} keeps oneDNN "
                                           "below the bf16 instructions, so bf16 would be "
                                           "emulated (slower than float32)")
-    native = cpu.native_bf16_flags
-    if native:
+    if AMX_BF16_FLAG in cpu.flags and max_isa not in _ONEDNN_ISAS_WITHOUT_AMX:
         return PrecisionChoice("mixed_bfloat16", f"the CPU ({cpu.name}) computes bf16 "
-                                                 f"natively ({', '.join(native)})")
+                                                 f"natively ({AMX_BF16_FLAG})")
+    if AVX512_BF16_FLAG in cpu.flags:
+        try:
+            rates = gemm_probe()
+        except Exception as error:  # noqa: BLE001 - any failure means "not known to be faster"
+            return PrecisionChoice("float32", f"the CPU ({cpu.name}) has {AVX512_BF16_FLAG} "
+                                              f"but no AMX, and its bf16 rate could not be "
+                                              f"measured ({error})")
+        if rates.bf16_speedup >= MIN_BF16_GEMM_SPEEDUP:
+            return PrecisionChoice("mixed_bfloat16", f"the CPU ({cpu.name}) computes bf16 "
+                                                     f"natively ({AVX512_BF16_FLAG}; measured "
+                                                     f"{rates.describe()})")
+        return PrecisionChoice("float32", f"the CPU ({cpu.name}) has {AVX512_BF16_FLAG} but no "
+                                          f"AMX, and measured {rates.describe()} (bf16 pays "
+                                          f"from {MIN_BF16_GEMM_SPEEDUP}x): a bf16 model would "
+                                          "be no faster than float32 here")
     if not cpu.flags:
         return PrecisionChoice("float32", f"the CPU's features are unknown ({cpu.machine}; no "
                                           "/proc/cpuinfo), so bf16 is not known to be native")
@@ -122,11 +199,14 @@ def _cpu_choice(cpu: CpuInfo, environ: Mapping[str, str]) -> PrecisionChoice:
 
 def choose(requested: str, *, device_kind: str = "CPU", cpu: Optional[CpuInfo] = None,
            gpu_capabilities: Sequence[Tuple[int, int]] = (),
-           environ: Optional[Mapping[str, str]] = None) -> PrecisionChoice:
+           environ: Optional[Mapping[str, str]] = None,
+           gemm_probe: Optional[Callable[[], GemmRates]] = None) -> PrecisionChoice:
     """The policy for `requested` ("auto" or a Keras policy name, which is kept as is).
 
     device_kind: "TPU", "GPU" or "CPU", what the model runs on.
     gpu_capabilities: (major, minor) compute capability of each GPU used (device_kind GPU).
+    gemm_probe: measures this CPU's float32 and bf16 GEMM rates; called only for a CPU with
+      AVX512-BF16 and no AMX (default `measure_gemm_rates`).
     """
     check(requested)
     if requested != AUTO:
@@ -142,7 +222,8 @@ def choose(requested: str, *, device_kind: str = "CPU", cpu: Optional[CpuInfo] =
         return PrecisionChoice("float32", f"not every GPU has native bf16 (compute capability "
                                           f"{shown}; 8.0 or more needed)")
     return _cpu_choice(cpu if cpu is not None else read_cpu_info(),
-                       os.environ if environ is None else environ)
+                       os.environ if environ is None else environ,
+                       gemm_probe if gemm_probe is not None else measure_gemm_rates)
 
 
 def _device_kind(strategy) -> Tuple[str, Tuple[Tuple[int, int], ...]]:

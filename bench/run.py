@@ -401,8 +401,9 @@ def main(argv=None) -> int:
                         help="JSON lines (default bench/results/<suite>-<date>.jsonl)")
     parser.add_argument("--markdown", default=None, help="also write the table as Markdown")
     parser.add_argument("--bf16", choices=["auto", "always", "never"], default="auto",
-                        help="bf16 training and inference rows: auto = only where the CPU "
-                             "computes bf16 natively (AMX or AVX512-BF16)")
+                        help="bf16 training and inference rows: auto = only where "
+                             "--mixed_precision=auto picks bf16 (AMX, or AVX512-BF16 whose "
+                             "GEMMs measure faster than float32)")
     args = parser.parse_args(argv)
     rounds = args.rounds or (3 if args.suite == "full" else 2)
     frameworks = tuple(f for f in args.frameworks.split(",") if f)
@@ -425,7 +426,8 @@ def main(argv=None) -> int:
     isa = isa_caps(info, "; ")
     print(f"albert-tf bench, suite {args.suite}, {rounds} rounds; worker logs in {log_dir}\n"
           f"CPU: {info['cpu']}, {info['cpus']} cores; flags: {info['cpu_flags']}{isa}\n"
-          f"bf16: {'native' if info['native_bf16'] else 'emulated'} ({info['bf16_reason']}); "
+          f"bf16: {'auto picks it' if info['native_bf16'] else 'auto keeps float32'} "
+          f"({info['bf16_reason']}); "
           f"bf16 rows {'on' if bf16 else 'off (--bf16=always to add them)'}", flush=True)
     log = lambda message: print(message, flush=True)  # noqa: E731
     peaks: Dict[str, float] = {}

@@ -26,7 +26,6 @@ Examples:
 from __future__ import annotations
 
 import logging
-from typing import List
 
 from absl import flags
 

@@ -144,7 +144,8 @@ def test_tiny_run_end_to_end(tmp_path):
     assert machine["cpu"] == cpu.name and machine["cpu_flags"] == cpu.shown_flags()
     header = result.stdout.splitlines()[1:3]
     assert header[0].startswith(f"CPU: {cpu.name}, ") and f"flags: {cpu.shown_flags()}" in header[0]
-    assert header[1].startswith("bf16: native" if machine["native_bf16"] else "bf16: emulated")
+    assert header[1].startswith("bf16: auto picks it" if machine["native_bf16"]
+                                else "bf16: auto keeps float32")
     results = {(r["row"], r["framework"]): r for r in records if r["record"] == "result"}
     assert {row for row, _ in results} == {"probe fp32", "probe bf16", "train tiny s16 b16 fp32",
                                            "train tiny s16 b16 fp32 xla",
