@@ -12,7 +12,7 @@ tell: its dot product (VDPBF16PS) doubles the float32 multiply rate on AMD's Zen
 (probe 422 against 217 GFLOP/s; the demo model 1.28x) but not on Intel Xeons whose AMX the
 hypervisor hides (family 6 model 207: bf16 GEMMs 0.6-0.75x float32, the demo model 383
 against 650 sequences/s). There `auto` times oneDNN's float32 and bf16 matmul of the FFN's
-shape in this process (about 0.2 s, once per process) and picks bf16 only at
+shape in this process (about half a second, once per process) and picks bf16 only at
 MIN_BF16_GEMM_SPEEDUP or more.
 
 Everything the choice reads can be injected (`CpuInfo`, `gpu_capabilities`, `environ`,
@@ -134,29 +134,33 @@ class GemmRates:
 
 # ALBERT-base's first FFN product for two sequences of 128: [256, 768] x [768, 3072].
 _PROBE_SHAPE = (256, 768, 3072)
+_PROBE_WARMUP_ROUNDS, _PROBE_ROUNDS = 2, 7
 
 
-@functools.lru_cache(maxsize=1)
-def measure_gemm_rates(rounds: int = 7) -> GemmRates:
-    """Times oneDNN's float32 and bf16 matmul of `_PROBE_SHAPE` in this process (traced, as
-    the models run), alternating the two; each rate is its best round, so a busy moment of a
-    shared machine costs a round, not the choice. About 0.2 s; measured once per process."""
+@functools.cache
+def measure_gemm_rates() -> GemmRates:
+    """Times oneDNN's float32 and bf16 matmul of `_PROBE_SHAPE` on this process's CPU
+    (traced, as the models run), alternating the two; each rate is its best round, so a busy
+    moment of a shared machine costs a round, not the choice. About half a second; measured
+    once per process (a failure raises, and is not cached)."""
     import tensorflow as tf
 
     m, k, n = _PROBE_SHAPE
-    operands = {}
-    for dtype in (tf.float32, tf.bfloat16):
-        a = tf.cast(tf.random.stateless_normal([m, k], seed=(0, 1)), dtype)
-        b = tf.cast(tf.random.stateless_normal([k, n], seed=(0, 2)), dtype)
-        operands[dtype] = (a, b)
-    product = tf.function(tf.linalg.matmul)
-    best = {dtype: float("inf") for dtype in operands}
-    for round_index in range(rounds + 2):  # the first two rounds trace and warm up
-        for dtype, (a, b) in operands.items():
-            start = time.perf_counter()
-            product(a, b).numpy()
-            if round_index >= 2:
-                best[dtype] = min(best[dtype], time.perf_counter() - start)
+    best = {}
+    with tf.device("/CPU:0"):  # the CPU even where a GPU is the default device
+        operands = {}
+        for dtype in (tf.float32, tf.bfloat16):
+            a = tf.cast(tf.random.stateless_normal([m, k], seed=(0, 1)), dtype)
+            b = tf.cast(tf.random.stateless_normal([k, n], seed=(0, 2)), dtype)
+            operands[dtype] = (a, b)
+            best[dtype] = float("inf")
+        product = tf.function(tf.linalg.matmul)
+        for round_index in range(_PROBE_WARMUP_ROUNDS + _PROBE_ROUNDS):
+            for dtype, (a, b) in operands.items():
+                start = time.perf_counter()
+                product(a, b).numpy()
+                if round_index >= _PROBE_WARMUP_ROUNDS:
+                    best[dtype] = min(best[dtype], time.perf_counter() - start)
     flops = 2.0 * m * k * n / 1e9
     return GemmRates(float32=flops / best[tf.float32], bfloat16=flops / best[tf.bfloat16])
 
@@ -171,24 +175,31 @@ def _cpu_choice(cpu: CpuInfo, environ: Mapping[str, str],
         return PrecisionChoice("float32", f"ONEDNN_MAX_CPU_ISA={max_isa.upper()} keeps oneDNN "
                                           "below the bf16 instructions, so bf16 would be "
                                           "emulated (slower than float32)")
-    if AMX_BF16_FLAG in cpu.flags and max_isa not in _ONEDNN_ISAS_WITHOUT_AMX:
+    has_amx = AMX_BF16_FLAG in cpu.flags
+    if has_amx and max_isa not in _ONEDNN_ISAS_WITHOUT_AMX:
         return PrecisionChoice("mixed_bfloat16", f"the CPU ({cpu.name}) computes bf16 "
                                                  f"natively ({AMX_BF16_FLAG})")
+    no_amx = (f"AMX, which ONEDNN_MAX_CPU_ISA={max_isa.upper()} keeps oneDNN below" if has_amx
+              else "no AMX")
     if AVX512_BF16_FLAG in cpu.flags:
         try:
             rates = gemm_probe()
         except Exception as error:  # noqa: BLE001 - any failure means "not known to be faster"
             return PrecisionChoice("float32", f"the CPU ({cpu.name}) has {AVX512_BF16_FLAG} "
-                                              f"but no AMX, and its bf16 rate could not be "
+                                              f"and {no_amx}, and its bf16 rate could not be "
                                               f"measured ({error})")
         if rates.bf16_speedup >= MIN_BF16_GEMM_SPEEDUP:
             return PrecisionChoice("mixed_bfloat16", f"the CPU ({cpu.name}) computes bf16 "
                                                      f"natively ({AVX512_BF16_FLAG}; measured "
                                                      f"{rates.describe()})")
-        return PrecisionChoice("float32", f"the CPU ({cpu.name}) has {AVX512_BF16_FLAG} but no "
-                                          f"AMX, and measured {rates.describe()} (bf16 pays "
-                                          f"from {MIN_BF16_GEMM_SPEEDUP}x): a bf16 model would "
-                                          "be no faster than float32 here")
+        return PrecisionChoice("float32", f"the CPU ({cpu.name}) has {AVX512_BF16_FLAG} and "
+                                          f"{no_amx}, and measured {rates.describe()}: below "
+                                          f"the {MIN_BF16_GEMM_SPEEDUP}x at which a bf16 model "
+                                          "gains enough over float32 to pay")
+    if has_amx:
+        return PrecisionChoice("float32", f"the CPU ({cpu.name}) has {no_amx}, and no "
+                                          f"{AVX512_BF16_FLAG}: bf16 would be emulated, slower "
+                                          "than float32")
     if not cpu.flags:
         return PrecisionChoice("float32", f"the CPU's features are unknown ({cpu.machine}; no "
                                           "/proc/cpuinfo), so bf16 is not known to be native")

@@ -271,12 +271,26 @@ def speedup(row: Row, results: Dict[str, dict]) -> Optional[dict]:
     return result
 
 
+def auto_precision() -> precision.PrecisionChoice:
+    """What `--mixed_precision=auto` picks here, decided in a child process: on a CPU with
+    AVX512-BF16 and no AMX it times GEMMs in TensorFlow, which this process never loads."""
+    code = ("import json; from albert_tf import precision; c = precision.choose('auto'); "
+            "print(json.dumps([c.policy, c.reason]))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    if done.returncode != 0:
+        raise RuntimeError(f"--mixed_precision=auto failed in a child process:\n{done.stderr}")
+    policy, reason = json.loads(done.stdout.strip().splitlines()[-1])
+    return precision.PrecisionChoice(policy, reason)
+
+
 def machine_info() -> dict:
     info = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "cpus": os.cpu_count(), "python": platform.python_version(),
             "platform": platform.platform()}
     cpu = precision.read_cpu_info()
-    bf16 = precision.choose("auto", cpu=cpu)
+    bf16 = auto_precision()
+    # native_bf16: what --mixed_precision=auto picks (bf16 where it multiplies faster).
     info.update(cpu=cpu.name, cpu_flags=cpu.shown_flags(),
                 native_bf16=bf16.policy == "mixed_bfloat16", bf16_reason=bf16.reason,
                 onednn_max_cpu_isa=os.environ.get("ONEDNN_MAX_CPU_ISA"),

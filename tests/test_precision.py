@@ -67,7 +67,7 @@ def test_auto_measures_avx512_bf16_without_amx(cpu, rates, want):
     assert f"{rates.bf16_speedup:.2f}x float32" in choice.reason
     assert f"{rates.bfloat16:.0f} against {rates.float32:.0f} GFLOP/s" in choice.reason
     if want == "float32":
-        assert "but no AMX" in choice.reason and "no faster than float32" in choice.reason
+        assert "and no AMX" in choice.reason and "below the 1.3x" in choice.reason
 
 
 def test_auto_is_float32_when_the_probe_fails():
@@ -99,6 +99,13 @@ def test_auto_respects_onednn_switches():
                                  environ={"ONEDNN_MAX_CPU_ISA": "avx512_core_bf16"},
                                  gemm_probe=probe_returning(XEON_RATES, calls))
     assert below_amx.policy == "float32" and calls == [1]
+    assert "AMX, which ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16 keeps oneDNN below" in below_amx.reason
+    amx_only = precision.choose("auto", cpu=AMX_ONLY,
+                                environ={"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_FP16"},
+                                gemm_probe=no_probe)
+    assert amx_only.policy == "float32"
+    assert "AMX, which ONEDNN_MAX_CPU_ISA=AVX512_CORE_FP16 keeps oneDNN below" in amx_only.reason
+    assert "emulated" in amx_only.reason
     off = precision.choose("auto", cpu=ZEN5_EPYC, environ={"TF_ENABLE_ONEDNN_OPTS": "0"},
                            gemm_probe=no_probe)
     assert off.policy == "float32" and "TF_ENABLE_ONEDNN_OPTS=0" in off.reason
