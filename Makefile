@@ -19,8 +19,14 @@ $(STAMP): requirements.txt
 demo: $(STAMP)
 	$(VPY) demo.py
 
+# The default suite runs in TEST_WORKERS processes (pytest-xdist), each test file in one of
+# them; most of a test's time is single-threaded Python and tracing, so two processes on two
+# cores halve the wall time. The slow suite stays serial: its Ctrl-C and kill tests time
+# their children.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
-	$(VPY) -m pytest -q -m "not slow" tests
+	$(VPY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=10 -m "not slow" tests
 
 test-slow: $(STAMP)
 	$(VPY) -m pytest -q -m slow tests
