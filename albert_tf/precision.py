@@ -10,7 +10,7 @@ with AVX2 only: the demo model 78-97 sequences/s in float32, 70-87 in bf16).
 AVX512-BF16 without AMX is decided by measurement, because the instruction alone does not
 tell: its dot product (VDPBF16PS) doubles the float32 multiply rate on AMD's Zen 4 and Zen 5
 (probe 422 against 217 GFLOP/s; the demo model 1.28x) but not on Intel Xeons whose AMX the
-hypervisor hides (family 6 model 207: bf16 GEMMs 0.6-0.75x float32, the demo model 383
+hypervisor hides (family 6 model 207: bf16 GEMMs 0.54-0.76x float32, the demo model 383
 against 650 sequences/s). There `auto` times oneDNN's float32 and bf16 matmul of the FFN's
 shape in this process (about half a second, once per process) and picks bf16 only at
 MIN_BF16_GEMM_SPEEDUP or more.
