@@ -63,7 +63,7 @@ class DemoConfig:
     num_attention_heads: int = 2
     intermediate_size: int = 512
     initializer_range: float = 0.05
-    train_batch_size: int = 64
+    train_batch_size: int = 32  # more updates in the budget: see docs/pretraining.md
     # 0: as many steps as fit in `pretrain_minutes` on this machine, from a short
     # calibration run (stage `calibrate`, remembered in calibration.json).
     num_train_steps: int = 0
@@ -216,7 +216,7 @@ def pretraining_options(cfg, out, output_dir=None):
 
 
 CALIBRATION_WINDOWS = 3  # of CALIBRATION_WINDOW_STEPS steps; the first one also traces
-CALIBRATION_WINDOW_STEPS = 20
+CALIBRATION_WINDOW_STEPS = 40
 
 
 def stage_calibrate(cfg, out):
