@@ -19,6 +19,7 @@ The output directory is an official-style model directory (albert_config.json,
 demo.model, model.ckpt-best.*) that `python -m albert_tf.fill_mask` reads.
 """
 import dataclasses
+import functools
 import glob
 import hashlib
 import json
@@ -262,13 +263,25 @@ FREQUENT_TOKENS = 100  # accuracy is also reported on the tokens outside these
 
 
 def frequent_token_ids(out, count=FREQUENT_TOKENS):
-    """The `count` most frequent masked-LM targets of the training data (ids)."""
+    """The `count` most frequent masked-LM targets of the training data (ids).
+
+    Counted once per version of the file in a process (calibration and pretraining
+    both ask): the cache is keyed by the file's size and modification time.
+    """
+    path = os.path.join(out, "data", "train.tfrecord")
+    stat = os.stat(path)
+    return _frequent_token_ids(path, (stat.st_size, stat.st_mtime_ns), count).copy()
+
+
+@functools.lru_cache(maxsize=4)
+def _frequent_token_ids(path, version, count):
+    del version  # part of the cache key only
     import numpy as np
     import tensorflow as tf
     spec = {"masked_lm_ids": tf.io.VarLenFeature(tf.int64),
             "masked_lm_weights": tf.io.VarLenFeature(tf.float32)}
     targets = []
-    dataset = tf.data.TFRecordDataset(os.path.join(out, "data", "train.tfrecord")).batch(1024)
+    dataset = tf.data.TFRecordDataset(path).batch(1024)
     for batch in dataset.map(lambda r: tf.io.parse_example(r, spec)):
         ids = batch["masked_lm_ids"].values.numpy()
         targets.append(ids[batch["masked_lm_weights"].values.numpy() > 0])

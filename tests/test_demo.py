@@ -84,6 +84,27 @@ def test_rare_token_accuracy_leaves_out_the_frequent_targets(mini_run):
 
 
 @pytest.mark.slow  # ~30-40 s: keeps the default suite well inside 10 minutes
+def test_frequent_token_ids_are_counted_once_per_version_of_the_data(tmp_path, mini_run):
+    """Calibration and pretraining both ask for them: the second ask is a cache hit, and
+    rewritten data is counted anew."""
+    import shutil
+
+    import demo
+
+    shutil.copytree(mini_run[0] / "data", tmp_path / "data")
+    first = demo.frequent_token_ids(str(tmp_path))
+    hits = demo._frequent_token_ids.cache_info().hits
+    first[:] = -1  # callers get their own copy
+    again = demo.frequent_token_ids(str(tmp_path))
+    assert demo._frequent_token_ids.cache_info().hits == hits + 1
+    assert (again >= 0).all() and len(again) == demo.FREQUENT_TOKENS
+    records = tmp_path / "data" / "train.tfrecord"
+    shutil.copyfile(tmp_path / "data" / "heldout.tfrecord", records)  # another version
+    misses = demo._frequent_token_ids.cache_info().misses
+    demo.frequent_token_ids(str(tmp_path))
+    assert demo._frequent_token_ids.cache_info().misses == misses + 1
+
+
 def test_calibration_sizes_the_run_and_is_kept(tmp_path, mini_run):
     """Without a step count, a calibration run times this model and picks the steps that
     fit the budget (a multiple of 50, at least 100); a re-run keeps them."""
