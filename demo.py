@@ -5,7 +5,7 @@
 
 Stages (each shows progress; a re-run skips the stages whose outputs are
 complete and were made with the same settings, and pretraining resumes from
-its last checkpoint if it was interrupted):
+its last checkpoint if it was interrupted; with other settings it starts afresh):
   1. spm       train a SentencePiece model on demo_corpus/train (ALBERT's settings)
   2. data      write train and held-out TFRecords (whole-word MLM + SOP, the original's schema)
   3. calibrate time a few steps and one evaluation on this machine: the number of steps
@@ -133,20 +133,34 @@ class Stages:
         self.ran, self.skipped = [], []
         self.seconds = {}  # wall seconds of the stages that ran in this process
 
-    def run(self, name, fingerprint, outputs, fn):
-        """Runs `fn` unless it completed before with `fingerprint` and `outputs` all exist."""
+    def run(self, name, fingerprint, outputs, fn, clear_stale=None):
+        """Runs `fn` unless it completed before with `fingerprint` and `outputs` all exist.
+
+        `clear_stale()`, if given, runs first when the stage last started (or
+        completed) with another fingerprint: a stage that resumes its own partial
+        outputs (pretraining) must not resume another settings' run.
+        """
         from albert_tf import fileio
         if self.done.get(name) == fingerprint and all(os.path.exists(p) for p in outputs):
             logging.info("[%s] complete, skipped (outputs: %s)", name,
                          ", ".join(os.path.basename(p) for p in outputs))
             self.skipped.append(name)
             return
+        started = f"{name} (started)"  # until it completes: what a rerun would resume
+        if clear_stale is not None:
+            previous = self.done.get(started, self.done.get(name))
+            if previous not in (None, fingerprint):
+                clear_stale()
+            self.done.pop(name, None)
+            self.done[started] = fingerprint
+            fileio.atomic_write_text(self.path, json.dumps(self.done, indent=2) + "\n")
         logging.info("[%s] running", name)
         start = time.time()
         fn()
         missing = [p for p in outputs if not os.path.exists(p)]
         if missing:
             raise RuntimeError(f"stage {name} finished without writing {missing}")
+        self.done.pop(started, None)
         self.done[name] = fingerprint
         fileio.atomic_write_text(self.path, json.dumps(self.done, indent=2) + "\n")
         self.ran.append(name)
@@ -342,6 +356,29 @@ class Snapshots:
         kept = [r for r in read_jsonl(self.path) if r["step"] < step]
         fileio.atomic_write_text(self.path, "".join(json.dumps(r) + "\n"
                                                     for r in kept + [record]))
+
+
+# What the pretrain stage writes into the output directory (a rerun resumes from it).
+PRETRAINING_OUTPUTS = ("checkpoints", "train", "eval", "model.ckpt-best.*", "best_eval.json",
+                       "best_trial.txt", "eval_results.txt", "fillins.jsonl",
+                       "albert_tf_run.json")
+
+
+def clear_pretraining(out):
+    """Removes a previous pretraining's outputs from `out`, so that the next one starts
+    at step 0 instead of resuming a run of other settings."""
+    paths = sorted(p for pattern in PRETRAINING_OUTPUTS
+                   for p in glob.glob(os.path.join(out, pattern)))
+    if not paths:
+        return
+    logging.info("[pretrain] settings changed since the pretraining in %s: removing its "
+                 "outputs (%s) and starting afresh", out,
+                 ", ".join(os.path.basename(p) for p in paths))
+    for path in paths:
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
 
 
 def stage_pretrain(cfg, out):
@@ -553,7 +590,8 @@ def run(cfg: DemoConfig, out: str):
     train_fp = cfg.fingerprint(*model_fields) + data_fp
     stages.run("pretrain", train_fp, [os.path.join(out, "model.ckpt-best.index"),
                                       os.path.join(out, "best_eval.json")],
-               lambda: stage_pretrain(cfg, out))
+               lambda: stage_pretrain(cfg, out),
+               clear_stale=lambda: clear_pretraining(out))
     stages.run("export", train_fp, [os.path.join(out, "saved_model", "saved_model.pb"),
                                     os.path.join(out, "onnx", "model.onnx")],
                lambda: stage_export(cfg, out))

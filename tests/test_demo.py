@@ -105,6 +105,31 @@ def test_frequent_token_ids_are_counted_once_per_version_of_the_data(tmp_path, m
     assert demo._frequent_token_ids.cache_info().misses == misses + 1
 
 
+def test_changed_settings_pretrain_afresh_instead_of_resuming_the_old_run(tmp_path, mini_run):
+    """A rerun with other settings (here fewer steps; an upgrade that changes the recipe
+    alike) must not resume the previous run's checkpoints: its pretraining outputs are
+    removed, with a log line, and the new run starts at step 0."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(mini_run[0], out)
+    (out / "checkpoints" / "unrelated.txt").write_text("x")  # the whole folder goes
+    done = subprocess.run(DEMO + [f"--output_dir={out}", "--num_train_steps=10"],
+                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "settings changed since the pretraining in" in done.stderr, done.stderr[-3000:]
+    assert "resumed from" not in done.stderr
+    assert not (out / "checkpoints" / "unrelated.txt").exists()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 10
+    steps = [json.loads(line)["step"] for line in (out / "fillins.jsonl").read_text().splitlines()]
+    assert steps and max(steps) <= 10, steps  # the old run's evaluations (step 20) are gone
+    assert tf.train.load_checkpoint(str(out / "model.ckpt-best")).get_tensor("global_step") <= 10
+    again = subprocess.run(DEMO + [f"--output_dir={out}", "--num_train_steps=10"],
+                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
+    assert "[pretrain] complete, skipped" in again.stderr and "settings changed" not in again.stderr
+
+
 def test_calibration_sizes_the_run_and_is_kept(tmp_path, mini_run):
     """Without a step count, a calibration run times this model and picks the steps that
     fit the budget (a multiple of 50, at least 100); a re-run keeps them."""
