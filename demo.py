@@ -358,17 +358,15 @@ class Snapshots:
                                                     for r in kept + [record]))
 
 
-# What the pretrain stage writes into the output directory (a rerun resumes from it).
-PRETRAINING_OUTPUTS = ("checkpoints", "train", "eval", "model.ckpt-best.*", "best_eval.json",
-                       "best_trial.txt", "eval_results.txt", "fillins.jsonl",
-                       "albert_tf_run.json")
-
-
 def clear_pretraining(out):
     """Removes a previous pretraining's outputs from `out`, so that the next one starts
-    at step 0 instead of resuming a run of other settings."""
-    paths = sorted(p for pattern in PRETRAINING_OUTPUTS
-                   for p in glob.glob(os.path.join(out, pattern)))
+    at step 0 instead of resuming a run of other settings: what `albert_tf.run_dir`
+    counts as a run's outputs and its record, plus the best checkpoint's data, the
+    TensorBoard logs and the demo's fill-ins."""
+    from albert_tf import run_dir
+    patterns = run_dir.RUN_OUTPUTS + (run_dir.RECORD, "model.ckpt-best.*", "train", "eval",
+                                      "fillins.jsonl")
+    paths = sorted({p for pattern in patterns for p in glob.glob(os.path.join(out, pattern))})
     if not paths:
         return
     logging.info("[pretrain] settings changed since the pretraining in %s: removing its "
