@@ -151,6 +151,8 @@ class Stages:
             previous = self.done.get(started, self.done.get(name))
             if previous not in (None, fingerprint):
                 clear_stale()
+            # No longer complete: the outputs are being replaced, and a rerun of the old
+            # settings must not skip over this run's partial ones.
             self.done.pop(name, None)
             self.done[started] = fingerprint
             fileio.atomic_write_text(self.path, json.dumps(self.done, indent=2) + "\n")
