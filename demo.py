@@ -243,7 +243,8 @@ def stage_calibrate(cfg, out):
     The count is rounded down to a multiple of 50 steps and kept on re-runs, so a
     re-run (or a resumed run) trains the same steps under the same seed.
     """
-    from albert_tf import fileio, precision
+    from albert_tf import fileio
+    from albert_tf.kernels import precision
     from albert_tf.pretraining import run_pretraining
     scratch = os.path.join(out, "calibration_run")
     shutil.rmtree(scratch, ignore_errors=True)
@@ -323,7 +324,7 @@ class Snapshots:
     def rare_accuracy(self, model) -> float:
         import numpy as np
         import tensorflow as tf
-        from albert_tf import inputs
+        from albert_tf.pretraining import inputs
         config = inputs.PretrainingInputConfig(
             os.path.join(self.out, "data", "heldout.tfrecord"), self.cfg.max_seq_length,
             self.cfg.max_predictions_per_seq, is_training=False)
@@ -365,7 +366,7 @@ def clear_pretraining(out):
     at step 0 instead of resuming a run of other settings: what `albert_tf.run_dir`
     counts as a run's outputs and its record, plus the best checkpoint's data, the
     TensorBoard logs and the demo's fill-ins."""
-    from albert_tf import run_dir
+    from albert_tf.training import run_dir
     patterns = run_dir.RUN_OUTPUTS + (run_dir.RECORD, "model.ckpt-best.*", "train", "eval",
                                       "fillins.jsonl")
     paths = sorted({p for pattern in patterns for p in glob.glob(os.path.join(out, pattern))})
@@ -387,7 +388,8 @@ def stage_pretrain(cfg, out):
 
 
 def stage_export(cfg, out):
-    from albert_tf import AlbertPretrainer, checkpoints, hub_export
+    from albert_tf import AlbertPretrainer, checkpoints
+    from albert_tf.export import hub as hub_export
     model = AlbertPretrainer(albert_config(cfg))
     checkpoints.load_tf1_checkpoint(model, os.path.join(out, "model.ckpt-best"))
     hub_export.export_pretrainer(model, os.path.join(out, "albert_config.json"),
@@ -517,7 +519,7 @@ def report(cfg, out, elapsed, stage_seconds):
     if history:
         print("\nFill-ins as pretraining went on (top 3 at each held-out evaluation):")
         print(history)
-    from albert_tf import precision
+    from albert_tf.kernels import precision
     trained = train[-1]["step"] if train else 0
     summary = {
         "steps": trained,
@@ -563,7 +565,7 @@ def report(cfg, out, elapsed, stage_seconds):
 
 def run(cfg: DemoConfig, out: str):
     """Runs every stage; returns (summary dict, Stages)."""
-    from albert_tf import precision
+    from albert_tf.kernels import precision
     start = time.time()
     cfg = dataclasses.replace(cfg, mixed_precision=precision.resolve(cfg.mixed_precision))
     os.makedirs(out, exist_ok=True)

@@ -105,8 +105,8 @@ def main(argv):
     del argv
     from albert_tf.errors import UserValueError
     from albert_tf.finetuning import FinetuningOptions
-    from albert_tf.tasks.glue import CustomTaskOptions
-    from albert_tf.tasks.glue_job import GlueOptions, run_glue
+    from albert_tf.tasks.classification.glue import CustomTaskOptions
+    from albert_tf.tasks.classification.job import GlueOptions, run_glue
 
     logging.set_verbosity(logging.INFO)
     cli.require("data_dir", "task_name", "albert_config_file", "output_dir")

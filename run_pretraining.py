@@ -60,7 +60,7 @@ flags.DEFINE_bool("recompute_layers", False,
 
 def main(argv):
     del argv
-    from albert_tf import inputs
+    from albert_tf.pretraining import inputs
     from albert_tf.pretraining import PretrainingOptions, run_pretraining
 
     logging.set_verbosity(logging.INFO)

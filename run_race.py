@@ -95,7 +95,7 @@ flags.adopt_module_key_flags(cli)  # list them in --help
 def main(argv):
     del argv
     from albert_tf.errors import UserValueError
-    from albert_tf.tasks.race_job import RaceOptions, run_race
+    from albert_tf.tasks.multiple_choice.job import RaceOptions, run_race
 
     logging.set_verbosity(logging.INFO)
     cli.require("data_dir", "albert_config_file", "output_dir")

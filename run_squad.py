@@ -96,7 +96,7 @@ def main(argv):
 
     from albert_tf.errors import UserValueError
     from albert_tf.finetuning import FinetuningOptions
-    from albert_tf.tasks.squad_job import SquadOptions, run_squad
+    from albert_tf.tasks.span_qa.job import SquadOptions, run_squad
 
     logging.set_verbosity(logging.INFO)
     cli.require("albert_config_file", "output_dir")

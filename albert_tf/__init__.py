@@ -13,15 +13,20 @@ Public API:
 """
 import importlib
 
+from albert_tf import _moved
+
+_moved.install()
+
 # Public name -> defining module. Imported on first access (PEP 562), so that
 # `import albert_tf.tokenization` or `albert_tf.fileio` does not load TensorFlow.
 _EXPORTS = {
     "AlbertConfig": "config",
-    "AlbertEncoder": "encoder",
-    "AlbertPretrainer": "models", "AlbertClassifier": "models", "AlbertSpanLabeler": "models",
-    "AlbertSquadV2": "models", "AlbertMultipleChoice": "models",
-    "pretraining_losses": "models", "classifier_losses": "models", "span_losses": "models",
-    "squad_v2_losses": "models", "multiple_choice_losses": "models",
+    "AlbertEncoder": "modeling.encoder",
+    "AlbertPretrainer": "modeling.models", "AlbertClassifier": "modeling.models",
+    "AlbertSpanLabeler": "modeling.models", "AlbertSquadV2": "modeling.models",
+    "AlbertMultipleChoice": "modeling.models", "pretraining_losses": "modeling.models",
+    "classifier_losses": "modeling.models", "span_losses": "modeling.models",
+    "squad_v2_losses": "modeling.models", "multiple_choice_losses": "modeling.models",
     "LoadReport": "checkpoints", "load_tf1_checkpoint": "checkpoints",
     "save_tf1_checkpoint": "checkpoints", "from_official_dir": "checkpoints",
     "restore_for_training": "checkpoints",

@@ -136,7 +136,7 @@ class ArgumentParser(argparse.ArgumentParser):
 def define_runtime_flags() -> None:
     """Defines --strategy, the original's TPU flags, --mixed_precision, --jit_compile,
     --gradient_accumulation_steps and --seed."""
-    from albert_tf import distribute
+    from albert_tf.training import distribute
 
     flags.DEFINE_enum("strategy", "one_device", list(distribute.STRATEGIES),
                       "Distribution strategy (multi_worker_mirrored reads TF_CONFIG).")
@@ -164,7 +164,8 @@ def define_runtime_flags() -> None:
 def define_export_flags() -> None:
     """Defines --export_format, --export_int8 and --export_layer_norm (what --export_dir
     holds, and how its SavedModel spells its LayerNorms)."""
-    from albert_tf import fused_ops, onnx_export
+    from albert_tf.kernels import fused_ops
+    from albert_tf.export import onnx as onnx_export
 
     flags.DEFINE_list(
         "export_format", list(onnx_export.DEFAULT_EXPORT_FORMATS),
@@ -196,7 +197,7 @@ def report_export(results: dict, export_format) -> None:
 
 def strategy_from_flags(values=flags.FLAGS):
     """The tf.distribute strategy the runtime flags ask for."""
-    from albert_tf import distribute
+    from albert_tf.training import distribute
 
     name = "tpu" if values.use_tpu else values.strategy
     return distribute.get_strategy(name, tpu_address=values.tpu_name or values.master,

@@ -52,8 +52,8 @@ def define_flags() -> None:
 
 def build_model(name: str, config, num_labels: int = 2, num_choices: int = 4):
     """The model for a `--model` value."""
-    from albert_tf import models
-    from albert_tf.encoder import AlbertEncoder
+    from albert_tf.modeling import models
+    from albert_tf.modeling.encoder import AlbertEncoder
 
     builders = {
         "pretrainer": lambda: models.AlbertPretrainer(config),
@@ -71,7 +71,8 @@ def build_model(name: str, config, num_labels: int = 2, num_choices: int = 4):
 def find_config(input_path: str, config_file=None):
     """The AlbertConfig for a conversion: explicit file, HF config.json, or the download's
     albert_config.json / albert_config_*.json (`checkpoints.find_config_file`)."""
-    from albert_tf import checkpoints, hf_weights
+    from albert_tf import checkpoints
+    from albert_tf.checkpoints import hf as hf_weights
     from albert_tf.config import AlbertConfig
 
     if config_file:
@@ -88,7 +89,8 @@ def find_config(input_path: str, config_file=None):
 
 def load(model, path: str, fmt: str = "auto", init_from_group0: bool = False):
     """Reads `path` into `model`; returns the LoadReport."""
-    from albert_tf import checkpoints, hf_weights
+    from albert_tf import checkpoints
+    from albert_tf.checkpoints import hf as hf_weights
 
     if fmt == "auto":
         return checkpoints.restore_for_training(model, path, init_from_group0=init_from_group0)
@@ -107,7 +109,8 @@ def save(model, path: str, fmt: str = "auto", global_step=None) -> str:
     """Writes `model` to `path` in `fmt`; returns a one-line description."""
     import tensorflow as tf
 
-    from albert_tf import checkpoints, hf_weights
+    from albert_tf import checkpoints
+    from albert_tf.checkpoints import hf as hf_weights
 
     if fmt == "auto":
         fmt = "keras_h5" if path.endswith(".h5") else "tf1"

@@ -16,7 +16,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from albert_tf import AlbertPretrainer, distribute, optimization, training  # noqa: E402
+from albert_tf import AlbertPretrainer, training  # noqa: E402
+from albert_tf.training import distribute, optimization  # noqa: E402
 from albert_tf.pretraining import PretrainingTask  # noqa: E402
 from tests.one_step_equivalence import BATCH, CONFIG  # noqa: E402
 

@@ -12,7 +12,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from albert_tf import distribute  # noqa: E402
+from albert_tf.training import distribute  # noqa: E402
 
 distribute.split_cpu(2)
 
@@ -20,7 +20,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from albert_tf import AlbertConfig, AlbertPretrainer, optimization, training  # noqa: E402
+from albert_tf import AlbertConfig, AlbertPretrainer, training  # noqa: E402
+from albert_tf.training import optimization  # noqa: E402
 from albert_tf.pretraining import PretrainingTask  # noqa: E402
 from tests.pretraining_data import make_examples  # noqa: E402
 

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from albert_tf import AlbertConfig, precision
+from albert_tf import AlbertConfig
+from albert_tf.kernels import precision
 from tests.conftest import REPO_ROOT
 
 sys.path.insert(0, str(pathlib.Path(REPO_ROOT) / "bench"))

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from albert_tf import checkpoints, tokenization
 from albert_tf.config import AlbertConfig
-from albert_tf.tasks import c3, race, race_export, race_job
+from albert_tf.tasks.multiple_choice import c3, race, export as race_export, job as race_job
 from tests.conftest import REPO_ROOT
 
 CONFIG = {"vocab_size": 21128, "embedding_size": 16, "hidden_size": 32, "num_hidden_layers": 2,

@@ -12,7 +12,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import (AlbertClassifier, AlbertEncoder, AlbertMultipleChoice, AlbertPretrainer,
-                       AlbertSpanLabeler, AlbertSquadV2, checkpoints, tf1_names)
+                       AlbertSpanLabeler, AlbertSquadV2, checkpoints)
+from albert_tf.checkpoints import names as tf1_names
 from albert_tf.checkpoints import CheckpointMismatchError
 from tests import numpy_reference as ref
 from tests.test_model_numerics import random_batch, randomize, tiny_config

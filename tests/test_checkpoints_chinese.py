@@ -19,7 +19,8 @@ import sys
 import numpy as np
 import pytest
 
-from albert_tf import AlbertClassifier, AlbertPretrainer, checkpoints, tf1_names
+from albert_tf import AlbertClassifier, AlbertPretrainer, checkpoints
+from albert_tf.checkpoints import names as tf1_names
 from albert_tf.checkpoints import CheckpointMismatchError
 from albert_tf.config import AlbertConfig
 from tests import numpy_reference as ref
@@ -235,7 +236,7 @@ def test_init_checkpoint_directory_for_fine_tuning(tmp_path, zh_files, small):
 
 def test_exported_saved_model_directory_reads_back(tmp_path, zh_files, small):
     """hub_export with a WordPiece vocabulary: assets/ hold the config and vocab_chinese.txt."""
-    from albert_tf import hub_export
+    from albert_tf.export import hub as hub_export
 
     config, weights = small
     directory = write_zh_dir(tmp_path / "zh", zh_files, weights, config)

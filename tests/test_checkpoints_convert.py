@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertClassifier, AlbertPretrainer, checkpoints, convert, tf1_names
+from albert_tf import AlbertClassifier, AlbertPretrainer, checkpoints, convert
+from albert_tf.checkpoints import names as tf1_names
 from tests.conftest import REPO_ROOT
 from tests.test_checkpoints import checkpoint_arrays, official_weights, write_tf1_checkpoint
 from tests.test_model_numerics import tiny_config

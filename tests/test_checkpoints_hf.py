@@ -10,7 +10,8 @@ import pytest
 from safetensors.numpy import save_file
 
 from albert_tf import (AlbertClassifier, AlbertEncoder, AlbertMultipleChoice, AlbertPretrainer,
-                       AlbertSpanLabeler, AlbertSquadV2, checkpoints, hf_weights, tf1_names)
+                       AlbertSpanLabeler, AlbertSquadV2, checkpoints)
+from albert_tf.checkpoints import hf as hf_weights, names as tf1_names
 from albert_tf.checkpoints import CheckpointMismatchError
 from tests import numpy_reference as ref
 from tests.test_checkpoints import POSITIONS, official_weights, write_tf1_checkpoint

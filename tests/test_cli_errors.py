@@ -202,9 +202,12 @@ def test_cli_run_contract_in_process(capsys):
 
 
 def test_library_error_classes_are_user_errors():
-    from albert_tf import checkpoints, inputs, tokenization, training
+    from albert_tf import checkpoints, tokenization, training
+    from albert_tf.pretraining import inputs
     from albert_tf.errors import UserError
-    from albert_tf.tasks import c3, glue, race, squad_data
+    from albert_tf.tasks.multiple_choice import c3, race
+    from albert_tf.tasks.classification import glue
+    from albert_tf.tasks.span_qa import data as squad_data
     from data_prep import text_input
 
     for cls, base in ((glue.GlueDataError, ValueError), (race.RaceDataError, ValueError),

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from albert_tf.tasks import clue, glue
+from albert_tf.tasks.classification import clue, glue
 from tests.conftest import REPO_ROOT
 
 CONFIG = {"vocab_size": 21128, "embedding_size": 16, "hidden_size": 32, "num_hidden_layers": 2,
@@ -266,7 +266,7 @@ def test_iflytek_test_ids_default_to_the_record_index(clue_dir):
 def glue_options(chinese, data_dir, output_dir, task_name, **finetune):
     from albert_tf.config import AlbertConfig
     from albert_tf.finetuning import FinetuningOptions
-    from albert_tf.tasks.glue_job import GlueOptions
+    from albert_tf.tasks.classification.job import GlueOptions
 
     values = dict(do_train=True, do_eval=True, do_predict=True, train_batch_size=8,
                   learning_rate=1e-3, train_step=2, warmup_step=0, save_checkpoints_steps=2,
@@ -296,7 +296,7 @@ def check_predictions(out, name, test_examples, labels):
 @pytest.mark.parametrize("name", ["tnews"] + [  # the other four: ~21 s, slow suite
     pytest.param(name, marks=pytest.mark.slow) for name in ("iflytek", "ocnli", "cmnli", "csl")])
 def test_finetune_evaluate_predict_each_task(chinese, clue_dir, tmp_path, name):
-    from albert_tf.tasks.glue_job import run_glue
+    from albert_tf.tasks.classification.job import run_glue
 
     options = glue_options(chinese, clue_dir, tmp_path, name)
     options.export_dir = str(tmp_path / "export")
@@ -325,7 +325,7 @@ def test_finetune_evaluate_predict_each_task(chinese, clue_dir, tmp_path, name):
 def test_chnsenticorp_tsv_through_the_custom_task(chinese, tmp_path):
     """ChnSentiCorp's `text<TAB>label` .txt files, no header: --task_name=custom
     --text_a_column=0 --label_column=1 --nohas_header."""
-    from albert_tf.tasks.glue_job import run_glue
+    from albert_tf.tasks.classification.job import run_glue
 
     lines = (chinese / "chnsenticorp" / "dev.txt").read_text(encoding="utf-8").splitlines()
     data = tmp_path / "data"
@@ -355,7 +355,7 @@ def test_chnsenticorp_tsv_through_the_custom_task(chinese, tmp_path):
                             r"ocnli, tnews \(CLUE\) or custom"),
 ])
 def test_option_errors_name_the_flag(chinese, clue_dir, tmp_path, change, message):
-    from albert_tf.tasks.glue_job import run_glue
+    from albert_tf.tasks.classification.job import run_glue
 
     options = glue_options(chinese, clue_dir, tmp_path, "afqmc")
     for key, value in change.items():
@@ -365,7 +365,7 @@ def test_option_errors_name_the_flag(chinese, clue_dir, tmp_path, change, messag
 
 
 def test_sentencepiece_wins_when_both_vocabularies_are_given(chinese, shared_data, tmp_path):
-    from albert_tf.tasks import glue_job
+    from albert_tf.tasks.classification import job as glue_job
 
     spm = shared_data / "spm_official" / "30k-clean.model"
     if not spm.exists():
@@ -389,8 +389,8 @@ def test_init_checkpoint_of_another_vocabulary_is_an_error(chinese, clue_dir, tm
     edited to 21,128 is stopped before training, naming all three sizes."""
     from albert_tf import checkpoints
     from albert_tf.config import AlbertConfig
-    from albert_tf.models import AlbertPretrainer
-    from albert_tf.tasks.glue_job import run_glue
+    from albert_tf.modeling.models import AlbertPretrainer
+    from albert_tf.tasks.classification.job import run_glue
 
     english = AlbertPretrainer(AlbertConfig.from_dict(dict(CONFIG, vocab_size=30000)))
     english({"input_ids": np.zeros((1, 4), np.int32),
@@ -409,7 +409,7 @@ def test_init_checkpoint_of_another_vocabulary_is_an_error(chinese, clue_dir, tm
 def test_vocabulary_of_another_size_than_the_config_is_an_error(chinese, clue_dir, tmp_path,
                                                                 config_vocab):
     from albert_tf.config import AlbertConfig
-    from albert_tf.tasks.glue_job import run_glue
+    from albert_tf.tasks.classification.job import run_glue
 
     options = glue_options(chinese, clue_dir, tmp_path, "afqmc")
     options.albert_config = AlbertConfig.from_dict(dict(CONFIG, vocab_size=config_vocab))

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from albert_tf.tasks import cmrc_metrics as m
-from albert_tf.tasks import cmrc_tokenize
+from albert_tf.tasks.span_qa import cmrc_metrics as m
+from albert_tf.tasks.span_qa import cmrc_tokenize
 
 from tests.conftest import REPO_ROOT
 

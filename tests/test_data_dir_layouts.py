@@ -8,7 +8,8 @@ import pytest
 from albert_tf import errors
 from albert_tf.config import AlbertConfig
 from albert_tf.finetuning import FinetuningOptions
-from albert_tf.tasks import glue, race
+from albert_tf.tasks.classification import glue
+from albert_tf.tasks.multiple_choice import race
 
 
 def example_tuples(examples):
@@ -69,7 +70,7 @@ def test_glue_neither_layout_names_data_dir_task_and_places(tmp_path):
 
 def test_run_glue_on_the_task_folder_as_in_the_issue(shared_data, tmp_path, absl_info):
     """`run_classifier.py --data_dir=glue/STS-B --task_name=sts-b` reads glue/STS-B/*.tsv."""
-    from albert_tf.tasks.glue_job import GlueOptions, run_glue
+    from albert_tf.tasks.classification.job import GlueOptions, run_glue
 
     spm = shared_data / "spm" / "albert_style_pd8k.model"
     if not spm.exists():

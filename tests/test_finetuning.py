@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertClassifier, AlbertConfig, checkpoints, finetuning
-from albert_tf.models import classifier_losses
+from albert_tf.modeling.models import classifier_losses
 
 CONFIG = AlbertConfig(vocab_size=30, embedding_size=16, hidden_size=32, num_hidden_layers=2,
                       num_attention_heads=4, intermediate_size=64, max_position_embeddings=12)

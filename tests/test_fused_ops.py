@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertPretrainer, export, fused_ops, hub_export, layers
+from albert_tf import AlbertPretrainer, export
+from albert_tf.kernels import fused_ops
+from albert_tf.export import hub as hub_export
+from albert_tf.modeling import layers
 from tests.test_model_numerics import randomize, tiny_config
 from tests.test_performance_paths import (_executed_kernels, _loss_and_gradients,
                                           _pretraining_batch)
@@ -627,7 +630,7 @@ def test_dense_gelu_matches_autodiff_of_the_formula():
 
 
 def test_avx2_gemms_from_the_cpu_flags_and_the_onednn_cap():
-    from albert_tf.precision import CpuInfo
+    from albert_tf.kernels.precision import CpuInfo
     from tests.test_precision import AVX2_EPYC, SKYLAKE, ZEN5_EPYC
     assert fused_ops.avx2_gemms(AVX2_EPYC, {})
     assert not fused_ops.avx2_gemms(ZEN5_EPYC, {}) and not fused_ops.avx2_gemms(SKYLAKE, {})

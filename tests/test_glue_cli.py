@@ -104,8 +104,9 @@ def test_train_eval_predict_export_and_serve_raw_text(sst2, tmp_path):
     # The same directory holds model.onnx (token ids in) and its vocabulary: ONNX Runtime
     # on the Python features of the test sentences gives the same probabilities.
     onnxruntime = pytest.importorskip("onnxruntime")
-    from albert_tf import onnx_export, tokenization
-    from albert_tf.tasks import glue
+    from albert_tf.export import onnx as onnx_export
+    from albert_tf import tokenization
+    from albert_tf.tasks.classification import glue
     metadata = onnx_export.read_metadata(str(out / "export" / "model.onnx"))
     assert metadata["labels"] == ["0", "1"] and metadata["max_seq_length"] == 32
     assert metadata["tokenizer"] == "sentencepiece"
@@ -150,7 +151,7 @@ def test_cli_reports_bad_flags_in_one_line(sst2, tmp_path):
 def glue_options(sst2, tmp_path, **changes):
     from albert_tf.config import AlbertConfig
     from albert_tf.finetuning import FinetuningOptions
-    from albert_tf.tasks.glue_job import GlueOptions
+    from albert_tf.tasks.classification.job import GlueOptions
 
     values = dict(task_name="sst-2", data_dir=sst2["data_dir"], spm_model_file=sst2["spm"],
                   albert_config=AlbertConfig.from_dict(CONFIG), max_seq_length=32,
@@ -170,7 +171,7 @@ def glue_options(sst2, tmp_path, **changes):
     ({"export_layer_norm": "fast"}, "--export_layer_norm must be one of auto, onednn, plain"),
 ])
 def test_option_errors_are_clear(sst2, tmp_path, extra, message):
-    from albert_tf.tasks.glue_job import run_glue
+    from albert_tf.tasks.classification.job import run_glue
 
     options = glue_options(sst2, tmp_path, **extra)
     with pytest.raises(ValueError, match=message):

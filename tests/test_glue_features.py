@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertClassifier, AlbertConfig, export, tokenization
-from albert_tf.tasks import glue, glue_job
+from albert_tf.tasks.classification import glue, job as glue_job
 
 CLS, SEP = 2, 3
 

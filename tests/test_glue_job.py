@@ -7,8 +7,8 @@ import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
 from albert_tf.finetuning import FinetuningOptions
-from albert_tf.tasks import glue, glue_metrics
-from albert_tf.tasks.glue_job import GlueOptions, run_glue
+from albert_tf.tasks.classification import glue, metrics as glue_metrics
+from albert_tf.tasks.classification.job import GlueOptions, run_glue
 
 CONFIG = AlbertConfig(vocab_size=8000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
                       num_attention_heads=4, intermediate_size=64, max_position_embeddings=32)

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from albert_tf.tasks import glue_metrics as m
+from albert_tf.tasks.classification import metrics as m
 
 # labels / predictions: TP = 2 (0, 4), FN = 1 (1), FP = 1 (3), TN = 2 (2, 5).
 LABELS = [1, 1, 0, 0, 1, 0]

@@ -3,7 +3,7 @@ import logging
 
 import pytest
 
-from albert_tf.tasks import glue
+from albert_tf.tasks.classification import glue
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from albert_tf import AlbertClassifier, AlbertMultipleChoice, AlbertSpanLabeler, AlbertSquadV2
-from albert_tf import models, tf1_names
+from albert_tf.modeling import models
+from albert_tf.checkpoints import names as tf1_names
 from tests import numpy_reference as ref
 from tests.test_model_numerics import random_batch, randomize, tiny_config
 
@@ -169,7 +170,7 @@ def test_masked_lm_decoder_is_one_product_against_the_table():
     gradients equal the batched einsum's."""
     import tensorflow as tf
 
-    from albert_tf import heads
+    from albert_tf.modeling import heads
 
     batch, positions, hidden, embedding, vocab = 3, 4, 8, 6, 50
     head = heads.MaskedLMHead(vocab, embedding, hidden, "gelu", 0.5)

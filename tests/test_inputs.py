@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import inputs
+from albert_tf.pretraining import inputs
 from tests.pretraining_data import make_examples, serialize, write_records
 
 

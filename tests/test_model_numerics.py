@@ -7,7 +7,9 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
-from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer, layers, tf1_names
+from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
+from albert_tf.modeling import layers
+from albert_tf.checkpoints import names as tf1_names
 from tests import numpy_reference as ref
 
 TOL = 1e-5

@@ -9,8 +9,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import export, hub_export, models, onnx_export, tokenization
-from albert_tf.tasks import race_export, squad_export
+from albert_tf import export, tokenization
+from albert_tf.export import hub as hub_export, onnx as onnx_export
+from albert_tf.modeling import models
+from albert_tf.tasks.multiple_choice import export as race_export
+from albert_tf.tasks.span_qa import export as squad_export
 from tests.conftest import REPO_ROOT
 from tests.test_model_numerics import randomize, tiny_config
 

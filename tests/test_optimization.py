@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import optimization
-from albert_tf.optimization import AdamWeightDecay, Lamb, WarmupPolynomialDecay
+from albert_tf.training import optimization
+from albert_tf.training.optimization import AdamWeightDecay, Lamb, WarmupPolynomialDecay
 
 EXCLUDE = ["LayerNorm", "layer_norm", "bias"]
 
@@ -93,7 +93,8 @@ def test_exclusion_rules_on_model_paths():
 
 
 def test_albert_variables_excluded_as_in_the_original():
-    from albert_tf import AlbertConfig, AlbertPretrainer, tf1_names
+    from albert_tf import AlbertConfig, AlbertPretrainer
+    from albert_tf.checkpoints import names as tf1_names
     model = AlbertPretrainer(AlbertConfig(vocab_size=20, embedding_size=8, hidden_size=16,
                                           num_hidden_layers=1, num_attention_heads=2,
                                           intermediate_size=16))

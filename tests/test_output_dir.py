@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertClassifier, AlbertConfig, errors, fileio, finetuning, run_dir
+from albert_tf import AlbertClassifier, AlbertConfig, errors, fileio, finetuning
+from albert_tf.training import run_dir
 from albert_tf.pretraining import PretrainingOptions, run_pretraining
 from tests.pretraining_data import make_examples, write_records
 from tests.test_finetuning import ToyClassification
@@ -210,7 +211,7 @@ def test_a_record_without_any_run_output_is_replaced(tmp_path):
 
 
 def test_run_glue_refuses_before_writing_feature_caches(shared_data, tmp_path):
-    from albert_tf.tasks.glue_job import GlueOptions, run_glue
+    from albert_tf.tasks.classification.job import GlueOptions, run_glue
 
     spm = shared_data / "spm" / "albert_style_pd8k.model"
     if not spm.exists():

@@ -5,8 +5,8 @@ import pathlib
 import pytest
 
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
-from albert_tf import parameter_counts
-from albert_tf.parameter_counts import count_parameters, paper_rows
+from albert_tf.modeling import parameter_counts
+from albert_tf.modeling.parameter_counts import count_parameters, paper_rows
 
 # Models above this size are checked with the formula only (building BERT-xlarge
 # would allocate 5 GB); the formula itself is proven on every smaller row.

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertPretrainer, fused_ops
+from albert_tf import AlbertPretrainer
+from albert_tf.kernels import fused_ops
 from tests.test_model_numerics import random_batch, randomize, tiny_config
 
 

@@ -4,8 +4,8 @@ import math
 import keras
 import pytest
 
-from albert_tf import precision
-from albert_tf.precision import CpuInfo, GemmRates
+from albert_tf.kernels import precision
+from albert_tf.kernels.precision import CpuInfo, GemmRates
 
 # Flags as /proc/cpuinfo lists them on the machines this project has run on.
 AVX2_EPYC = CpuInfo("AMD EPYC 7B13", frozenset("fpu sse2 avx avx2 fma bmi2".split()), "x86_64")

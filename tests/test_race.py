@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertConfig
-from albert_tf.tasks import race, race_job
+from albert_tf.tasks.multiple_choice import race, job as race_job
 from albert_tf.tokenization import SentencePieceTokenizer
 
 SPM = "spm/albert_style_pd8k.model"

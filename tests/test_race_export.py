@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertConfig
-from albert_tf.tasks import race, race_export, race_job
+from albert_tf.tasks.multiple_choice import race, export as race_export, job as race_job
 from albert_tf.tokenization import InGraphTokenizer, SentencePieceTokenizer
 
 SPM = "spm/albert_style_pd8k.model"

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig, AlbertPretrainer, checkpoints, inputs, tf1_names
+from albert_tf import AlbertConfig, AlbertPretrainer, checkpoints
+from albert_tf.pretraining import inputs
+from albert_tf.checkpoints import names as tf1_names
 from albert_tf.pretraining import PretrainingOptions, run_pretraining
 from tests.conftest import REPO_ROOT
 from tests.pretraining_data import make_examples, write_records

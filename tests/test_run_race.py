@@ -12,7 +12,7 @@ import tensorflow_text  # noqa: F401  (registers the ops the SavedModel uses)
 
 from albert_tf import checkpoints
 from albert_tf.config import AlbertConfig
-from albert_tf.tasks import race, race_job
+from albert_tf.tasks.multiple_choice import race, job as race_job
 from albert_tf.tokenization import SentencePieceTokenizer
 from tests.conftest import REPO_ROOT
 

@@ -14,7 +14,8 @@ import sys
 
 import pytest
 
-from albert_tf import AlbertConfig, inputs
+from albert_tf import AlbertConfig
+from albert_tf.pretraining import inputs
 from albert_tf.pretraining import PretrainingOptions, run_pretraining
 from data_prep import pipeline, runner
 from data_prep.masking import MaskingOptions

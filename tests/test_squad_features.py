@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from albert_tf.tokenization import SentencePieceTokenizer, preprocess_text
-from albert_tf.tasks import squad_data, squad_features as sf, squad_metrics, squad_postprocess
+from albert_tf.tasks.span_qa import (data as squad_data, features as sf, metrics as squad_metrics,
+                                     postprocess as squad_postprocess)
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from albert_tf.tasks import squad, squad_metrics as m
+from albert_tf.tasks import squad
+from albert_tf.tasks.span_qa import metrics as m
 
 from tests.conftest import REPO_ROOT
 

@@ -8,7 +8,8 @@ import keras
 import pytest
 
 from albert_tf.config import AlbertConfig
-from albert_tf.tasks import squad_data, squad_export, squad_job, squad_postprocess
+from albert_tf.tasks.span_qa import (data as squad_data, export as squad_export, job as squad_job,
+                                     postprocess as squad_postprocess)
 
 from tests.conftest import REPO_ROOT
 
@@ -68,7 +69,7 @@ def test_saved_model_answers_equal_the_python_path(shared_data, tmp_path, v2):
     feature_path = str(tmp_path / "predict.tf_record")
     squad_job.prepare_features(feature_path, examples, SentencePieceTokenizer(spm), options,
                                False, path)
-    from albert_tf.tasks import squad_features
+    from albert_tf.tasks.span_qa import features as squad_features
 
     raw = squad_job.predict_raw(model, feature_path, 96, 16, v2)
     predictions = squad_postprocess.postprocess(
@@ -141,7 +142,7 @@ def test_cli_trains_predicts_evaluates_exports(shared_data, tmp_path, v2):
     assert got["answer"] == [answers[e.qas_id] for e in examples]
     from albert_tf.export import op_types
     assert ("FusedBatchNormV3" in op_types(str(out / "export"))) == v2  # --export_layer_norm
-    from albert_tf import onnx_export
+    from albert_tf.export import onnx as onnx_export
     metadata = onnx_export.read_metadata(str(out / "export" / "model.onnx"))
     assert metadata["task"] == ("squad_v2" if v2 else "squad_v1")
     assert metadata["max_seq_length"] == 96 and metadata["doc_stride"] == 48

@@ -16,8 +16,9 @@ import pytest
 from albert_tf import checkpoints
 from albert_tf.config import AlbertConfig
 from albert_tf.tokenization import SentencePieceTokenizer, WordPieceTokenizer
-from albert_tf.tasks import (cmrc_metrics, squad_data, squad_export, squad_features as sf,
-                             squad_job, squad_metrics, squad_postprocess, squad_wordpiece as sw)
+from albert_tf.tasks.span_qa import (cmrc_metrics, data as squad_data, export as squad_export,
+                                     features as sf, job as squad_job, metrics as squad_metrics,
+                                     postprocess as squad_postprocess, wordpiece as sw)
 
 from tests.conftest import REPO_ROOT
 from tests.test_squad_run import load_in_subprocess

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig, AlbertPretrainer, optimization, training
+from albert_tf import AlbertConfig, AlbertPretrainer, training
+from albert_tf.training import optimization
 from albert_tf.pretraining import PretrainingTask
 from tests.conftest import REPO_ROOT
 from tests.pretraining_data import make_examples

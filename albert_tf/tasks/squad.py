@@ -33,13 +33,13 @@ if __name__ == "__main__":  # the evaluate command: keep TensorFlow's startup li
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from albert_tf.errors import UserError, UserFileNotFoundError, UserValueError  # noqa: E402
-from albert_tf.tasks import cmrc_metrics
-from albert_tf.tasks.squad_data import (SquadExample, SquadFormatError, load_squad_json,
-                                        read_squad_examples)
-from albert_tf.tasks.squad_features import (ConversionStats, FeatureOptions, SquadFeature,
-                                            SquadFeaturizer, align_paragraph)
-from albert_tf.tasks.squad_metrics import evaluate_v1, evaluate_v2, is_v2_dataset
-from albert_tf.tasks.squad_postprocess import PostprocessOptions, postprocess
+from albert_tf.tasks.span_qa import cmrc_metrics
+from albert_tf.tasks.span_qa.data import (SquadExample, SquadFormatError, load_squad_json,
+                                          read_squad_examples)
+from albert_tf.tasks.span_qa.features import (ConversionStats, FeatureOptions, SquadFeature,
+                                              SquadFeaturizer, align_paragraph)
+from albert_tf.tasks.span_qa.metrics import evaluate_v1, evaluate_v2, is_v2_dataset
+from albert_tf.tasks.span_qa.postprocess import PostprocessOptions, postprocess
 
 __all__ = ["SquadExample", "SquadFormatError", "load_squad_json", "read_squad_examples",
            "ConversionStats", "FeatureOptions", "SquadFeature", "SquadFeaturizer",

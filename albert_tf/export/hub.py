@@ -1,0 +1,119 @@
+"""SavedModel export of a pretrained ALBERT, with the original export_to_tfhub's signatures.
+
+Signatures (token ids in, int32 [batch, seq]; `mlm_positions` int32 [batch, P]):
+  tokens: input_ids, input_mask, segment_ids -> sequence_output [B,S,H], pooled_output [B,H]
+  sop:    same inputs -> + sop_log_probs [B,2] (index 1 = swapped)
+  mlm:    + mlm_positions -> + mlm_logits [B,P,V]
+  serving_default = mlm
+Assets: albert_config.json and the vocabulary (the SentencePiece model, or the WordPiece
+vocab.txt / vocab_chinese.txt of the Chinese models), so the directory is self-contained
+and `checkpoints.from_official_dir` reads it; `tokenization_info` returns the vocabulary
+file's path and do_lower_case, as the original's TF-Hub modules do.
+The export is written to a temporary directory and renamed into place.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+import tensorflow as tf
+
+from albert_tf import export
+from albert_tf.kernels import fused_ops
+from albert_tf.modeling.models import AlbertPretrainer
+
+
+class _PretrainerModule(tf.Module):
+    def __init__(self, model: AlbertPretrainer, config_file: str, vocab_file: str,
+                 do_lower_case: bool, layer_norm: str = "auto"):
+        fused_ops.check_export_layer_norm(layer_norm)
+        super().__init__()
+        self.model = model
+        self.layer_norm = layer_norm
+        self.config_asset = tf.saved_model.Asset(config_file)
+        self.vocab_asset = tf.saved_model.Asset(vocab_file)
+        self.do_lower_case = tf.Variable(do_lower_case, trainable=False)
+
+    def _run(self, input_ids, input_mask, segment_ids, positions=None):
+        inputs = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+        if positions is not None:
+            inputs["masked_lm_positions"] = positions
+        return export.call_for_export(self.model, inputs, self.layer_norm)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, "input_ids"),
+                                  tf.TensorSpec([None, None], tf.int32, "input_mask"),
+                                  tf.TensorSpec([None, None], tf.int32, "segment_ids")])
+    def tokens(self, input_ids, input_mask, segment_ids):
+        out = self._run(input_ids, input_mask, segment_ids,
+                        tf.zeros([tf.shape(input_ids)[0], 1], tf.int32))
+        return {"sequence_output": tf.cast(out["sequence_output"], tf.float32),
+                "pooled_output": tf.cast(out["pooled_output"], tf.float32)}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, "input_ids"),
+                                  tf.TensorSpec([None, None], tf.int32, "input_mask"),
+                                  tf.TensorSpec([None, None], tf.int32, "segment_ids")])
+    def sop(self, input_ids, input_mask, segment_ids):
+        out = self._run(input_ids, input_mask, segment_ids,
+                        tf.zeros([tf.shape(input_ids)[0], 1], tf.int32))
+        return {"sequence_output": tf.cast(out["sequence_output"], tf.float32),
+                "pooled_output": tf.cast(out["pooled_output"], tf.float32),
+                "sop_log_probs": tf.nn.log_softmax(out["sop_logits"])}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, "input_ids"),
+                                  tf.TensorSpec([None, None], tf.int32, "input_mask"),
+                                  tf.TensorSpec([None, None], tf.int32, "segment_ids"),
+                                  tf.TensorSpec([None, None], tf.int32, "mlm_positions")])
+    def mlm(self, input_ids, input_mask, segment_ids, mlm_positions):
+        out = self._run(input_ids, input_mask, segment_ids, mlm_positions)
+        return {"sequence_output": tf.cast(out["sequence_output"], tf.float32),
+                "pooled_output": tf.cast(out["pooled_output"], tf.float32),
+                "mlm_logits": out["mlm_logits"]}
+
+    @tf.function(input_signature=[])
+    def tokenization_info(self):
+        return {"vocab_file": self.vocab_asset.asset_path, "do_lower_case": self.do_lower_case}
+
+
+def export_pretrainer(model: AlbertPretrainer, config_file: str, vocab_file: str,
+                      export_dir: str, do_lower_case: bool = True,
+                      layer_norm: str = "auto") -> str:
+    """Writes the SavedModel to `export_dir` (replacing it only once complete);
+    `vocab_file` is the SentencePiece model or the WordPiece vocabulary;
+    `layer_norm` as in `export.call_for_export`."""
+    module = _PretrainerModule(model, config_file, vocab_file, do_lower_case, layer_norm)
+    return export.save_serving_model(export_dir, module, {
+        "serving_default": module.mlm, "mlm": module.mlm, "sop": module.sop,
+        "tokens": module.tokens, "tokenization_info": module.tokenization_info})
+
+
+def export_pretrainer_onnx(model: AlbertPretrainer, export_dir: str,
+                           vocab_file: Optional[str] = None, do_lower_case: bool = True,
+                           int8: bool = False) -> Dict[str, str]:
+    """Writes export_dir/model.onnx (and model.int8.onnx with `int8`): the `mlm`
+    signature's graph, int32 `input_ids`, `input_mask`, `segment_ids` [B, S] and
+    `mlm_positions` [B, P] -> `sequence_output` [B, S, H], `pooled_output` [B, H],
+    `mlm_logits` [B, P, V] and `sop_log_probs` [B, 2] (index 1 = swapped), all float32.
+    `vocab_file` (the SentencePiece model or WordPiece vocabulary, told apart by content)
+    is copied beside it. Returns {"onnx": path[, "onnx_int8": path]}."""
+    from albert_tf.export import onnx as onnx_export
+    from albert_tf import tokenization
+
+    call = export.model_outputs(model, ["sequence_output", "pooled_output", "mlm_logits",
+                                        "sop_logits"], layer_norm="plain")
+
+    def fn(features):
+        features = dict(features)
+        features["masked_lm_positions"] = features.pop("mlm_positions")
+        out = call(features)
+        return {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"],
+                "mlm_logits": out["mlm_logits"],
+                "sop_log_probs": tf.nn.log_softmax(out["sop_logits"])}
+
+    signature = export.token_input_signature()
+    signature["mlm_positions"] = tf.TensorSpec([None, None], tf.int32, "mlm_positions")
+    metadata = {"task": "pretrainer", "do_lower_case": do_lower_case,
+                "albert_config": model.config.to_dict()}
+    sentencepiece = bool(vocab_file) and tokenization.is_sentencepiece_model(vocab_file)
+    return onnx_export.export_model_dir(
+        export_dir, fn, signature, metadata, int8=int8,
+        spm_model_file=vocab_file if sentencepiece else None,
+        vocab_file=None if sentencepiece else vocab_file)

@@ -1,0 +1,267 @@
+"""ONNX export of albert-tf models (token ids in), optionally quantized to int8.
+
+    onnx_export.write_onnx(fn, input_signature, path, metadata)   any token function
+    onnx_export.quantize_int8(path, int8_path)                     dynamic int8 weights
+    onnx_export.export_model_dir(export_dir, fn, signature, ...)   model.onnx (+ int8) and
+                                                                   the vocabulary, as the
+                                                                   run_*.py scripts write
+
+The converter is tf2onnx, on a `tf.function` of the model. Keras 3's own
+`model.export(format="onnx")` calls the same converter for the TensorFlow backend, but
+traces the model's `call` as it runs in process: with our fused kernels (XLA
+functions, oneDNN's `_MklLayerNorm`), which ONNX has no ops for, and with one
+positional input and Keras' output structure. Here the function is traced as for a
+SavedModel (`fused_ops.portable_graph`: plain TensorFlow ops, LayerNorms spelled as
+seven plain ops, which ONNX Runtime fuses back into its LayerNormalization kernel),
+with named int32 inputs (`input_ids`, `input_mask`, `segment_ids`, ...) and named
+outputs.
+
+Tokenization stays with the caller (`albert_tf.tokenization.FullTokenizer`): the
+vocabulary file is copied beside model.onnx and named in its metadata.
+onnxruntime-extensions (0.15.2, checked against this project's tokenizers) does not
+give the original's ids: its SentencepieceTokenizer has none of the original's
+preprocessing (whitespace collapsing, NFKD accent stripping, lowercasing) and, even on
+preprocessed text, keeps "▁1999," as one piece where the original splits it into
+"▁1999" ","; its BertTokenizer (WordPiece) maps the full-width "ＡＢＣ" of Chinese text to
+[UNK] where the original lowercases it to "ａ" "##ｂ" "##ｃ".
+
+ONNX files are written to a temporary name and renamed into place.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from typing import Callable, Dict, Mapping, Optional, Sequence
+
+import tensorflow as tf
+from absl import logging
+
+from albert_tf import fileio
+from albert_tf.kernels import fused_ops
+
+OPSET = 17  # LayerNormalization is an ONNX op from opset 17
+EXPORT_FORMATS = ("saved_model", "onnx")
+DEFAULT_EXPORT_FORMATS = ("saved_model",)
+ONNX_FILE = "model.onnx"
+INT8_FILE = "model.int8.onnx"
+METADATA_PREFIX = "albert_tf."
+
+_MISSING = ("ONNX export needs tf2onnx, onnx and onnxruntime (pinned in requirements.txt): "
+            "pip install tf2onnx onnx onnxruntime")
+
+
+def check_export_formats(formats: Sequence[str], int8: bool, *,
+                         export_dir: Optional[str],
+                         formats_flag: str = "--export_format",
+                         int8_flag: str = "--export_int8",
+                         mixed_precision: str = "float32") -> None:
+    """Raises ValueError naming the flag unless `formats` is a non-empty subset of
+    EXPORT_FORMATS and `int8` comes with "onnx"; a choice other than the default
+    (SavedModel only) needs `export_dir` (it says what that directory holds); ONNX also
+    needs a float32 model (the graph computes in the model's dtype) and a local
+    `export_dir`."""
+    formats = list(formats)
+    unknown = [f for f in formats if f not in EXPORT_FORMATS]
+    if not formats or unknown:
+        raise ValueError(f"{formats_flag} takes a comma-separated list of "
+                         f"{', '.join(EXPORT_FORMATS)}; got {','.join(formats)!r}")
+    if int8 and "onnx" not in formats:
+        raise ValueError(f"{int8_flag} quantizes the ONNX model: add onnx to {formats_flag} "
+                         f"(e.g. {formats_flag}=saved_model,onnx)")
+    custom_formats = formats != list(DEFAULT_EXPORT_FORMATS)
+    if not export_dir and (int8 or custom_formats):
+        chosen = " and ".join(([f"{formats_flag}={','.join(formats)}"] if custom_formats
+                               else []) + ([int8_flag] if int8 else []))
+        raise ValueError(f"{chosen}: nothing is exported without --export_dir "
+                         "(set --export_dir=DIR)")
+    if "onnx" in formats and mixed_precision != "float32":
+        raise ValueError(f"{formats_flag}=onnx exports a float32 graph, but "
+                         f"--mixed_precision={mixed_precision} may train in 16 bits: use "
+                         f"--mixed_precision=float32, or export the SavedModel only")
+    if "onnx" in formats and export_dir and "://" in export_dir:
+        raise ValueError(f"{formats_flag}=onnx writes to a local --export_dir; got "
+                         f"{export_dir} (copy the files afterwards)")
+    if "onnx" in formats:  # before training, not after it
+        import importlib.util
+        missing = [name for name in ("tf2onnx", "onnx", "onnxruntime")
+                   if importlib.util.find_spec(name) is None]
+        if missing:
+            raise ValueError(f"{formats_flag}=onnx needs {', '.join(missing)}, not installed: "
+                             f"pip install -r requirements.txt (or pip install {' '.join(missing)})")
+
+
+def _converter():
+    try:
+        import tf2onnx  # noqa: F401
+        import onnx  # noqa: F401
+    except ImportError as err:
+        raise ImportError(f"{_MISSING} ({err})") from err
+    return tf2onnx
+
+
+def to_onnx_proto(fn: Callable, input_signature: Mapping[str, tf.TensorSpec],
+                  metadata: Optional[Mapping[str, object]] = None):
+    """The ONNX ModelProto of `fn(features) -> {name: tensor}`.
+
+    input_signature: name -> TensorSpec of the features dict (the ONNX inputs keep
+    these names, and the outputs keep the dict's keys). metadata: stored as the model's
+    `metadata_props`, keys prefixed "albert_tf.", values as JSON.
+    """
+    tf2onnx = _converter()
+    signature = {name: tf.TensorSpec(spec.shape, spec.dtype, name=name)
+                 for name, spec in input_signature.items()}
+    function = tf.function(lambda features: fn(features), input_signature=[signature],
+                           autograph=False)
+    with fused_ops.portable_graph(), _quiet_converters():
+        proto, _ = tf2onnx.convert.from_function(function, input_signature=[signature],
+                                                 opset=OPSET)
+    unsupported = sorted({node.op_type for node in proto.graph.node
+                          if node.domain == "" and not _is_onnx_op(node.op_type)})
+    if unsupported:  # tf2onnx keeps an op it cannot convert, and the model will not load
+        raise ValueError(f"the model holds TensorFlow ops ONNX has no conversion for: "
+                         f"{', '.join(unsupported)}")
+    for key, value in (metadata or {}).items():
+        entry = proto.metadata_props.add()
+        entry.key = METADATA_PREFIX + key
+        entry.value = json.dumps(value)
+    proto.producer_name = "albert-tf (tf2onnx)"
+    return proto
+
+
+def model_function(model, names: Sequence[str], argmax_of: Optional[str] = None,
+                   choice_mask: bool = False) -> Callable[[Mapping], Dict[str, tf.Tensor]]:
+    """features -> {name: output} of a Keras task model in inference mode, for
+    `to_onnx_proto`: floating outputs as float32, LayerNorms spelled plain.
+
+    argmax_of: also output `predictions`, int32 [B], the argmax of that output's last
+    axis (TensorFlow's argmax: Keras' own adds Bitcast ops, which ONNX lacks).
+    choice_mask: multiple choice (C3): an int32 `choice_mask` [B, C] feature masks
+    absent choices out of `logits`, `probabilities` and `predictions`, as the SavedModel.
+    """
+    from albert_tf import export
+
+    call = export.model_outputs(model, [n for n in names if n != "predictions"] +
+                                (["logits"] if choice_mask else []), layer_norm="plain")
+
+    def fn(features):
+        features = dict(features)
+        mask = features.pop("choice_mask", None) if choice_mask else None
+        outputs = call(features)
+        if mask is not None:
+            from albert_tf.tasks.multiple_choice import export as race_export
+            outputs.update(race_export.masked_outputs(outputs, mask))
+        result = {name: outputs[name] for name in names if name != "predictions"}
+        if argmax_of:
+            result["predictions"] = tf.argmax(outputs[argmax_of], axis=-1,
+                                              output_type=tf.int32)
+        return result
+    return fn
+
+
+def _is_onnx_op(op_type: str) -> bool:
+    import onnx
+    try:
+        onnx.defs.get_schema(op_type, OPSET)
+        return True
+    except onnx.defs.SchemaError:
+        return False
+
+
+@contextlib.contextmanager
+def _quiet_converters():
+    """tf2onnx logs its progress and ONNX Runtime's quantizer a line per tensor (to the
+    root logger, which absl shows at INFO): kept to warnings while they run."""
+    import logging as std_logging
+    converter = std_logging.getLogger("tf2onnx")
+    level, disabled = converter.level, std_logging.root.manager.disable
+    converter.setLevel(std_logging.WARNING)
+    std_logging.disable(std_logging.INFO)
+    try:
+        yield
+    finally:
+        converter.setLevel(level)
+        std_logging.disable(disabled)
+
+
+def write_onnx(fn: Callable, input_signature: Mapping[str, tf.TensorSpec], path: str,
+               metadata: Optional[Mapping[str, object]] = None) -> str:
+    """Converts `fn` (see `to_onnx_proto`) and writes it to `path` atomically."""
+    proto = to_onnx_proto(fn, input_signature, metadata)
+    data = proto.SerializeToString()
+
+    with fileio.atomic_open(path, "wb") as handle:
+        handle.write(data)
+    logging.info("exported ONNX model (%d nodes, opset %d, %.1f MB) to %s",
+                 len(proto.graph.node), OPSET, len(data) / 1e6, path)
+    return path
+
+
+def quantize_int8(path: str, int8_path: str) -> str:
+    """Writes an int8 copy of the float32 ONNX model at `path` to `int8_path`, atomically.
+
+    ONNX Runtime's dynamic quantization: MatMul weights stored as int8 with one scale per
+    output column (per channel: on a fine-tuned SST-2 classifier it kept 99.6% of the
+    float32 predictions where one scale per tensor kept 98.9%, at the same speed),
+    activations quantized per call from their observed range, so no calibration data is
+    needed. The model is first pre-processed (shape inference and
+    constant folding), as ONNX Runtime recommends, so that weights that reach a MatMul
+    through a transpose are constants it can quantize.
+    """
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        from onnxruntime.quantization.shape_inference import quant_pre_process
+    except ImportError as err:
+        raise ImportError(f"{_MISSING} ({err})") from err
+    with tempfile.TemporaryDirectory() as scratch, _quiet_converters():
+        prepared = os.path.join(scratch, "prepared.onnx")
+        quant_pre_process(path, prepared, skip_symbolic_shape=True)
+
+        with fileio.atomic_path(int8_path) as tmp:
+            quantize_dynamic(prepared, tmp, weight_type=QuantType.QInt8,
+                             op_types_to_quantize=["MatMul"], per_channel=True)
+    logging.info("exported int8 ONNX model (%.1f MB) to %s",
+                 os.path.getsize(int8_path) / 1e6, int8_path)
+    return int8_path
+
+
+def export_model_dir(export_dir: str, fn: Callable,
+                     input_signature: Mapping[str, tf.TensorSpec],
+                     metadata: Mapping[str, object], int8: bool = False,
+                     spm_model_file: Optional[str] = None,
+                     vocab_file: Optional[str] = None) -> Dict[str, str]:
+    """Writes `export_dir`/model.onnx (and model.int8.onnx with `int8`), plus a copy of
+    the vocabulary: `spm_model_file` (SentencePiece; wins when both are given) or
+    `vocab_file` (WordPiece), as the SavedModel exports take them. The metadata records
+    its base name ("vocabulary_file") and which `FullTokenizer` argument it is
+    ("tokenizer": "sentencepiece" or "wordpiece"). Returns {"onnx": path[, "onnx_int8":
+    path]}. Beside a SavedModel in the same directory, TensorFlow ignores these files."""
+    metadata = dict(metadata)
+    vocabulary_file = spm_model_file or vocab_file
+    if vocabulary_file:
+        name = os.path.basename(vocabulary_file)
+        target = os.path.join(export_dir, name)
+        if os.path.abspath(target) != os.path.abspath(vocabulary_file):
+            with fileio.atomic_path(target) as tmp:
+                shutil.copyfile(vocabulary_file, tmp)
+        metadata["vocabulary_file"] = name
+        metadata["tokenizer"] = "sentencepiece" if spm_model_file else "wordpiece"
+    written = {"onnx": write_onnx(fn, input_signature, os.path.join(export_dir, ONNX_FILE),
+                                  metadata)}
+    int8_path = os.path.join(export_dir, INT8_FILE)
+    if int8:
+        written["onnx_int8"] = quantize_int8(written["onnx"], int8_path)
+    elif os.path.exists(int8_path):  # an earlier export's: it would not match model.onnx
+        os.remove(int8_path)
+        logging.info("removed %s of an earlier export", int8_path)
+    return written
+
+
+def read_metadata(path: str) -> Dict[str, object]:
+    """The albert_tf metadata of an exported ONNX file (JSON values decoded)."""
+    import onnx
+    model = onnx.load(path, load_external_data=False)
+    return {entry.key[len(METADATA_PREFIX):]: json.loads(entry.value)
+            for entry in model.metadata_props if entry.key.startswith(METADATA_PREFIX)}

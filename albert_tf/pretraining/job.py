@@ -1,0 +1,271 @@
+"""The pretraining task (MLM + SOP) for the training loop, with global-batch normalisation.
+
+For a global batch the losses are the original's:
+  masked_lm_loss      = sum(w * nll) / (sum(w) + 1e-5)
+  sentence_order_loss = mean(nll)
+and each replica / micro-batch contributes its numerator divided by the global
+denominators, so distributed and accumulated steps equal one big step.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Callable, Dict, Optional
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from albert_tf import checkpoints, finetuning, training
+from albert_tf.training import distribute, optimization, run_dir
+from albert_tf.pretraining import inputs
+from albert_tf.kernels import precision
+from albert_tf.config import AlbertConfig
+from albert_tf.modeling.models import MLM_LOSS_EPSILON, AlbertPretrainer
+from albert_tf.training import Task
+
+METRIC_SUMS = ("masked_lm_loss_sum", "masked_lm_correct", "masked_lm_weight",
+               "sentence_order_loss_sum", "sentence_order_correct", "examples")
+
+
+def _nll(logits, labels):
+    """Per-position negative log-likelihood, float32; logits [..., C], labels int [...]."""
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
+    return -tf.gather(log_probs, labels, axis=-1, batch_dims=len(labels.shape))
+
+
+class PretrainingTask(Task):
+    """MLM + SOP on `AlbertPretrainer` outputs."""
+
+    metric_names = METRIC_SUMS
+
+    def normalizers(self, features) -> Dict[str, tf.Tensor]:
+        weights = tf.cast(features["masked_lm_weights"], tf.float32)
+        return {"masked_lm_weight": tf.reduce_sum(weights),
+                "examples": tf.cast(tf.shape(weights)[0], tf.float32)}
+
+    def loss(self, model, features, normalizers, training):
+        outputs = model(features, training=training)
+        ids = tf.cast(features["masked_lm_ids"], tf.int32)
+        weights = tf.cast(features["masked_lm_weights"], tf.float32)
+        sop_labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
+        mlm_nll = _nll(outputs["mlm_logits"], ids)
+        sop_nll = _nll(outputs["sop_logits"], sop_labels)
+        mlm_sum = tf.reduce_sum(weights * mlm_nll)
+        sop_sum = tf.reduce_sum(sop_nll)
+        loss = (mlm_sum / (normalizers["masked_lm_weight"] + MLM_LOSS_EPSILON)
+                + sop_sum / normalizers["examples"])
+        mlm_pred = tf.argmax(outputs["mlm_logits"], axis=-1, output_type=tf.int32)
+        sop_pred = tf.argmax(outputs["sop_logits"], axis=-1, output_type=tf.int32)
+        sums = {
+            "masked_lm_loss_sum": mlm_sum,
+            "masked_lm_correct": tf.reduce_sum(weights * tf.cast(mlm_pred == ids, tf.float32)),
+            "masked_lm_weight": tf.reduce_sum(weights),
+            "sentence_order_loss_sum": sop_sum,
+            "sentence_order_correct": tf.reduce_sum(tf.cast(sop_pred == sop_labels, tf.float32)),
+            "examples": tf.cast(tf.shape(sop_labels)[0], tf.float32),
+        }
+        return loss, sums
+
+    def finalize(self, sums: Dict[str, float]) -> Dict[str, float]:
+        weight = sums["masked_lm_weight"]
+        examples = max(sums["examples"], 1.0)
+        metrics = {
+            "masked_lm_loss": sums["masked_lm_loss_sum"] / (weight + MLM_LOSS_EPSILON),
+            "masked_lm_accuracy": sums["masked_lm_correct"] / max(weight, 1e-12),
+            "sentence_order_loss": sums["sentence_order_loss_sum"] / examples,
+            "sentence_order_accuracy": sums["sentence_order_correct"] / examples,
+        }
+        metrics["loss"] = metrics["masked_lm_loss"] + metrics["sentence_order_loss"]
+        return metrics
+
+
+# --- the pretraining job (what run_pretraining.py runs) -----------------------------------------
+
+@dataclasses.dataclass
+class PretrainingOptions:
+    """Everything `run_pretraining` needs; defaults are the original's flags.
+
+    Batch sizes are global (over replicas and accumulation micro-batches).
+    """
+
+    albert_config: AlbertConfig
+    output_dir: str
+    input_file: Optional[str] = None
+    eval_input_file: Optional[str] = None
+    init_checkpoint: Optional[str] = None
+    init_from_group0: bool = False
+    max_seq_length: int = 512
+    max_predictions_per_seq: int = 20
+    do_train: bool = True
+    do_eval: bool = False
+    train_batch_size: int = 4096
+    eval_batch_size: int = 64
+    optimizer: str = "lamb"
+    learning_rate: float = 0.00176
+    poly_power: float = 1.0
+    num_train_steps: int = 125000
+    num_warmup_steps: int = 3125
+    start_warmup_step: int = 0
+    save_checkpoints_steps: int = 5000
+    keep_checkpoint_max: int = 5
+    iterations_per_loop: int = 1000
+    max_eval_steps: Optional[int] = 100
+    mixed_precision: str = "float32"
+    jit_compile: bool = False
+    recompute_layers: bool = False  # tf.recompute_grad per layer: less memory, ~1/3 more compute
+    max_train_seconds: Optional[float] = None  # stop early (checkpointed) past this time
+    gradient_accumulation_steps: int = 1
+    seed: Optional[int] = None
+    deterministic_input: bool = False
+
+    def validate(self, num_replicas: int) -> None:
+        """Raises ValueError naming the flag that is wrong."""
+        if not (self.do_train or self.do_eval):
+            raise ValueError("at least one of --do_train and --do_eval must be set")
+        if self.do_train and not self.input_file:
+            raise ValueError("--input_file is required with --do_train")
+        if self.do_eval and not self.eval_input_file:
+            raise ValueError("--eval_input_file is required with --do_eval (evaluation reads "
+                             "held-out files, never the training files)")
+        precision.check(self.mixed_precision)
+        if self.max_seq_length > self.albert_config.max_position_embeddings:
+            raise ValueError(f"--max_seq_length {self.max_seq_length} exceeds the config's "
+                             f"max_position_embeddings {self.albert_config.max_position_embeddings}")
+        for name in ("num_train_steps", "save_checkpoints_steps", "iterations_per_loop",
+                     "train_batch_size", "eval_batch_size", "gradient_accumulation_steps"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"--{name} must be positive, got {getattr(self, name)}")
+        per_step = num_replicas * self.gradient_accumulation_steps
+        if self.train_batch_size % per_step:
+            raise ValueError(
+                f"--train_batch_size {self.train_batch_size} must be divisible by replicas "
+                f"({num_replicas}) x --gradient_accumulation_steps "
+                f"({self.gradient_accumulation_steps})")
+        if self.eval_batch_size % num_replicas:
+            raise ValueError(f"--eval_batch_size {self.eval_batch_size} must be divisible by the "
+                             f"number of replicas ({num_replicas})")
+
+
+CHECKPOINT_SUBDIR = "checkpoints"
+BEST_PREFIX = finetuning.BEST_PREFIX
+
+
+def _input_config(options, files, is_training):
+    return inputs.PretrainingInputConfig(
+        files, options.max_seq_length, options.max_predictions_per_seq, is_training=is_training,
+        seed=options.seed, deterministic=options.deterministic_input or not is_training)
+
+
+def _dataset_fn(config, global_batch):
+    def dataset_fn(input_context):
+        per_replica = (input_context.get_per_replica_batch_size(global_batch)
+                       if input_context else global_batch)
+        return inputs.pretraining_dataset(config, per_replica, input_context)
+    return dataset_fn
+
+
+def run_pretraining(options: PretrainingOptions,
+                    strategy: Optional[tf.distribute.Strategy] = None,
+                    on_evaluation: Optional[Callable[[keras.Model, int, Dict, float], None]] = None
+                    ) -> Dict:
+    """Trains and/or evaluates; returns {"train": metrics, "eval": metrics, "best": ...}.
+
+    on_evaluation(model, step, metrics, seconds), if given, runs after each held-out
+    evaluation (which took `seconds`), with the model holding that step's weights (the
+    demo shows fill-ins with it).
+
+    Output directory (re-running the same command resumes from `checkpoints/`, first
+    evaluating the latest checkpoint when an interruption left it unevaluated; a directory
+    holding a fine-tuning run or a run of another model config is refused before anything
+    is written, see `albert_tf.run_dir`):
+      albert_tf_run.json (the run's identity), albert_config.json, checkpoints/ckpt-N
+      (tf.train.Checkpoint: model, optimizer, input position), train/ and eval/
+      TensorBoard logs, eval_results.txt, model.ckpt-best.{index,data-*} (official TF1
+      format, best masked_lm_accuracy; the final checkpoint when there is no evaluation),
+      best_eval.json.
+    """
+    strategy = strategy or tf.distribute.get_strategy()
+    options.validate(strategy.num_replicas_in_sync)
+    if options.seed is not None:
+        keras.utils.set_random_seed(options.seed)
+    identity = run_dir.RunIdentity.of(run_dir.PRETRAINING, run_dir.PRETRAINING,
+                                      options.albert_config)
+    run_dir.claim_output_dir(options.output_dir, identity, write=distribute.is_chief(strategy))
+    if distribute.is_chief(strategy):
+        options.albert_config.to_json_file(os.path.join(options.output_dir,
+                                                        "albert_config.json"))
+    ckpt_dir = os.path.join(options.output_dir, CHECKPOINT_SUBDIR)
+    policy = precision.resolve(options.mixed_precision, strategy)
+    with strategy.scope():
+        model = AlbertPretrainer(options.albert_config, dtype=policy,
+                                 recompute_layers=options.recompute_layers)
+        model.build()
+        optimizer = optimization.create_optimizer(
+            options.learning_rate, options.num_train_steps, options.num_warmup_steps,
+            options.optimizer, options.poly_power, options.start_warmup_step, clip_norm=None)
+        schedule = optimizer.learning_rate_schedule
+        if policy == "mixed_float16":
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    task = PretrainingTask()
+    resuming = tf.train.latest_checkpoint(ckpt_dir) is not None
+    if options.init_checkpoint and not resuming:
+        checkpoints.restore_for_training(model, options.init_checkpoint,
+                                         init_from_group0=options.init_from_group0)
+    elif options.init_checkpoint:
+        logging.info("resuming from %s: --init_checkpoint is not applied again", ckpt_dir)
+    config = training.TrainingConfig(
+        output_dir=ckpt_dir, num_train_steps=options.num_train_steps,
+        steps_per_loop=options.iterations_per_loop,
+        save_checkpoints_steps=options.save_checkpoints_steps,
+        keep_checkpoint_max=options.keep_checkpoint_max,
+        gradient_accumulation_steps=options.gradient_accumulation_steps,
+        jit_compile=options.jit_compile, summary_dir=os.path.join(options.output_dir, "train"),
+        max_train_seconds=options.max_train_seconds)
+    trainer = training.Trainer(strategy, model, optimizer, task, config, task.metric_names,
+                               learning_rate_fn=schedule)
+    chief = distribute.is_chief(strategy)
+    tracker = finetuning.BestCheckpointTracker(options.output_dir, "masked_lm_accuracy",
+                                               write=chief)
+    eval_writer = (tf.summary.create_file_writer(os.path.join(options.output_dir, "eval"))
+                   if chief else tf.summary.create_noop_writer())
+    results = {}
+
+    def evaluate_now(step, _path=None):
+        started = time.time()
+        eval_config = _input_config(options, options.eval_input_file, is_training=False)
+        metrics = training.evaluate(strategy, model, task,
+                                    _dataset_fn(eval_config, options.eval_batch_size),
+                                    task.metric_names, max_steps=options.max_eval_steps)
+        metrics.pop("eval_batches", None)
+        tracker.record(step, metrics, model, eval_writer)
+        results["eval"] = metrics
+        if on_evaluation is not None:
+            on_evaluation(model, step, metrics, time.time() - started)
+
+    if options.do_train:
+        train_config = _input_config(options, options.input_file, is_training=True)
+        if options.do_eval and resuming:
+            finetuning.evaluate_unrecorded_checkpoint(trainer, tracker, evaluate_now)
+        try:
+            results["train"] = trainer.train(
+                _dataset_fn(train_config, options.train_batch_size),
+                on_checkpoint=evaluate_now if options.do_eval else None)
+        except training.CorruptedInputError:
+            # Name the file (TensorFlow's error does not); re-raise if none is found.
+            inputs.locate_corruption(inputs.expand_patterns(options.input_file))
+            raise
+    else:
+        trainer.restore_latest()
+    if options.do_eval and "eval" not in results:
+        evaluate_now(trainer.step)
+    if not options.do_eval and chief:
+        checkpoints.save_tf1_checkpoint(model, os.path.join(options.output_dir, BEST_PREFIX),
+                                        global_step=trainer.step)
+        logging.info("no evaluation: exported the step-%d weights as %s", trainer.step,
+                     BEST_PREFIX)
+    results["best"] = tracker.best
+    results["global_step"] = trainer.step
+    results["stopped_early"] = trainer.stopped_early
+    return results

@@ -1,0 +1,613 @@
+"""GLUE sentence(-pair) classification and regression: readers, features, caches, metrics.
+
+Processors (`--task_name`), as the original's classifier_utils.py: file names
+under `data_dir`, 0-based columns, header handling, label lists and the
+best-checkpoint metric are in `TASKS`. `data_dir` is the GLUE root (the
+original's layout: `data_dir/STS-B/train.tsv`) or the task's own folder
+(`data_dir/train.tsv`); see `task_dir`. Texts are read raw; the original's
+`preprocess_text(text, lower=do_lower_case)` is applied at tokenization time
+(`SentencePieceTokenizer.preprocess`, or in-graph for serving), which gives the
+same ids as the original applying it in the processor.
+
+Files are UTF-8 (a BOM is skipped: GLUE's MRPC files have one) and read as
+tab-separated with no quoting, as GLUE distributes them. A row with fewer
+columns than the task reads, or a label outside the task's label list, is an
+error naming the file and line. QQP's known short rows in train/dev are
+skipped and counted, as the original skips them.
+
+`custom`: a user's own files `{train,dev,test}.{tsv,csv,txt}` in `data_dir`
+(`.txt` is read as TSV: ChnSentiCorp's `text<TAB>label` files) with columns
+chosen by name (header row) or 0-based index; the label list is the sorted
+set of training labels (or `regression=True`).
+
+CLUE's JSON-lines tasks are in `albert_tf.tasks.clue`.
+
+Features follow the original's TFRecord schema (`input_ids`, `input_mask`,
+`segment_ids` int64 [S], `label_ids` int64 or float for regression,
+`is_real_example`) and are cached per task, split, sequence length,
+vocabulary and data (see `prepare_features`).
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import hashlib
+import io
+import json
+import os
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+from absl import logging
+
+from albert_tf import fileio
+from albert_tf.errors import UserError
+from albert_tf.tasks.classification import metrics as glue_metrics
+
+SPLITS = ("train", "dev", "test")
+
+
+class GlueDataError(UserError, ValueError):
+    """A GLUE input file is missing or has a malformed row (the message names file and line)."""
+
+
+@dataclasses.dataclass
+class InputExample:
+    """One example: raw texts (text_b None for single-sentence tasks) and its label.
+
+    `label` is a label string (classification), a float (regression) or None
+    (test split). `source` is "file:line", for error messages. `example_id` is
+    the example's id as its file gives it (CLUE's JSON `id`), for submissions.
+    """
+
+    guid: str
+    text_a: str
+    text_b: Optional[str] = None
+    label: Optional[object] = None
+    source: str = ""
+    example_id: Optional[object] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitLayout:
+    """Where the fields of one split are: file name and 0-based columns (-1 = last)."""
+
+    file: str
+    header: bool
+    text_a: int
+    text_b: Optional[int] = None
+    label: Optional[int] = None     # None: the split has no labels (test)
+    guid: Optional[int] = None      # None: guid = "{split}-{row index}", as the original
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpec:
+    """One GLUE task as the original's processor reads it."""
+
+    name: str
+    directory: str
+    splits: Dict[str, SplitLayout]
+    labels: Optional[Tuple[str, ...]]   # None = regression (STS-B)
+    metric: str                         # best-checkpoint key (the original's)
+    extra_metrics: Tuple[str, ...] = ()
+    skip_short_rows: bool = False       # QQP: the original skips rows it cannot index
+    submission_name: Optional[str] = None  # GLUE leaderboard file name (without .tsv)
+
+    @property
+    def is_regression(self) -> bool:
+        return self.labels is None
+
+    @property
+    def is_pair(self) -> bool:
+        return self.splits["dev"].text_b is not None
+
+
+def _pair_task(name, directory, labels, guid=0, a=1, b=2, label=-1, test_a=1, test_b=2,
+               files=("train.tsv", "dev.tsv", "test.tsv"), **kwargs):
+    train, dev, test = files
+    return TaskSpec(name, directory, {
+        "train": SplitLayout(train, True, a, b, label, guid),
+        "dev": SplitLayout(dev, True, a, b, label, guid),
+        "test": SplitLayout(test, True, test_a, test_b, None, 0),
+    }, labels, **kwargs)
+
+
+_NLI = ("contradiction", "entailment", "neutral")
+_BINARY = ("0", "1")
+_ENTAIL = ("entailment", "not_entailment")
+
+TASKS: Dict[str, TaskSpec] = {
+    "cola": TaskSpec("cola", "CoLA", {
+        "train": SplitLayout("train.tsv", False, 3, None, 1),
+        "dev": SplitLayout("dev.tsv", False, 3, None, 1),
+        "test": SplitLayout("test.tsv", True, 1, None, None, 0),
+    }, _BINARY, "matthew_corr", ("matthew_corr",), submission_name="CoLA"),
+    "sst-2": TaskSpec("sst-2", "SST-2", {
+        "train": SplitLayout("train.tsv", True, 0, None, 1),
+        "dev": SplitLayout("dev.tsv", True, 0, None, 1),
+        "test": SplitLayout("test.tsv", True, 1, None, None, 0),
+    }, _BINARY, "eval_accuracy", submission_name="SST-2"),
+    "mrpc": TaskSpec("mrpc", "MRPC", {
+        "train": SplitLayout("train.tsv", True, 3, 4, 0),
+        "dev": SplitLayout("dev.tsv", True, 3, 4, 0),
+        "test": SplitLayout("test.tsv", True, 3, 4, None, 0),
+    }, _BINARY, "eval_accuracy", ("f1",), submission_name="MRPC"),
+    "sts-b": _pair_task("sts-b", "STS-B", None, a=7, b=8, test_a=7, test_b=8,
+                        metric="pearson", submission_name="STS-B"),
+    "qqp": _pair_task("qqp", "QQP", _BINARY, a=3, b=4, label=5, metric="eval_accuracy",
+                      extra_metrics=("f1",), skip_short_rows=True, submission_name="QQP"),
+    "mnli": _pair_task("mnli", "MNLI", _NLI, a=8, b=9, test_a=8, test_b=9,
+                       files=("train.tsv", "dev_matched.tsv", "test_matched.tsv"),
+                       metric="eval_accuracy", submission_name="MNLI-m"),
+    "mismnli": _pair_task("mismnli", "MNLI", _NLI, a=8, b=9, test_a=8, test_b=9,
+                          files=("train.tsv", "dev_mismatched.tsv", "test_mismatched.tsv"),
+                          metric="eval_accuracy", submission_name="MNLI-mm"),
+    "qnli": _pair_task("qnli", "QNLI", _ENTAIL, metric="eval_accuracy", submission_name="QNLI"),
+    "rte": _pair_task("rte", "RTE", _ENTAIL, metric="eval_accuracy", submission_name="RTE"),
+    "wnli": _pair_task("wnli", "WNLI", _BINARY, metric="eval_accuracy", submission_name="WNLI"),
+}
+CUSTOM_TASK = "custom"
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+def read_utf8_text(path: str) -> str:
+    """A whole UTF-8 file (a BOM is skipped); GlueDataError naming file:line if it is not UTF-8."""
+    import tensorflow as tf  # gfile: local paths and gs:// alike
+
+    with tf.io.gfile.GFile(path, "rb") as handle:
+        raw = handle.read()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw[:err.start].count(b"\n") + 1
+        raise GlueDataError(f"{path}:{line}: not valid UTF-8 ({err.reason})") from err
+
+
+def read_rows(path: str, delimiter: str = "\t") -> Iterator[Tuple[int, List[str]]]:
+    """(1-based line number, fields) of a UTF-8 (optional BOM) TSV or CSV file.
+
+    TSV is read without quoting (GLUE's convention: quotes are text); CSV with
+    the standard double-quote rules.
+    """
+    import tensorflow as tf  # gfile: local paths and gs:// alike
+
+    if not tf.io.gfile.exists(path):
+        raise GlueDataError(f"{path}: file not found (check --data_dir and --task_name)")
+    text = read_utf8_text(path)
+    quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting)
+    previous_end = 0
+    for row in reader:
+        line = previous_end + 1
+        previous_end = reader.line_num
+        if row:
+            yield line, row
+
+
+def _field(row: List[str], column: int, where: str, task: str) -> str:
+    try:
+        return row[column]
+    except IndexError:
+        needed = column + 1 if column >= 0 else -column
+        raise GlueDataError(f"{where}: expected at least {needed} tab-separated columns, found "
+                            f"{len(row)} (task {task})") from None
+
+
+def _normalise_label(label: str, do_lower_case: bool) -> str:
+    from albert_tf.tokenization import preprocess_text
+    return preprocess_text(label, lower=do_lower_case)
+
+
+def task_dir(spec: TaskSpec, data_dir: str, split: str = "train") -> str:
+    """The folder holding the task's files: `data_dir/<spec.directory>` when --data_dir is
+    the GLUE root (the original's layout), else `data_dir` itself when it is the task's
+    own folder; the first of the two holding any of the task's split files.
+
+    GlueDataError naming --data_dir, the task and both places when neither does (`split`
+    only chooses the file named first in that message).
+    """
+    import tensorflow as tf
+
+    names = list(dict.fromkeys(layout.file for layout in spec.splits.values()))
+    root_layout = os.path.join(data_dir, spec.directory)
+    for directory, layout in ((root_layout, "the GLUE root"), (data_dir, "the task's folder")):
+        if any(tf.io.gfile.exists(os.path.join(directory, name)) for name in names):
+            logging.info("GLUE %s: reading the files in %s (--data_dir is %s)", spec.name,
+                         directory, layout)
+            return directory
+    files = "{" + ",".join(names) + "}" if len(names) > 1 else names[0]
+    raise GlueDataError(
+        f"{os.path.join(root_layout, spec.splits[split].file)}: file not found (check "
+        f"--data_dir and --task_name): no {files} of task {spec.name} in {root_layout} "
+        f"(--data_dir as the GLUE root) or in {data_dir} (--data_dir as the task's folder)")
+
+
+def read_examples(spec: TaskSpec, data_dir: str, split: str,
+                  do_lower_case: bool = True) -> List[InputExample]:
+    """The examples of `split` ("train", "dev" or "test") of a GLUE task; `data_dir` is
+    the GLUE root or the task's own folder (`task_dir`).
+
+    Labels are normalised like the original (`preprocess_text`) and must be in
+    `spec.labels`; regression labels must parse as floats.
+    """
+    layout = spec.splits[split]
+    path = os.path.join(task_dir(spec, data_dir, split), layout.file)
+    needed = [c for c in (layout.text_a, layout.text_b, layout.label, layout.guid)
+              if c is not None]
+    min_columns = max(c + 1 if c >= 0 else -c for c in needed)
+    examples, skipped = [], 0
+    for index, (line, row) in enumerate(read_rows(path)):
+        if layout.header and index == 0:
+            continue
+        where = f"{path}:{line}"
+        if len(row) < min_columns and spec.skip_short_rows and layout.label is not None:
+            skipped += 1
+            continue
+        guid = (_field(row, layout.guid, where, spec.name) if layout.guid is not None
+                else f"{split}-{index}")
+        text_a = _field(row, layout.text_a, where, spec.name)
+        text_b = (_field(row, layout.text_b, where, spec.name)
+                  if layout.text_b is not None else None)
+        label = None
+        if layout.label is not None:
+            raw = _field(row, layout.label, where, spec.name)
+            label = _parse_label(raw, spec.labels, do_lower_case, where, spec.name)
+        examples.append(InputExample(guid, text_a, text_b, label, where))
+    if skipped:
+        logging.warning("%s: skipped %d rows with fewer than %d columns (as the original does "
+                        "for %s)", path, skipped, min_columns, spec.name)
+    logging.info("read %d %s examples from %s", len(examples), split, path)
+    return examples
+
+
+def _parse_label(raw: str, labels: Optional[Sequence[str]], do_lower_case: bool, where: str,
+                 task: str):
+    if labels is None:
+        try:
+            return float(raw)
+        except ValueError:
+            raise GlueDataError(f"{where}: regression label {raw!r} is not a number "
+                                f"(task {task})") from None
+    label = _normalise_label(raw, do_lower_case)
+    if label not in labels:
+        raise GlueDataError(f"{where}: label {raw!r} is not one of {', '.join(labels)} "
+                            f"(task {task})")
+    return label
+
+
+# --- the generic TSV/CSV task -------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class CustomTaskOptions:
+    """A user's own task: files `{train,dev,test}.tsv` (or `.csv`, or `.txt` read as TSV)
+    in data_dir.
+
+    Columns are header names (with `has_header`) or 0-based indices given as
+    strings ("0", "3"). text_b_column None = single-sentence task; the test
+    file may lack the label column. `regression` reads float labels.
+    """
+
+    text_a_column: str
+    label_column: str
+    text_b_column: Optional[str] = None
+    id_column: Optional[str] = None
+    has_header: bool = True
+    regression: bool = False
+
+
+CUSTOM_EXTENSIONS = ("tsv", "csv", "txt")
+
+
+def custom_file(data_dir: str, split: str) -> str:
+    """data_dir/{split}.tsv, .csv or .txt (error unless exactly one exists)."""
+    import tensorflow as tf
+
+    found = [os.path.join(data_dir, f"{split}.{ext}") for ext in CUSTOM_EXTENSIONS
+             if tf.io.gfile.exists(os.path.join(data_dir, f"{split}.{ext}"))]
+    if len(found) != 1:
+        raise GlueDataError(f"{data_dir}: expected exactly one of {split}.tsv and {split}.csv "
+                            f"(or {split}.txt, read as TSV) for --task_name=custom, found "
+                            f"{len(found)}")
+    return found[0]
+
+
+def _column_index(column: Optional[str], header: Optional[List[str]], path: str,
+                  flag: str) -> Optional[int]:
+    if column is None:
+        return None
+    if column.lstrip("-").isdigit():
+        return int(column)
+    if header is None:
+        raise GlueDataError(f"--{flag}={column!r} names a column but {path} is read without a "
+                            "header (--has_header=false); give a 0-based index")
+    if column not in header:
+        raise GlueDataError(f"--{flag}={column!r}: no such column in the header of {path} "
+                            f"(columns: {', '.join(header)})")
+    return header.index(column)
+
+
+def read_custom_examples(options: CustomTaskOptions, data_dir: str, split: str,
+                         labels: Optional[Sequence[str]] = None,
+                         do_lower_case: bool = True) -> List[InputExample]:
+    """Examples of a user's TSV/CSV split; `labels` None accepts any label string."""
+    path = custom_file(data_dir, split)
+    delimiter = "," if path.endswith(".csv") else "\t"
+    rows = read_rows(path, delimiter)
+    header = None
+    if options.has_header:
+        first = next(rows, None)
+        if first is None:
+            raise GlueDataError(f"{path}: empty file")
+        header = first[1]
+    flags = ["text_a_column", "text_b_column", "id_column"]
+    if split != "test" or header is None or options.label_column in header \
+            or options.label_column.lstrip("-").isdigit():
+        flags.append("label_column")  # the test file may lack the label column
+    columns = {flag: _column_index(getattr(options, flag), header, path, flag)
+               for flag in flags}
+    label_column = columns.get("label_column")
+    examples = []
+    for index, (line, row) in enumerate(rows):
+        where = f"{path}:{line}"
+        if header is not None and len(row) != len(header):
+            raise GlueDataError(f"{where}: {len(row)} columns, the header has {len(header)}")
+        text_a = _field(row, columns["text_a_column"], where, CUSTOM_TASK)
+        text_b = (None if columns["text_b_column"] is None
+                  else _field(row, columns["text_b_column"], where, CUSTOM_TASK))
+        guid = (f"{split}-{index}" if columns["id_column"] is None
+                else _field(row, columns["id_column"], where, CUSTOM_TASK))
+        label = None
+        if label_column is not None and (split != "test" or len(row) > label_column):
+            raw = _field(row, label_column, where, CUSTOM_TASK)
+            if options.regression:
+                label = _parse_label(raw, None, do_lower_case, where, CUSTOM_TASK)
+            else:
+                label = raw.strip()
+                if labels is not None and label not in labels:
+                    raise GlueDataError(f"{where}: label {raw!r} is not one of "
+                                        f"{', '.join(labels)} (labels of the training data)")
+        examples.append(InputExample(guid, text_a, text_b, label, where))
+    logging.info("read %d %s examples from %s", len(examples), split, path)
+    return examples
+
+
+def custom_spec(options: CustomTaskOptions, labels: Optional[Sequence[str]]) -> TaskSpec:
+    """A TaskSpec for a custom task with the given label list (None for regression)."""
+    layout = SplitLayout("", options.has_header, 0, 1 if options.text_b_column else None, 0)
+    return TaskSpec(CUSTOM_TASK, "", {s: layout for s in SPLITS},
+                    None if options.regression else tuple(labels),
+                    "pearson" if options.regression else "eval_accuracy")
+
+
+def custom_labels(options: CustomTaskOptions, data_dir: str) -> List[str]:
+    """Sorted distinct labels of the training file (the dev file when there is no train)."""
+    for split in ("train", "dev"):
+        try:
+            custom_file(data_dir, split)
+        except GlueDataError:
+            continue
+        found = {e.label for e in read_custom_examples(options, data_dir, split)}
+        found.discard(None)
+        if len(found) < 2:
+            raise GlueDataError(f"{custom_file(data_dir, split)}: found {len(found)} distinct "
+                                "labels; classification needs at least 2 (or --regression)")
+        return sorted(found)
+    raise GlueDataError(f"{data_dir}: no train or dev file to take the label list from")
+
+
+# --- features -----------------------------------------------------------------------------------
+
+
+def truncate_seq_pair(tokens_a: List[int], tokens_b: List[int], max_length: int) -> None:
+    """The original's `_truncate_seq_pair`, in place: pop from the end of the longer list
+    (from B on a tie) until the total fits."""
+    while len(tokens_a) + len(tokens_b) > max_length:
+        if len(tokens_a) > len(tokens_b):
+            tokens_a.pop()
+        else:
+            tokens_b.pop()
+
+
+def pack_pair(ids_a: List[int], ids_b: Optional[List[int]], max_seq_length: int, cls_id: int,
+              sep_id: int, pad_id: int = 0) -> Tuple[List[int], List[int], List[int]]:
+    """`[CLS] A [SEP] (B [SEP])`: (input_ids, input_mask, segment_ids), each of max_seq_length.
+
+    Exactly the original's convert_single_example: pairs truncated by
+    `truncate_seq_pair` to max_seq_length - 3, single sentences cut to
+    max_seq_length - 2; B is dropped when it has no token.
+    """
+    ids_a, ids_b = list(ids_a), list(ids_b or [])
+    if ids_b:
+        truncate_seq_pair(ids_a, ids_b, max_seq_length - 3)
+    else:
+        ids_a = ids_a[:max_seq_length - 2]
+    input_ids = [cls_id] + ids_a + [sep_id]
+    segment_ids = [0] * len(input_ids)
+    if ids_b:
+        input_ids += ids_b + [sep_id]
+        segment_ids += [1] * (len(ids_b) + 1)
+    input_mask = [1] * len(input_ids)
+    padding = max_seq_length - len(input_ids)
+    return (input_ids + [pad_id] * padding, input_mask + [0] * padding,
+            segment_ids + [0] * padding)
+
+
+def convert_examples(examples: Sequence[InputExample], tokenizer, max_seq_length: int,
+                     labels: Optional[Sequence[str]], num_threads: int = 1
+                     ) -> Dict[str, np.ndarray]:
+    """Features of `examples` as arrays: int32 [N, S] ids/mask/segments, label_ids [N]
+    (int32 class index, float32 for regression, 0 for unlabelled examples), is_real_example.
+    """
+    if max_seq_length < 3:
+        raise ValueError(f"--max_seq_length must be at least 3, got {max_seq_length}")
+    texts_a = [tokenizer.preprocess(e.text_a) for e in examples]
+    texts_b = [tokenizer.preprocess(e.text_b) if e.text_b else "" for e in examples]
+    ids_a = tokenizer.encode_ids(texts_a, num_threads=num_threads)
+    ids_b = tokenizer.encode_ids(texts_b, num_threads=num_threads)
+    n = len(examples)
+    out = {name: np.zeros([n, max_seq_length], np.int32)
+           for name in ("input_ids", "input_mask", "segment_ids")}
+    regression = labels is None
+    out["label_ids"] = np.zeros([n], np.float32 if regression else np.int32)
+    out["is_real_example"] = np.ones([n], np.int32)
+    label_map = None if regression else {label: i for i, label in enumerate(labels)}
+    for i, example in enumerate(examples):
+        packed = pack_pair(ids_a[i], ids_b[i], max_seq_length, tokenizer.cls_id,
+                           tokenizer.sep_id, max(tokenizer.pad_id, 0))
+        out["input_ids"][i], out["input_mask"][i], out["segment_ids"][i] = packed
+        if example.label is not None:
+            out["label_ids"][i] = (float(example.label) if regression
+                                   else label_map[example.label])
+        if i % 10000 == 0 and i:
+            logging.info("converted %d of %d examples", i, n)
+    for i in range(min(n, 3)):
+        logging.info("example %s: %s -> %s", examples[i].guid, examples[i].text_a[:80],
+                     " ".join(tokenizer.convert_ids_to_tokens(
+                         out["input_ids"][i][:int(out["input_mask"][i].sum())])))
+    return out
+
+
+def feature_spec(max_seq_length: int, regression: bool):
+    """tf.io parsing spec of the original's classifier TFRecords."""
+    import tensorflow as tf
+
+    ints = tf.io.FixedLenFeature([max_seq_length], tf.int64)
+    return {"input_ids": ints, "input_mask": ints, "segment_ids": ints,
+            "label_ids": tf.io.FixedLenFeature([], tf.float32 if regression else tf.int64),
+            "is_real_example": tf.io.FixedLenFeature([], tf.int64)}
+
+
+def serialize(features: Dict[str, np.ndarray], index: int, regression: bool) -> bytes:
+    import tensorflow as tf
+
+    def ints(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
+
+    feature = {name: ints(features[name][index])
+               for name in ("input_ids", "input_mask", "segment_ids")}
+    label = features["label_ids"][index]
+    feature["label_ids"] = (tf.train.Feature(float_list=tf.train.FloatList(value=[label]))
+                            if regression else ints([label]))
+    feature["is_real_example"] = ints([features["is_real_example"][index]])
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def _sha1(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()
+
+
+def cache_key(task: str, split: str, max_seq_length: int, tokenizer_fingerprint: str,
+              do_lower_case: bool, examples: Sequence[InputExample],
+              labels: Optional[Sequence[str]]) -> Dict[str, object]:
+    """Everything the cached features depend on (compared before reusing a cache)."""
+    digest = hashlib.sha1()
+    for e in examples:
+        digest.update(json.dumps([e.guid, e.text_a, e.text_b, e.label]).encode("utf-8"))
+    return {"task": task, "split": split, "max_seq_length": max_seq_length,
+            "vocabulary": tokenizer_fingerprint, "do_lower_case": do_lower_case,
+            "labels": None if labels is None else list(labels),
+            "examples": digest.hexdigest(), "num_examples": len(examples),
+            "format": 1}
+
+
+def cache_path(cached_dir: str, key: Dict[str, object]) -> str:
+    """`{task}_{split}_s{S}_{hash}.tf_record`: one file per task/split/length/vocab/data."""
+    short = _sha1(json.dumps(key, sort_keys=True).encode("utf-8"))[:10]
+    return os.path.join(cached_dir, f"{key['task']}_{key['split']}_s{key['max_seq_length']}_"
+                                    f"{short}.tf_record")
+
+
+def prepare_features(cached_dir: str, spec: TaskSpec, split: str,
+                     examples: Sequence[InputExample], tokenizer, max_seq_length: int,
+                     tokenizer_fingerprint: str) -> str:
+    """Writes (or reuses) the TFRecord cache of `examples`; returns its path.
+
+    A cache is reused only if its sidecar `{path}.json` matches the task,
+    split, sequence length, vocabulary, lower-casing, labels and example
+    contents; the file name carries a hash of all of these. Written atomically.
+    """
+    import tensorflow as tf
+
+    key = cache_key(spec.name, split, max_seq_length, tokenizer_fingerprint,
+                    tokenizer.do_lower_case, examples, spec.labels)
+    path = cache_path(cached_dir, key)
+    sidecar = path + ".json"
+    if tf.io.gfile.exists(path) and tf.io.gfile.exists(sidecar):
+        with tf.io.gfile.GFile(sidecar) as handle:
+            if json.load(handle) == key:
+                logging.info("reusing cached features %s (%d examples)", path, len(examples))
+                return path
+    features = convert_examples(examples, tokenizer, max_seq_length, spec.labels)
+    with fileio.atomic_tfrecord_writer(path) as writer:
+        for i in range(len(examples)):
+            writer.write(serialize(features, i, spec.is_regression))
+    fileio.atomic_write_text(sidecar, json.dumps(key, indent=2, sort_keys=True) + "\n")
+    logging.info("wrote %d %s features to %s", len(examples), split, path)
+    return path
+
+
+def dataset(path: str, max_seq_length: int, regression: bool, batch_size: int,
+            is_training: bool, num_examples: int, seed: Optional[int] = None,
+            input_context=None):
+    """tf.data over a feature cache: int32 features, float32 labels for regression.
+
+    Training: shuffled (buffer min(num_examples, 100000), seeded) and repeated,
+    whole batches; sharded per input pipeline under distribution.
+    Evaluation: in file order, padded with `is_real_example = 0` rows up to a
+    multiple of batch_size (as the original pads for TPUs), whole batches.
+    """
+    import tensorflow as tf
+
+    spec = feature_spec(max_seq_length, regression)
+
+    def parse(record):
+        parsed = tf.io.parse_single_example(record, spec)
+        return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
+                for k, v in parsed.items()}
+
+    data = tf.data.TFRecordDataset(path)
+    if is_training:
+        if input_context and input_context.num_input_pipelines > 1:
+            data = data.shard(input_context.num_input_pipelines,
+                              input_context.input_pipeline_id)
+        data = data.shuffle(min(num_examples, 100000), seed=seed,
+                            reshuffle_each_iteration=True).repeat()
+        return data.map(parse, num_parallel_calls=tf.data.AUTOTUNE).batch(
+            batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    data = data.map(parse)
+    padding = (-num_examples) % batch_size
+    if padding:
+        pad = {"input_ids": tf.zeros([max_seq_length], tf.int32),
+               "input_mask": tf.zeros([max_seq_length], tf.int32),
+               "segment_ids": tf.zeros([max_seq_length], tf.int32),
+               "label_ids": tf.zeros([], tf.float32 if regression else tf.int32),
+               "is_real_example": tf.zeros([], tf.int32)}
+        data = data.concatenate(tf.data.Dataset.from_tensors(pad).repeat(padding))
+    return data.batch(batch_size, drop_remainder=True)
+
+
+# --- metrics ------------------------------------------------------------------------------------
+
+
+def per_example_loss(logits: np.ndarray, labels: np.ndarray, regression: bool) -> np.ndarray:
+    """The model's loss per example (float64): squared error, or softmax cross-entropy."""
+    logits = np.asarray(logits, np.float64)
+    if regression:
+        return (logits[:, 0] - np.asarray(labels, np.float64)) ** 2
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return -log_probs[np.arange(len(labels)), np.asarray(labels, np.int64)]
+
+
+def compute_metrics(spec: TaskSpec, logits: np.ndarray, label_ids: np.ndarray
+                    ) -> Dict[str, float]:
+    """The task's metrics on a whole evaluation set (keys as the original + GLUE)."""
+    losses = per_example_loss(logits, label_ids, spec.is_regression)
+    if spec.is_regression:
+        return glue_metrics.regression_metrics(label_ids, logits[:, 0], losses)
+    predictions = np.argmax(logits, axis=-1)
+    return glue_metrics.classification_metrics(label_ids, predictions, losses,
+                                               spec.extra_metrics)

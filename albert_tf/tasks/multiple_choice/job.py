@@ -1,0 +1,415 @@
+"""The RACE and C3 fine-tuning job behind run_race.py: train, evaluate, predict, export.
+
+`run_race(options, strategy)` reads the data (`albert_tf.tasks.race`, or
+`albert_tf.tasks.c3` with task_name "c3"), builds TFRecord caches, fine-tunes an
+`AlbertMultipleChoice` with `finetuning.run_finetuning` (best checkpoint by dev
+`eval_accuracy`, kept as `model.ckpt-best` in the official TF1 format), reports
+accuracy for middle, high and all (C3: C3-M, C3-D and both), writes
+predictions with the best weights and optionally exports a SavedModel that
+takes raw text (`albert_tf.tasks.race_export`). C3's questions with fewer than
+4 options have their padding options masked (`race_export.masked_outputs`) in
+the loss, the metrics, the predictions and the export.
+
+Output files in `output_dir` (besides run_finetuning's checkpoints/, train/,
+eval_results.txt, best_eval.json, best_trial.txt, model.ckpt-best.*):
+  predictions.jsonl   one JSON object per question of the predicted split:
+                      {"id", "question_index", "level", "prediction" (A-D),
+                       "probabilities" [4], "answer" (A-D or null)}
+  predict_results.txt `key = value` accuracies of the predicted split when it has
+                      answers (the original's file name)
+C3 writes instead of RACE's predictions.jsonl:
+  predictions.jsonl   {"id" (document id), "question_index", "subset" ("m"/"d"),
+                       "prediction" (option index), "prediction_text",
+                       "probabilities" [number of options], "answer" (index or null)}
+  c3_predict.json     CLUE's submission lines {"id", "label" (option index)}, in the
+                      file's question order; id = the question's `id` when the file has
+                      one (CLUE's test files), else "<document id>-<question index>"
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.errors import UserValueError
+from albert_tf import fileio, finetuning, training
+from albert_tf.kernels import fused_ops
+from albert_tf.export import onnx as onnx_export
+from albert_tf.training import run_dir
+from albert_tf.config import AlbertConfig
+from albert_tf.modeling.models import AlbertMultipleChoice, multiple_choice_losses
+from albert_tf.tasks.multiple_choice import c3, race, export as race_export
+
+METRIC = "eval_accuracy"
+PREDICTIONS_FILE = "predictions.jsonl"
+PREDICT_RESULTS_FILE = "predict_results.txt"
+C3_SUBMISSION_FILE = "c3_predict.json"
+TASKS = ("race", "c3")
+
+
+class RaceTask(training.Task):
+    """Softmax cross-entropy over the 4 choices, weighted by `is_real_example`.
+
+    The loss is the mean over the real examples of the global batch (the
+    original's `reduce_mean`; training batches have no padding). Metric sums
+    give accuracy overall and per level (`levels`: level_ids 0 = middle,
+    1 = high; C3's ("m", "d")). With `masked` (C3) the choices outside the
+    features' `choice_mask` are masked before the loss and the argmax.
+    """
+
+    def __init__(self, levels=race.LEVELS, masked: bool = False):
+        self.levels = tuple(levels)
+        self.masked = masked
+        self.metric_names = ("loss_total", "examples", "correct") + tuple(
+            f"{kind}_{level}" for level in self.levels for kind in ("examples", "correct"))
+
+    def normalizers(self, features):
+        return {"examples": tf.reduce_sum(tf.cast(features["is_real_example"], tf.float32))}
+
+    def loss(self, model, features, normalizers, training):
+        outputs = model(features, training=training)
+        if self.masked:
+            outputs = race_export.masked_outputs(outputs, features["choice_mask"])
+        losses = multiple_choice_losses(outputs, features)["per_example_loss"]
+        weights = tf.cast(features["is_real_example"], tf.float32)
+        correct = tf.cast(tf.equal(outputs["predictions"], features["label_ids"]),
+                          tf.float32) * weights
+        total = tf.reduce_sum(tf.cast(losses, tf.float32) * weights)
+        sums = {"loss_total": total, "examples": tf.reduce_sum(weights),
+                "correct": tf.reduce_sum(correct)}
+        for level_id, level in enumerate(self.levels):
+            in_level = tf.cast(tf.equal(features["level_ids"], level_id), tf.float32) * weights
+            sums["examples_" + level] = tf.reduce_sum(in_level)
+            sums["correct_" + level] = tf.reduce_sum(correct * in_level)
+        return tf.math.divide_no_nan(total, normalizers["examples"]), sums
+
+    def finalize(self, sums: Dict[str, float]) -> Dict[str, float]:
+        examples = max(sums["examples"], 1.0)
+        metrics = {"eval_loss": sums["loss_total"] / examples,
+                   "eval_accuracy": sums["correct"] / examples,
+                   "eval_examples": int(sums["examples"])}
+        for level in self.levels:
+            if sums["examples_" + level] > 0:
+                metrics["eval_accuracy_" + level] = (sums["correct_" + level]
+                                                     / sums["examples_" + level])
+                metrics["eval_examples_" + level] = int(sums["examples_" + level])
+        return metrics
+
+
+@dataclasses.dataclass
+class RaceOptions:
+    """run_race.py's settings (defaults: the original run_race.py flags).
+
+    task_name: "race" or "c3" (`max_qa_length`, `high_only` and `middle_only` are
+    RACE's only). The vocabulary: `spm_model_file` (SentencePiece) or `vocab_file`
+    (WordPiece); SentencePiece wins when both are given, as in the original.
+    Cache paths default to `<output_dir>/<task>_{train,dev,<predict_split>}.tf_record`.
+    `predict_split` is the split --do_predict reads ("test" as the original).
+    `export_dir`: when set, a SavedModel with token-id and raw-text signatures is
+    written there from the best weights.
+    """
+
+    data_dir: str
+    albert_config: AlbertConfig
+    spm_model_file: Optional[str]
+    output_dir: str
+    init_checkpoint: Optional[str] = None
+    init_from_group0: bool = False
+    do_lower_case: bool = True
+    dropout_prob: float = 0.1
+    max_seq_length: int = 512
+    max_qa_length: int = 128
+    high_only: bool = False
+    middle_only: bool = False
+    do_train: bool = True
+    do_eval: bool = True
+    do_predict: bool = False
+    train_batch_size: int = 32
+    eval_batch_size: int = 8
+    predict_batch_size: int = 8
+    learning_rate: float = 1e-5
+    train_step: int = 12000
+    warmup_step: int = 1000
+    save_checkpoints_steps: int = 100
+    keep_checkpoint_max: int = 5
+    iterations_per_loop: int = 1000
+    optimizer: str = "adamw"
+    train_file: Optional[str] = None
+    eval_file: Optional[str] = None
+    predict_file: Optional[str] = None
+    predict_split: str = "test"
+    export_dir: Optional[str] = None
+    export_layer_norm: str = "auto"
+    export_format: Tuple[str, ...] = onnx_export.DEFAULT_EXPORT_FORMATS
+    export_int8: bool = False
+    mixed_precision: str = "float32"
+    jit_compile: bool = False
+    gradient_accumulation_steps: int = 1
+    seed: Optional[int] = None
+    vocab_file: Optional[str] = None
+    task_name: str = "race"
+
+    def validate(self) -> None:
+        fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
+        onnx_export.check_export_formats(self.export_format, self.export_int8,
+                                         mixed_precision=self.mixed_precision,
+                                         export_dir=self.export_dir)
+        if self.task_name not in TASKS:
+            raise ValueError(f"--task_name must be one of {', '.join(TASKS)}, got "
+                             f"{self.task_name!r}")
+        if not self.spm_model_file and not self.vocab_file:
+            raise ValueError("give --spm_model_file (SentencePiece) or --vocab_file (WordPiece)")
+        if self.task_name == "c3":
+            if self.high_only or self.middle_only:
+                raise ValueError("--high_only and --middle_only are RACE's levels; C3 reads "
+                                 "C3-M and C3-D (remove a file from --data_dir to read one)")
+            c3.validate_length(self.max_seq_length)
+        else:
+            race.levels_for(self.high_only, self.middle_only)
+            race.validate_lengths(self.max_seq_length, self.max_qa_length)
+        if self.max_seq_length > self.albert_config.max_position_embeddings:
+            raise ValueError(
+                f"--max_seq_length {self.max_seq_length} exceeds the model's "
+                f"max_position_embeddings {self.albert_config.max_position_embeddings} "
+                "(--albert_config_file)")
+        if not 0.0 <= self.dropout_prob < 1.0:
+            raise ValueError(f"--dropout_prob must be in [0, 1), got {self.dropout_prob}")
+        for name in ("eval_batch_size", "predict_batch_size"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"--{name} must be positive, got {getattr(self, name)}")
+        if self.predict_split not in race.SPLITS:
+            raise ValueError(f"--predict_split must be one of {', '.join(race.SPLITS)}, got "
+                             f"{self.predict_split!r}")
+        if not (self.do_train or self.do_eval or self.do_predict or self.export_dir):
+            raise ValueError("at least one of --do_train, --do_eval, --do_predict, "
+                             "--export_dir must be set")
+
+    def split_of(self, purpose: str) -> str:
+        """The split read for `purpose` ("train", "eval" or "predict")."""
+        return {"train": "train", "eval": "dev", "predict": self.predict_split}[purpose]
+
+    def cache_path(self, purpose: str) -> str:
+        """The TFRecord cache for `purpose`: --train_file / --eval_file / --predict_file,
+        else `<output_dir>/<task>_<split>.tf_record`."""
+        given = {"train": self.train_file, "eval": self.eval_file,
+                 "predict": self.predict_file}[purpose]
+        return given or os.path.join(self.output_dir,
+                                     f"{self.task_name}_{self.split_of(purpose)}.tf_record")
+
+    def finetuning_options(self) -> finetuning.FinetuningOptions:
+        return finetuning.FinetuningOptions.from_fields(self)
+
+
+def build_model(config: AlbertConfig, dropout_prob: float,
+                dtype_policy: str = "float32") -> AlbertMultipleChoice:
+    """run_race's model: 4 choices, `dropout_prob` on the pooled output."""
+    return AlbertMultipleChoice(config, num_choices=race.NUM_CHOICES, dropout_rate=dropout_prob,
+                                dtype=dtype_policy)
+
+
+def predict_probabilities(strategy: tf.distribute.Strategy, model, path: str,
+                          max_seq_length: int, batch_size: int, num_examples: int,
+                          masked: bool = False) -> np.ndarray:
+    """Probabilities float32 [num_examples, 4] of a cached split, in example order
+    (`masked`: C3's records, padding options get probability 0)."""
+    ds = race.dataset(path, max_seq_length, batch_size, is_training=False,
+                      num_examples=num_examples, choice_mask=masked)
+    dist = strategy.experimental_distribute_dataset(ds)
+
+    @tf.function
+    def step(features):
+        def replica(features):
+            outputs = model(features, training=False)
+            if masked:
+                outputs = race_export.masked_outputs(outputs, features["choice_mask"])
+            return features["example_index"], tf.cast(outputs["probabilities"], tf.float32)
+        index, probs = strategy.run(replica, args=(features,))
+        return strategy.gather(index, axis=0), strategy.gather(probs, axis=0)
+
+    result = np.full((num_examples, race.NUM_CHOICES), np.nan, np.float32)
+    done = 0
+    for features in dist:
+        index, probs = step(features)
+        index, probs = index.numpy(), probs.numpy()
+        real = index >= 0
+        result[index[real]] = probs[real]
+        done += int(real.sum())
+    missing = np.isnan(result).any(axis=1)
+    if missing.any():
+        raise RuntimeError(f"{path}: no prediction for {int(missing.sum())} of {num_examples} "
+                           "examples (is the cache complete?)")
+    return result
+
+
+def prediction_records(examples: Sequence[race.RaceExample], probabilities: np.ndarray
+                       ) -> List[Dict]:
+    """One predictions.jsonl record per example (see the module docstring)."""
+    records = []
+    for example, probs in zip(examples, probabilities):
+        records.append({
+            "id": example.example_id, "question_index": example.question_index,
+            "level": example.level, "prediction": race.LABELS[int(np.argmax(probs))],
+            "probabilities": [float(p) for p in probs],
+            "answer": race.LABELS[example.label] if example.label is not None else None})
+    return records
+
+
+def c3_prediction_records(examples: Sequence[c3.C3Example], probabilities: np.ndarray
+                          ) -> List[Dict]:
+    """One C3 predictions.jsonl record per example (see the module docstring)."""
+    records = []
+    for example, probs in zip(examples, probabilities):
+        probs = probs[:len(example.options)]
+        choice = int(np.argmax(probs))
+        records.append({
+            "id": example.example_id, "question_index": example.question_index,
+            "subset": example.subset, "prediction": choice,
+            "prediction_text": example.options[choice],
+            "probabilities": [float(p) for p in probs], "answer": example.label})
+    return records
+
+
+def write_predictions(output_dir: str, examples: Sequence, probabilities: np.ndarray,
+                      task_name: str = "race") -> Dict[str, float]:
+    """Writes predictions.jsonl (C3: and c3_predict.json), and predict_results.txt when
+    the split has answers, atomically; returns the accuracies (empty without answers)."""
+    if task_name == "c3":
+        records = c3_prediction_records(examples, probabilities)
+        fileio.atomic_write_text(
+            os.path.join(output_dir, C3_SUBMISSION_FILE),
+            "".join(json.dumps({"id": e.submission_id, "label": r["prediction"]},
+                               ensure_ascii=False) + "\n"
+                    for e, r in zip(examples, records)))
+        accuracies = c3.accuracy_by_subset(examples, [r["prediction"] for r in records])
+    else:
+        records = prediction_records(examples, probabilities)
+        accuracies = race.accuracy_by_level(examples, np.argmax(probabilities, axis=1))
+    # C3's texts stay readable Chinese; RACE's file is as before.
+    fileio.atomic_write_text(os.path.join(output_dir, PREDICTIONS_FILE),
+                             "".join(json.dumps(r, ensure_ascii=task_name != "c3") + "\n"
+                                     for r in records))
+    if accuracies:
+        lines = [f"{key} = {accuracies[key]}" for key in sorted(accuracies)]
+        fileio.atomic_write_text(os.path.join(output_dir, PREDICT_RESULTS_FILE),
+                                 "\n".join(lines) + "\n")
+        logging.info("prediction accuracy: %s", " | ".join(
+            f"{k} {v:.4g}" for k, v in sorted(accuracies.items()) if k.startswith("accuracy")))
+    logging.info("wrote %d predictions to %s", len(records),
+                 os.path.join(output_dir, PREDICTIONS_FILE))
+    return accuracies
+
+
+def run_race(options: RaceOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
+    """Runs the job; returns run_finetuning's results plus `predict_accuracy` and `export_dir`."""
+    from albert_tf import checkpoints, tokenization
+    from albert_tf.training import distribute
+
+    strategy = strategy or tf.distribute.get_strategy()
+    options.validate()
+    tokenizer = tokenization.load_tokenizer(vocab_file=options.vocab_file,
+                                            spm_model_file=options.spm_model_file,
+                                            do_lower_case=options.do_lower_case)
+    # A vocabulary of another model (e.g. the Chinese vocab.txt with an English
+    # checkpoint) would train silently on the wrong embeddings: sizes must agree.
+    checkpoints.check_vocab_size(tokenizer, options.albert_config, "--albert_config_file",
+                                 options.init_checkpoint)
+    # Another task's (or model's) run in --output_dir is refused before anything is written.
+    identity = run_dir.RunIdentity.of(run_dir.FINETUNING, options.task_name,
+                                      options.albert_config, metric=METRIC)
+    run_dir.check_output_dir(options.output_dir, identity)
+    chief = distribute.is_chief(strategy)
+    is_c3 = options.task_name == "c3"
+    name = "C3" if is_c3 else "RACE"
+    seq = options.max_seq_length
+
+    def cached(purpose, shuffle_seed=None):
+        split = options.split_of(purpose)
+        path = options.cache_path(purpose)
+        # Every worker prepares the cache: workers may not share a file system, and
+        # on a shared one they write identical bytes through atomic renames.
+        if is_c3:
+            examples = c3.read_examples(options.data_dir, split)
+            c3.prepare_cache(path, examples, tokenizer, seq, shuffle_seed)
+        else:
+            examples = race.read_examples(options.data_dir, split, options.do_lower_case,
+                                          high_only=options.high_only,
+                                          middle_only=options.middle_only,
+                                          normalize=tokenizer.preprocess)
+            race.prepare_cache(path, examples, tokenizer, seq, options.max_qa_length,
+                               shuffle_seed)
+        return examples, path
+
+    train_fn = evaluate_fn = predict_fn = None
+    if options.do_train:
+        train_examples, train_path = cached("train", race.TRAIN_SHUFFLE_SEED)
+        logging.info("%s training: %d examples, batch %d, %d steps", name, len(train_examples),
+                     options.train_batch_size, options.train_step)
+
+        def train_fn(input_context):
+            batch = options.train_batch_size // options.gradient_accumulation_steps
+            return race.dataset(train_path, seq, batch, is_training=True,
+                                input_context=input_context, seed=options.seed,
+                                choice_mask=is_c3)
+
+    task = RaceTask(c3.SUBSETS, masked=True) if is_c3 else RaceTask()
+    if options.do_eval:
+        dev_examples, dev_path = cached("eval")
+
+        def evaluate_fn(model, step):
+            def dataset_fn(input_context):
+                return race.dataset(dev_path, seq, options.eval_batch_size, is_training=False,
+                                    num_examples=len(dev_examples), input_context=input_context,
+                                    choice_mask=is_c3)
+            return training.evaluate(strategy, model, task, dataset_fn, task.metric_names)
+
+    results: Dict = {}
+    if options.do_predict:
+        predict_examples, predict_path = cached("predict")
+
+        def predict_fn(model):
+            probs = predict_probabilities(strategy, model, predict_path, seq,
+                                          options.predict_batch_size, len(predict_examples),
+                                          masked=is_c3)
+            if chief:
+                results["predict_accuracy"] = write_predictions(
+                    options.output_dir, predict_examples, probs, options.task_name)
+            return probs
+
+    def make_model(dtype_policy):
+        return build_model(options.albert_config, options.dropout_prob, dtype_policy)
+
+    if options.do_train or options.do_eval or options.do_predict:
+        results.update(finetuning.run_finetuning(
+            options.finetuning_options(), make_model, task, METRIC, train_dataset_fn=train_fn,
+            evaluate_fn=evaluate_fn, predict_fn=predict_fn, strategy=strategy,
+            identity=identity))
+    if options.export_dir and chief:
+        model = results.get("model")
+        best = os.path.join(options.output_dir, finetuning.BEST_PREFIX)
+        if model is None:
+            model = build_model(options.albert_config, options.dropout_prob)
+            model.build()
+            source = best if tf.io.gfile.exists(best + ".index") else options.init_checkpoint
+            if not source:
+                raise UserValueError("--export_dir without training needs model.ckpt-best in "
+                                 "--output_dir or an --init_checkpoint")
+            checkpoints.restore_for_training(model, source)
+        elif tf.io.gfile.exists(best + ".index"):
+            checkpoints.load_tf1_checkpoint(model, best)
+        if "saved_model" in options.export_format:
+            race_export.export_saved_model(
+                model, options.export_dir, options.spm_model_file, options.max_seq_length,
+                options.max_qa_length, options.do_lower_case, options.export_layer_norm,
+                vocab_file=options.vocab_file, task_name=options.task_name)
+        if "onnx" in options.export_format:
+            results.update(race_export.export_onnx(
+                model, options.export_dir, options.task_name, options.max_seq_length,
+                options.max_qa_length, options.do_lower_case, int8=options.export_int8,
+                spm_model_file=options.spm_model_file, vocab_file=options.vocab_file))
+        results["export_dir"] = options.export_dir
+    return results

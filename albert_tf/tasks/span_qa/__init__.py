@@ -1,0 +1,10 @@
+"""Span question answering: SQuAD v1.1 / v2.0 and CMRC 2018.
+
+data.py (SQuAD JSON), features.py (windows, alignment, TFRecord caches),
+wordpiece.py (WordPiece alignment for Chinese), postprocess.py (n-best and the
+predictions files), metrics.py (the official SQuAD scripts), cmrc_metrics.py and
+cmrc_tokenize.py (the official CMRC 2018 metric), export.py (raw-text SavedModel and
+ONNX), job.py (run_squad.py's job).
+
+May import: albert_tf.finetuning and everything below it; no other task family.
+"""

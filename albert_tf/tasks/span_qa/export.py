@@ -1,0 +1,472 @@
+"""SQuAD SavedModel: raw question + context in, best answer out, all in the graph.
+
+Signatures:
+  serving_default(question tf.string [B], context tf.string [B]) ->
+      answer tf.string [B]: the best span's original text ("" when no span is
+          valid in v2, "empty" in v1 as the original; v2 also "" when
+          null_score > the exported null_score_diff_threshold, if one is set),
+      score float32 [B]: its start + end logits (v1) / log-probabilities (v2),
+      null_score float32 [B]: v2 only, min cls_logits over the windows.
+  serve_tokens(input_ids, input_mask, segment_ids, p_mask int32 [N, S]) ->
+      the model's raw outputs (v1 start_logits / end_logits [N, S]; v2 the beam
+      and cls_logits), for callers that do their own featurisation.
+
+In the graph, per question (tf.map_fn over B): the question is tokenized with
+`tokenization.InGraphTokenizer`; the context is normalised one character at a
+time (the same per-character `preprocess_text` as `squad_features`, so each
+normalised byte knows its original character), split into pieces by
+tensorflow-text's FastSentencepieceTokenizer (exact ids) with byte offsets
+from tensorflow-text's SentencepieceTokenizer (when its ids agree; otherwise
+offsets come from the pieces' lengths), with the digit-comma expansion;
+then the original's windows, p_mask and max-context rule, the model, and the
+n-best span rules of `squad_postprocess` (top-1 only: de-duplication and
+probabilities do not change the best answer).
+
+With a WordPiece vocabulary (`vocab_file`, the Chinese models: CMRC 2018)
+the module is `WordPieceSquadServingModule`: the question through
+`InGraphWordPieceTokenizer`, the context through the BasicTokenizer's
+character rules applied one character at a time (as `squad_wordpiece`) and
+tensorflow-text's FastWordpieceTokenizer with byte offsets per word; the
+windows and the span search are the same.
+
+Loading needs only TensorFlow and tensorflow-text.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, Optional
+
+import tensorflow as tf
+
+from albert_tf import export as export_lib
+from albert_tf.kernels import fused_ops
+from albert_tf import tokenization
+from albert_tf.tasks.span_qa.postprocess import V1_EMPTY_TEXT
+
+NEG_INF = -1e30
+
+
+@dataclasses.dataclass
+class ExportOptions:
+    max_seq_length: int = 384
+    doc_stride: int = 128
+    max_query_length: int = 64
+    do_lower_case: bool = True
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    version_2_with_negative: bool = False
+    null_score_diff_threshold: Optional[float] = None
+    layer_norm: str = "auto"  # see export.call_for_export
+
+
+def _expansion_offsets(tokenizer: tokenization.SentencePieceTokenizer):
+    """Per id: expansion ids and each sub-piece's (start, end) distance from the piece end.
+
+    A start distance of 2**30 means "the piece's own start" (the first sub-piece).
+    Mirrors `squad_features._split_offsets`.
+    """
+    ids, rel_start, rel_end, lengths = [], [], [], []
+    for expansion in tokenization.digit_comma_expansions(tokenizer):
+        if len(expansion) == 1:
+            ids.append(expansion[0])
+            rel_start.append(2 ** 30)
+            rel_end.append(0)
+            lengths.append(1)
+            continue
+        pieces = tokenizer.convert_ids_to_tokens(expansion)
+        starts, ends = [1], [0]  # the trailing ","
+        cursor = 1
+        for index in range(len(pieces) - 2, -1, -1):
+            length = len(pieces[index].replace(tokenization.SPIECE_UNDERLINE, "").encode())
+            ends.append(cursor)
+            cursor += length
+            starts.append(2 ** 30 if index == 0 else cursor)
+        ids.extend(expansion)
+        rel_start.extend(starts[::-1])
+        rel_end.extend(ends[::-1])
+        lengths.append(len(expansion))
+    return ids, rel_start, rel_end, lengths
+
+
+class _SpanServingModule(tf.Module):
+    """The Keras model, the windows and the span search; subclasses align the context.
+
+    A subclass sets `self.tokenizer` (in-graph, raw question [1] -> ragged ids),
+    `cls_id`, `sep_id` and implements `_context_alignment`.
+    """
+
+    def __init__(self, model, options: ExportOptions):
+        fused_ops.check_export_layer_norm(options.layer_norm)
+        super().__init__()
+        self.model = model
+        self.options = options
+
+    def _context_alignment(self, context):
+        """-> chars [n] (original characters), is_space [n] (Python str.isspace),
+        ids int32 [T] and each token's first / last original character int32 [T]."""
+        raise NotImplementedError
+
+    # --- the per-question search ------------------------------------------------
+
+    def _answer_one(self, question, context):
+        opts = self.options
+        seq = opts.max_seq_length
+        query = self.tokenizer(tf.reshape(question, [1]))[0][:opts.max_query_length]
+        query = tf.cast(query, tf.int32)
+        q_len = tf.size(query)
+        chars, is_space, ids, tok_orig_start, tok_orig_end = self._context_alignment(context)
+        num_tokens = tf.size(ids)
+        max_doc = seq - q_len - 3
+        stride = tf.minimum(opts.doc_stride, max_doc)
+        num_windows = tf.where(num_tokens <= max_doc, 1,
+                               (num_tokens - max_doc + stride - 1) // stride + 1)
+        win_start = tf.range(num_windows) * stride
+        win_len = tf.minimum(num_tokens - win_start, max_doc)
+        # Max context: the first window with the best min(left, right) + 0.01 length.
+        k = tf.range(num_tokens)[None]
+        inside = (k >= win_start[:, None]) & (k < (win_start + win_len)[:, None])
+        score = (tf.cast(tf.minimum(k - win_start[:, None],
+                                    (win_start + win_len - 1)[:, None] - k), tf.float32)
+                 + 0.01 * tf.cast(win_len[:, None], tf.float32))
+        score = tf.where(inside, score, NEG_INF)
+        best_window = tf.cast(tf.argmax(score, axis=0), tf.int32)  # first max on ties
+        # The [W, S] feature grids.
+        p = tf.range(seq)[None]
+        doc_pos = p - (q_len + 2)
+        in_doc = (doc_pos >= 0) & (doc_pos < win_len[:, None])
+        token = tf.clip_by_value(win_start[:, None] + doc_pos, 0, tf.maximum(num_tokens - 1, 0))
+        safe_ids = tf.concat([ids, [0]], 0)
+        doc_ids = tf.gather(safe_ids, tf.where(in_doc, token, num_tokens))
+        query_ids = tf.gather(tf.concat([query, [0]], 0), tf.clip_by_value(p - 1, 0, q_len))
+        shape = tf.shape(in_doc)
+        input_ids = tf.where(p == 0, self.cls_id, tf.where(
+            p <= q_len, query_ids, tf.where(p == q_len + 1, self.sep_id, tf.where(
+                in_doc, doc_ids, tf.where(p == q_len + 2 + win_len[:, None], self.sep_id, 0)))))
+        input_ids = tf.broadcast_to(input_ids, shape)
+        input_mask = tf.cast(tf.broadcast_to(p < q_len + 3 + win_len[:, None], shape), tf.int32)
+        segment_ids = tf.cast((p >= q_len + 2) & (p <= q_len + 2 + win_len[:, None]), tf.int32)
+        p_mask = 1 - tf.cast((p == 0) | in_doc, tf.int32)
+        window = tf.range(num_windows)[:, None]
+        max_context = in_doc & tf.equal(
+            tf.gather(tf.concat([best_window, [-1]], 0), token), window)  # padded, as below
+        inputs = {"input_ids": input_ids, "input_mask": input_mask,
+                  "segment_ids": tf.broadcast_to(segment_ids, shape), "p_mask": p_mask}
+        outputs = export_lib.call_for_export(self.model, inputs, self.options.layer_norm)
+
+        def at(grid, index):  # grid [W, S], index [W, K] -> [W, K]
+            return tf.gather(grid, index, batch_dims=1)
+
+        if opts.version_2_with_negative:
+            k1 = tf.shape(outputs["start_top_index"])[1]
+            k2 = tf.shape(outputs["end_top_index"])[1] // k1
+            s_idx = tf.repeat(outputs["start_top_index"], k2, axis=1)
+            e_idx = outputs["end_top_index"]
+            s_score = tf.repeat(outputs["start_top_log_probs"], k2, axis=1)
+            e_score = outputs["end_top_log_probs"]
+            null_score = tf.reduce_min(outputs["cls_logits"])
+        else:
+            n = tf.minimum(opts.n_best_size, seq)
+            s_val, s_top = tf.math.top_k(outputs["start_logits"], n)
+            e_val, e_top = tf.math.top_k(outputs["end_logits"], n)
+            s_idx, e_idx = tf.repeat(s_top, n, axis=1), tf.tile(e_top, [1, n])
+            s_score, e_score = tf.repeat(s_val, n, axis=1), tf.tile(e_val, [1, n])
+            null_score = tf.constant(0.0)
+        s_idx, e_idx = tf.cast(s_idx, tf.int32), tf.cast(e_idx, tf.int32)
+        valid = (at(in_doc, s_idx) & at(in_doc, e_idx) & at(max_context, s_idx)
+                 & (e_idx >= s_idx) & (e_idx - s_idx + 1 <= opts.max_answer_length))
+        total = tf.reshape(tf.where(valid, s_score + e_score, NEG_INF), [-1])
+        flat_valid = tf.reshape(valid, [-1])
+        best_score = tf.reduce_max(tf.concat([total, [NEG_INF]], 0))
+        best = tf.cast(tf.reduce_min(tf.concat([
+            tf.where(flat_valid & tf.equal(total, best_score))[:, 0],
+            [tf.cast(tf.size(total), tf.int64)]], 0)), tf.int32)
+        any_valid = tf.reduce_any(flat_valid)
+        best = tf.minimum(best, tf.maximum(tf.size(total) - 1, 0))
+        width = tf.shape(s_idx)[1]
+        best_w, best_k = best // tf.maximum(width, 1), best % tf.maximum(width, 1)
+        first_tok = tf.gather(token[best_w], s_idx[best_w, best_k])
+        last_tok = tf.gather(token[best_w], e_idx[best_w, best_k])
+        # (Padded: a context without tokens has no valid span, but the gathers still run.)
+        text = self._span_text(context, chars, is_space,
+                               tf.gather(tf.concat([tok_orig_start, [0]], 0), first_tok),
+                               tf.gather(tf.concat([tok_orig_end, [0]], 0), last_tok))
+        empty = "" if opts.version_2_with_negative else V1_EMPTY_TEXT
+        text = tf.where(any_valid, text, empty)
+        score_out = tf.where(any_valid, best_score, -2e6 if opts.version_2_with_negative else 0.0)
+        if opts.version_2_with_negative and opts.null_score_diff_threshold is not None:
+            text = tf.where(null_score > opts.null_score_diff_threshold, "", text)
+        return text, score_out, null_score
+
+    def _span_text(self, context, chars, is_space, first, last):
+        """Original characters [first, last] with Python's str.strip() applied."""
+        n = tf.size(chars)
+        index = tf.range(n)
+        keep = (index >= first) & (index <= last) & ~is_space
+        kept = tf.boolean_mask(index, keep)
+        lo = tf.reduce_min(tf.concat([kept, [n]], 0))
+        hi = tf.reduce_max(tf.concat([kept, [-1]], 0))
+        ends = tf.cumsum(tf.strings.length(chars))
+        starts = ends - tf.strings.length(chars)
+        safe = tf.concat([starts, [0]], 0)
+        safe_end = tf.concat([ends, [0]], 0)
+        begin = tf.gather(safe, tf.minimum(lo, n))
+        length = tf.gather(safe_end, tf.maximum(hi, 0)) - begin
+        return tf.where(hi >= lo, tf.strings.substr(context, begin, tf.maximum(length, 0)), "")
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="question"),
+                                  tf.TensorSpec([None], tf.string, name="context")])
+    def serve_text(self, question, context):
+        answer, score, null = tf.map_fn(
+            lambda qc: self._answer_one(qc[0], qc[1]), (question, context),
+            fn_output_signature=(tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.float32),
+                                 tf.TensorSpec([], tf.float32)))
+        outputs = {"answer": answer, "score": score}
+        if self.options.version_2_with_negative:
+            outputs["null_score"] = null
+        return outputs
+
+    @tf.function(input_signature=[{name: tf.TensorSpec([None, None], tf.int32, name=name)
+                                   for name in ("input_ids", "input_mask", "segment_ids",
+                                                "p_mask")}])
+    def serve_tokens(self, features):
+        outputs = export_lib.call_for_export(self.model, features, self.options.layer_norm)
+        names = (("start_top_log_probs", "start_top_index", "end_top_log_probs",
+                  "end_top_index", "cls_logits") if self.options.version_2_with_negative
+                 else ("start_logits", "end_logits"))
+        return {name: outputs[name] for name in names}
+
+
+class SquadServingModule(_SpanServingModule):
+    """The SavedModel's module with a SentencePiece model (see the module docstring)."""
+
+    def __init__(self, model, spm_model_file: str, options: ExportOptions):
+        super().__init__(model, options)
+        with open(spm_model_file, "rb") as handle:
+            proto = handle.read()
+        import tensorflow_text as tf_text
+
+        python_tokenizer = tokenization.SentencePieceTokenizer(spm_model_file,
+                                                               options.do_lower_case)
+        self.tokenizer = tokenization.InGraphTokenizer(model_proto=proto,
+                                                       do_lower_case=options.do_lower_case)
+        self._fast = tf_text.FastSentencepieceTokenizer(proto)
+        self._offsets = tf_text.SentencepieceTokenizer(proto)
+        self._whitespace = tokenization.whitespace_regex()
+        self._combining = tokenization.combining_regex()
+        self.cls_id, self.sep_id = python_tokenizer.cls_id, python_tokenizer.sep_id
+        ids, rel_start, rel_end, lengths = _expansion_offsets(python_tokenizer)
+        self._exp_ids = tf.constant(ids, tf.int32)
+        self._exp_start = tf.constant(rel_start, tf.int32)
+        self._exp_end = tf.constant(rel_end, tf.int32)
+        self._exp_lengths = tf.constant(lengths, tf.int64)
+        piece_bytes = []
+        for i in range(python_tokenizer.vocab_size):
+            piece = python_tokenizer.sp_model.IdToPiece(i)
+            unknown = python_tokenizer.sp_model.IsUnknown(i) or python_tokenizer.sp_model.IsControl(i)
+            piece_bytes.append(1 if unknown else
+                               len(piece.replace(tokenization.SPIECE_UNDERLINE, " ").encode()))
+        self._piece_bytes = tf.constant(piece_bytes, tf.int32)
+
+    def _context_alignment(self, context):
+        chars, is_space, normalized, cumulative = self._normalize_context(context)
+        ids, byte_start, byte_end = self._context_tokens(normalized)
+        # Byte offset -> original character: first char whose cumulative end exceeds it.
+        byte_end = tf.maximum(byte_end, byte_start + 1)
+        last_char = tf.maximum(tf.size(chars) - 1, 0)
+        tok_orig_start = tf.minimum(tf.searchsorted(cumulative, byte_start, side="right"),
+                                    last_char)
+        tok_orig_end = tf.minimum(tf.searchsorted(cumulative, byte_end - 1, side="right"),
+                                  last_char)
+        return chars, is_space, ids, tok_orig_start, tok_orig_end
+
+    # --- context normalisation with a byte -> original character map --------------
+
+    def _normalize_context(self, context):
+        """-> (chars [n], is_space [n], normalised string, cumulative bytes [n])."""
+        chars = tf.strings.unicode_split(context, "UTF-8")
+        n = tf.size(chars)
+        is_space = tf.strings.regex_full_match(chars, self._whitespace)
+        index = tf.range(n)
+        non_space = tf.boolean_mask(index, tf.logical_not(is_space))
+        first = tf.reduce_min(tf.concat([non_space, [n]], 0))
+        last = tf.reduce_max(tf.concat([non_space, [-1]], 0))
+        previous_space = tf.concat([[False], is_space[:-1]], 0)
+        keep_space = is_space & ~previous_space & (index > first) & (index < last)
+        import tensorflow_text as tf_text
+
+        normalized = tf_text.normalize_utf8(chars, "NFKD")
+        normalized = tf.strings.regex_replace(normalized, self._combining, "")
+        if self.options.do_lower_case:
+            normalized = tf.strings.lower(normalized, encoding="utf-8")
+        out = tf.where(is_space, tf.where(keep_space, " ", ""), normalized)
+        cumulative = tf.cumsum(tf.strings.length(out))
+        return chars, is_space, tf.strings.reduce_join(out), cumulative
+
+    def _context_tokens(self, normalized):
+        """ids [T] and byte offsets [T] (start, end) into `normalized`, expanded."""
+        ids = tf.cast(self._fast.tokenize(normalized), tf.int32)
+        other, starts, ends = self._offsets.tokenize_with_offsets(normalized)
+        other = tf.cast(other, tf.int32)
+        same = tf.logical_and(tf.equal(tf.size(other), tf.size(ids)),
+                              tf.reduce_all(tf.equal(
+                                  tf.pad(other, [[0, tf.maximum(tf.size(ids) - tf.size(other), 0)]]),
+                                  tf.pad(ids, [[0, tf.maximum(tf.size(other) - tf.size(ids), 0)]]))))
+
+        def from_lengths():
+            lengths = tf.gather(self._piece_bytes, ids)
+            end = tf.cumsum(lengths) - 1  # the dummy-prefix "▁" has no source byte
+            return tf.maximum(end - lengths, 0), tf.maximum(end, 0)
+
+        starts, ends = tf.cond(same, lambda: (tf.cast(starts, tf.int32), tf.cast(ends, tf.int32)),
+                               from_lengths)
+        table = tf.RaggedTensor.from_row_lengths(self._exp_ids, self._exp_lengths)
+        rows = tf.gather(table, ids)
+        row_of = tf.cast(rows.value_rowids(), tf.int32)
+        flat = tf.range(tf.size(self._exp_ids))
+        positions = tf.gather(tf.RaggedTensor.from_row_lengths(flat, self._exp_lengths),
+                              ids).flat_values
+        sub_start = tf.gather(self._exp_start, positions)
+        sub_end = tf.gather(self._exp_end, positions)
+        b, e = tf.gather(starts, row_of), tf.gather(ends, row_of)
+        new_start = tf.maximum(b, e - sub_start)
+        new_end = tf.maximum(new_start + 1, e - sub_end)
+        return rows.flat_values, new_start, new_end
+
+
+class WordPieceSquadServingModule(_SpanServingModule):
+    """The SavedModel's module with a WordPiece vocabulary (the Chinese models, CMRC 2018).
+
+    The question goes through `tokenization.InGraphWordPieceTokenizer`. The
+    context follows `squad_wordpiece.basic_words_with_origin` as TensorFlow
+    ops: the BasicTokenizer's character rules one original character at a
+    time (control characters dropped, whitespace separating, lower-casing, NFD
+    and mark stripping per character, CJK ideographs and punctuation as words
+    of their own), so every normalised character knows its original one; the
+    words go through tensorflow-text's FastWordpieceTokenizer with byte
+    offsets inside each word, which map back to original characters.
+    """
+
+    def __init__(self, model, vocab_file: str, options: ExportOptions):
+        super().__init__(model, options)
+        self.tokenizer = tokenization.InGraphWordPieceTokenizer(
+            vocab_file, do_lower_case=options.do_lower_case)
+        self.cls_id, self.sep_id = self.tokenizer.cls_id, self.tokenizer.sep_id
+        self._regex = self.tokenizer.regexes
+
+    def _normalized_chars(self, chars):
+        """Original chars [n] -> normalised characters [m] with origin, last origin, is_cjk."""
+        import tensorflow_text as tf_text
+
+        regex = self._regex
+        n = tf.size(chars)
+        is_control = tf.strings.regex_full_match(chars, regex["control"])
+        is_space = tf.strings.regex_full_match(chars, regex["whitespace"]) & ~is_control
+        is_cjk = tf.strings.regex_full_match(chars, regex["cjk"])
+        normalized = chars
+        if self.options.do_lower_case:
+            normalized = tf.strings.lower(normalized, encoding="utf-8")
+            normalized = tf_text.normalize_utf8(normalized, "NFD")
+            normalized = tf.strings.regex_replace(normalized, regex["marks"], "")
+        normalized = tf.where(is_space, " ", tf.where(is_control, "", normalized))
+        # A character that normalises to nothing extends the previous character's range
+        # (up to the next control, whitespace or visible character).
+        vanishes = ~is_control & ~is_space & tf.equal(normalized, "")
+        stops = tf.concat([tf.cast(tf.where(~vanishes)[:, 0], tf.int32), [n]], 0)
+        extended = tf.gather(stops, tf.searchsorted(stops, tf.range(n), side="right")) - 1
+        split = tf.strings.unicode_split(normalized, "UTF-8")
+        origin = tf.cast(split.value_rowids(), tf.int32)
+        flat = split.flat_values
+        last_of_origin = tf.not_equal(origin, tf.concat([origin[1:], [-1]], 0))
+        origin_end = tf.where(last_of_origin, tf.gather(extended, origin), origin)
+        return flat, origin, origin_end, tf.gather(is_cjk, origin)
+
+    def _context_alignment(self, context):
+        regex = self._regex
+        chars = tf.strings.unicode_split(context, "UTF-8")
+        flat, origin, origin_end, cjk = self._normalized_chars(chars)
+        m = tf.size(flat)
+        space = tf.strings.regex_full_match(flat, regex["whitespace"])
+        punct = tf.strings.regex_full_match(flat, regex["punctuation"])
+
+        def previous(values, first):
+            return tf.concat([[first], values], 0)[:m]
+
+        begins = ~space & (tf.equal(tf.range(m), 0) | previous(space, True) | punct
+                           | previous(punct, False)
+                           | (tf.not_equal(origin, previous(origin, -1))
+                              & (cjk | previous(cjk, False))))
+        keep = ~space
+        kept = tf.boolean_mask(flat, keep)
+        kept_start = tf.boolean_mask(origin, keep)
+        kept_end = tf.boolean_mask(origin_end, keep)
+        word_of = tf.cumsum(tf.cast(tf.boolean_mask(begins, keep), tf.int32)) - 1
+        num_words = tf.reduce_max(tf.concat([word_of, [-1]], 0)) + 1
+        word_chars = tf.RaggedTensor.from_value_rowids(kept, word_of, nrows=num_words)
+        words = tf.strings.reduce_join(word_chars, axis=1)
+        ids, starts, ends = self.tokenizer.wordpiece_with_offsets(words)
+        word = tf.cast(ids.value_rowids(), tf.int32)
+        # Byte offsets inside a word -> indexes of kept characters.
+        char_bytes = tf.strings.length(kept)
+        byte_end = tf.cumsum(char_bytes)
+        word_start = tf.gather(byte_end - char_bytes, tf.cast(word_chars.row_starts(), tf.int32))
+        word_bytes = tf.gather(tf.concat([[0], byte_end], 0),
+                               tf.cast(word_chars.row_limits(), tf.int32)) - word_start
+        limit = tf.gather(word_bytes, word)
+        first_byte = tf.gather(word_start, word) + tf.minimum(
+            tf.cast(starts.flat_values, tf.int32), limit - 1)
+        last_byte = tf.gather(word_start, word) + tf.minimum(
+            tf.cast(ends.flat_values, tf.int32), limit) - 1
+        first_char = tf.searchsorted(byte_end, first_byte, side="right")
+        last_char = tf.searchsorted(byte_end, last_byte, side="right")
+        is_space = tf.strings.regex_full_match(chars, regex["whitespace"])
+        return (chars, is_space, tf.cast(ids.flat_values, tf.int32),
+                tf.gather(kept_start, first_char), tf.gather(kept_end, last_char))
+
+
+def export_saved_model(model, export_dir: str, spm_model_file: Optional[str] = None,
+                       options: Optional[ExportOptions] = None,
+                       vocab_file: Optional[str] = None) -> str:
+    """Writes the SavedModel (signatures serving_default and serve_tokens) atomically.
+
+    The tokenizer: `spm_model_file` (SentencePiece) or `vocab_file` (WordPiece);
+    SentencePiece wins when both are given, as in the original.
+    """
+    options = options or ExportOptions()
+    if spm_model_file:
+        module = SquadServingModule(model, spm_model_file, options)
+    elif vocab_file:
+        module = WordPieceSquadServingModule(model, vocab_file, options)
+    else:
+        raise ValueError("export_saved_model needs spm_model_file or vocab_file")
+    return export_lib.save_serving_model(export_dir, module,
+                                         {"serving_default": module.serve_text,
+                                          "serve_tokens": module.serve_tokens})
+
+
+def export_onnx(model, export_dir: str, options: ExportOptions, int8: bool = False,
+                spm_model_file: Optional[str] = None,
+                vocab_file: Optional[str] = None) -> Dict[str, str]:
+    """Writes model.onnx (and model.int8.onnx with `int8`) of the span model's token
+    signature to export_dir: int32 [B, S] `input_ids`, `input_mask`, `segment_ids` (and
+    `p_mask`, 1 where an answer cannot start or end, for SQuAD v2) ->
+    `start_logits`, `end_logits` (v1), or the top-k `start_top_log_probs`,
+    `start_top_index`, `end_top_log_probs`, `end_top_index` and `cls_logits` (v2), as
+    `serve_tokens` returns. The post-processing to answer text stays with the caller
+    (`albert_tf.tasks.squad_postprocess`)."""
+    from albert_tf.export import onnx as onnx_export
+
+    v2 = options.version_2_with_negative
+    names = (["start_top_log_probs", "start_top_index", "end_top_log_probs",
+              "end_top_index", "cls_logits"] if v2 else ["start_logits", "end_logits"])
+    signature = export_lib.token_input_signature()
+    if v2:
+        signature["p_mask"] = tf.TensorSpec([None, None], tf.int32, name="p_mask")
+    metadata = {"task": "squad_v2" if v2 else "squad_v1",
+                "max_seq_length": options.max_seq_length, "doc_stride": options.doc_stride,
+                "max_query_length": options.max_query_length,
+                "do_lower_case": options.do_lower_case, "n_best_size": options.n_best_size,
+                "max_answer_length": options.max_answer_length,
+                "null_score_diff_threshold": options.null_score_diff_threshold}
+    return onnx_export.export_model_dir(export_dir, onnx_export.model_function(model, names),
+                                        signature, metadata, int8=int8,
+                                        spm_model_file=spm_model_file, vocab_file=vocab_file)

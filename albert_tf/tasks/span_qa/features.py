@@ -1,0 +1,602 @@
+"""SQuAD feature conversion: the original's windows, p_mask and max-context rule.
+
+For each example, the paragraph is normalised as the original does
+(`preprocess_text`: whitespace collapse, NFKD accent stripping, optional
+lower-casing) and split into SentencePiece pieces (with the original's
+digit-comma post-processing). Every piece is aligned to a character range of
+the *original* paragraph, so a token span maps back to exact original text:
+
+* Fast path (used for almost every paragraph): the normalisation is applied
+  character by character, which gives a map from each normalised character to
+  the original one; SentencePiece's own offsets (`EncodeAsOffsetMapping`)
+  map each piece to normalised characters. The fast path is used only when the
+  per-character normalisation concatenates to exactly `preprocess_text` of the
+  whole paragraph (it can differ, e.g. Python's final-sigma lower-casing).
+* Fallback: the original's banded longest-common-subsequence alignment between
+  the paragraph and the concatenated pieces (written from its definition;
+  SentencePiece offsets cannot be used there because the normalised text is not
+  a per-character image of the original).
+
+Layout of a window (the original's): `[CLS] query [SEP] doc [SEP] pad`,
+segment ids 0 for `[CLS] query [SEP]`, 1 for `doc [SEP]`; `p_mask` 0 for
+`[CLS]` and document tokens, 1 elsewhere. Windows cover the document with a
+stride of `doc_stride` tokens; a token's "max context" window is the one where
+`min(left, right) + 0.01 * window_length` is largest (first on ties).
+Training windows that do not contain the answer are labelled at `[CLS]`
+(start = end = 0) with `is_impossible = 1`, as the original (also for v1).
+
+With a WordPiece vocabulary (`tokenizer.kind == "wordpiece"`: the Chinese
+models, CMRC 2018), the paragraph is aligned by `squad_wordpiece.align_paragraph`
+(the BasicTokenizer one character at a time, so a CJK character is its own
+token and each "##" piece covers its own characters) and the question is
+`tokenizer.encode_ids` of the raw text; everything after the alignment
+(windows, labels, caches) is shared.
+
+Per-position metadata needed by post-processing is stored in the feature
+itself (and in the TFRecord cache, no pickle): `orig_start` / `orig_end` [S]
+(inclusive character range of the original paragraph of each document token,
+-1 elsewhere) and `max_context` [S] (1 where this window is the token's max
+context).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+from absl import logging
+
+from albert_tf.errors import UserValueError
+from albert_tf.tokenization import (SPIECE_UNDERLINE, SentencePieceTokenizer, Tokenizer,
+                                    preprocess_text, vocabulary_fingerprint)
+from albert_tf.tasks.span_qa.data import SquadExample
+
+FIRST_UNIQUE_ID = 1000000000  # the original's first feature id
+TRAIN_SHUFFLE_SEED = 12345  # the original shuffles training examples with Random(12345)
+
+
+# ---------------------------------------------------------------------------
+# Paragraph alignment
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class ParagraphTokens:
+    """A paragraph's pieces with their original character ranges (inclusive)."""
+
+    pieces: List[str]
+    ids: List[int]
+    tok_start_to_orig: List[int]
+    tok_end_to_orig: List[int]
+    aligned: bool = True  # False: the fallback alignment failed (the original's MISMATCH)
+
+    def char_span_to_tokens(self, start: int, end: int) -> Optional[Tuple[int, int]]:
+        """Tokens covering original characters [start, end] (inclusive), or None."""
+        first = next((t for t, e in enumerate(self.tok_end_to_orig) if e >= start), None)
+        last = next((t for t in range(len(self.tok_start_to_orig) - 1, -1, -1)
+                     if self.tok_start_to_orig[t] <= end), None)
+        if first is None or last is None or first > last:
+            return None
+        return first, last
+
+
+def normalize_with_char_map(text: str, lower: bool) -> Tuple[str, List[int]]:
+    """Per-character `preprocess_text`: (normalised text, original index of each char).
+
+    Whitespace runs become one space (none at the ends), other characters are
+    NFKD'ed, stripped of combining marks and lower-cased one at a time.
+    """
+    out: List[str] = []
+    origin: List[int] = []
+    non_space = [i for i, ch in enumerate(text) if not ch.isspace()]
+    if not non_space:
+        return "", []
+    first, last = non_space[0], non_space[-1]
+    previous_space = False
+    for index in range(first, last + 1):
+        ch = text[index]
+        if ch.isspace():
+            if not previous_space:
+                out.append(" ")
+                origin.append(index)
+            previous_space = True
+            continue
+        previous_space = False
+        piece = preprocess_text(ch, remove_space=False, lower=lower)
+        out.append(piece)
+        origin.extend([index] * len(piece))
+    return "".join(out), origin
+
+
+def _split_offsets(tokenizer: SentencePieceTokenizer, piece: str, begin: int, end: int
+                   ) -> List[Tuple[str, int, int]]:
+    """The original's digit-comma split of one piece, with char offsets [begin, end)."""
+    subs = tokenizer._split_digit_comma(piece)  # pylint: disable=protected-access
+    result = [(subs[-1], end - 1, end)]
+    cursor = end - 1
+    for index in range(len(subs) - 2, -1, -1):
+        length = len(subs[index].replace(SPIECE_UNDERLINE, ""))
+        start = begin if index == 0 else max(begin, cursor - length)
+        result.append((subs[index], start, max(start + 1, cursor)))
+        cursor = start
+    return result[::-1]
+
+
+def _pieces_with_offsets(tokenizer: SentencePieceTokenizer, text: str
+                         ) -> List[Tuple[str, int, int]]:
+    mapping = tokenizer.sp_model.EncodeAsOffsetMapping(text)
+    out = []
+    for piece, (begin, end) in zip(mapping["pieces"], mapping["offsets"]):
+        if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
+            out.extend(_split_offsets(tokenizer, piece, begin, end))
+        else:
+            out.append((piece, begin, end))
+    return out
+
+
+def align_paragraph(tokenizer: SentencePieceTokenizer, paragraph: str,
+                    do_lower_case: bool) -> ParagraphTokens:
+    """Pieces of `preprocess_text(paragraph)` aligned to original characters."""
+    normalized = preprocess_text(paragraph, lower=do_lower_case)
+    per_char, origin = normalize_with_char_map(paragraph, do_lower_case)
+    if per_char != normalized:
+        return _lcs_align(tokenizer, paragraph, normalized, do_lower_case)
+    pieces, starts, ends = [], [], []
+    for piece, begin, end in _pieces_with_offsets(tokenizer, normalized):
+        pieces.append(piece)
+        if end <= begin:  # a piece with no source text: point at its neighbour
+            begin = min(begin, len(origin) - 1)
+            end = begin + 1
+        starts.append(origin[begin])
+        ends.append(origin[end - 1])
+    return ParagraphTokens(pieces, tokenizer.convert_tokens_to_ids(pieces), starts, ends)
+
+
+def _convert_index(index: List[Optional[int]], pos: int, m: Optional[int] = None,
+                   is_start: bool = True) -> int:
+    """Nearest aligned position for an unaligned one (the original's rule)."""
+    if index[pos] is not None:
+        return index[pos]
+    n = len(index)
+    rear = pos
+    while rear < n - 1 and index[rear] is None:
+        rear += 1
+    front = pos
+    while front > 0 and index[front] is None:
+        front -= 1
+    if index[front] is None:
+        if index[rear] >= 1:
+            return 0 if is_start else index[rear] - 1
+        return index[rear]
+    if index[rear] is None:
+        if m is not None and index[front] < m - 1:
+            return index[front] + 1 if is_start else m - 1
+        return index[front]
+    if is_start:
+        return index[front] + 1 if index[rear] > index[front] + 1 else index[rear]
+    return index[rear] - 1 if index[rear] > index[front] + 1 else index[front]
+
+
+def _lcs_align(tokenizer: SentencePieceTokenizer, paragraph: str, normalized: str,
+               do_lower_case: bool) -> ParagraphTokens:
+    """The original's banded LCS alignment between the paragraph and its pieces."""
+    pieces = tokenizer.tokenize(normalized)
+    tok_text = "".join(pieces).replace(SPIECE_UNDERLINE, " ")
+    char_starts, char_ends, chartok_to_tok = [], [], []
+    count = 0
+    for index, piece in enumerate(pieces):
+        length = len(piece.replace(SPIECE_UNDERLINE, " "))
+        chartok_to_tok.extend([index] * length)
+        char_starts.append(count)
+        count += length
+        char_ends.append(count - 1)
+    n, m = len(paragraph), len(tok_text)
+    chars = [preprocess_text(ch, lower=do_lower_case, remove_space=False) for ch in paragraph]
+    f = g = None
+    max_dist = abs(n - m) + 5
+    for _ in range(2):
+        f = np.zeros((n, m), dtype=np.float32)
+        g = {}
+        for i in range(n):
+            for j in range(i - max_dist, i + max_dist):
+                if j >= m or j < 0:
+                    continue
+                if i > 0:
+                    g[(i, j)] = 0
+                    f[i, j] = f[i - 1, j]
+                if j > 0 and f[i, j - 1] > f[i, j]:
+                    g[(i, j)] = 1
+                    f[i, j] = f[i, j - 1]
+                f_prev = f[i - 1, j - 1] if i > 0 and j > 0 else 0
+                if chars[i] == tok_text[j] and f_prev + 1 > f[i, j]:
+                    g[(i, j)] = 2
+                    f[i, j] = f_prev + 1
+        if n == 0 or m == 0 or f[n - 1, m - 1] > 0.8 * n:
+            break
+        max_dist *= 2
+    orig_to_chartok: List[Optional[int]] = [None] * n
+    chartok_to_orig: List[Optional[int]] = [None] * m
+    i, j = n - 1, m - 1
+    while i >= 0 and j >= 0 and (i, j) in g:
+        if g[(i, j)] == 2:
+            orig_to_chartok[i], chartok_to_orig[j] = j, i
+            i, j = i - 1, j - 1
+        elif g[(i, j)] == 1:
+            j -= 1
+        else:
+            i -= 1
+    ids = tokenizer.convert_tokens_to_ids(pieces)
+    if n == 0 or m == 0 or all(v is None for v in orig_to_chartok) or f[n - 1, m - 1] < 0.8 * n:
+        return ParagraphTokens(pieces, ids, [], [], aligned=False)
+    starts = [_convert_index(chartok_to_orig, s, n, True) for s in char_starts]
+    ends = [_convert_index(chartok_to_orig, e, n, False) for e in char_ends]
+    return ParagraphTokens(pieces, ids, starts, ends)
+
+
+# ---------------------------------------------------------------------------
+# Windows and features
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class FeatureOptions:
+    """The original's conversion flags."""
+
+    max_seq_length: int = 384
+    doc_stride: int = 128
+    max_query_length: int = 64
+    do_lower_case: bool = True
+
+    def validate(self):
+        if self.max_query_length > self.max_seq_length - 4:
+            raise ValueError(f"--max_query_length ({self.max_query_length}) must be smaller "
+                             f"than --max_seq_length - 3 ({self.max_seq_length - 3}) so that "
+                             "at least one document token fits")
+        if self.doc_stride <= 0:
+            raise ValueError(f"--doc_stride must be positive, got {self.doc_stride}")
+
+
+@dataclasses.dataclass
+class SquadFeature:
+    """One window of one example; lists have length max_seq_length (S)."""
+
+    unique_id: int
+    example_index: int
+    doc_span_index: int
+    input_ids: List[int]
+    input_mask: List[int]
+    segment_ids: List[int]
+    p_mask: List[int]
+    orig_start: List[int]
+    orig_end: List[int]
+    max_context: List[int]
+    start_position: int = 0
+    end_position: int = 0
+    is_impossible: int = 0
+
+
+@dataclasses.dataclass
+class ConversionStats:
+    """What happened to the answers during conversion (training mode)."""
+
+    examples: int = 0
+    features: int = 0
+    positive_features: int = 0
+    negative_features: int = 0
+    unalignable: List[str] = dataclasses.field(default_factory=list)  # skipped qids
+    inexact: List[str] = dataclasses.field(default_factory=list)  # kept, covering span
+
+    def summary(self) -> str:
+        return (f"{self.examples} examples -> {self.features} features "
+                f"(pos {self.positive_features}, neg {self.negative_features}); "
+                f"{len(self.unalignable)} answers could not be aligned and were skipped"
+                + (f" (e.g. {', '.join(self.unalignable[:5])})" if self.unalignable else "")
+                + f"; {len(self.inexact)} answers start or end inside a piece (trained on the "
+                "covering pieces, as the original)")
+
+
+def doc_spans(num_tokens: int, max_tokens_for_doc: int, doc_stride: int
+              ) -> List[Tuple[int, int]]:
+    """The original's sliding windows: [(start, length)]."""
+    spans = []
+    start = 0
+    while start < num_tokens:
+        length = min(num_tokens - start, max_tokens_for_doc)
+        spans.append((start, length))
+        if start + length == num_tokens:
+            break
+        start += min(length, doc_stride)
+    return spans
+
+
+def max_context_windows(spans: Sequence[Tuple[int, int]], num_tokens: int) -> List[int]:
+    """For each document token, the index of its max-context window (first on ties)."""
+    best = [-1] * num_tokens
+    best_score = [None] * num_tokens
+    for span_index, (start, length) in enumerate(spans):
+        end = start + length - 1
+        for position in range(start, end + 1):
+            score = min(position - start, end - position) + 0.01 * length
+            if best_score[position] is None or score > best_score[position]:
+                best_score[position] = score
+                best[position] = span_index
+    return best
+
+
+def answer_token_span(paragraph: ParagraphTokens, text: str, start: int
+                      ) -> Optional[Tuple[int, int]]:
+    """Token span (inclusive) covering the answer's characters, or None."""
+    if not paragraph.aligned or not text.strip():
+        return None
+    return paragraph.char_span_to_tokens(start, start + len(text) - 1)
+
+
+def span_text(paragraph_text: str, paragraph: ParagraphTokens, first: int, last: int) -> str:
+    """The original's answer text of a token span: the original characters, stripped."""
+    return paragraph_text[paragraph.tok_start_to_orig[first]:
+                          paragraph.tok_end_to_orig[last] + 1].strip()
+
+
+class SquadFeaturizer:
+    """Converts SquadExamples to SquadFeatures (the original's convert_examples_to_features).
+
+    Paragraph alignments are cached by text, since SQuAD asks several questions
+    about each paragraph. `tokenizer`: a SentencePieceTokenizer or a
+    WordPieceTokenizer (see the module docstring).
+    """
+
+    def __init__(self, tokenizer: Tokenizer, options: FeatureOptions):
+        options.validate()
+        self.tokenizer = tokenizer
+        self.options = options
+        self._cache: Dict[str, ParagraphTokens] = {}
+
+    def paragraph(self, text: str) -> ParagraphTokens:
+        cached = self._cache.get(text)
+        if cached is None:
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            if self.tokenizer.kind == "wordpiece":
+                from albert_tf.tasks.span_qa import wordpiece as squad_wordpiece
+
+                cached = squad_wordpiece.align_paragraph(self.tokenizer, text)
+            else:
+                cached = align_paragraph(self.tokenizer, text, self.options.do_lower_case)
+            self._cache[text] = cached
+        return cached
+
+    def query_ids(self, question: str) -> List[int]:
+        if self.tokenizer.kind == "wordpiece":  # it normalises inside tokenize
+            ids = self.tokenizer.encode_ids([question])[0]
+        else:
+            ids = self.tokenizer.encode_ids(
+                [preprocess_text(question, lower=self.options.do_lower_case)])[0]
+        return ids[:self.options.max_query_length]
+
+    def convert(self, examples: Sequence[SquadExample], is_training: bool,
+                output_fn: Callable[[SquadFeature], None],
+                stats: Optional[ConversionStats] = None,
+                log_every: int = 1000) -> ConversionStats:
+        """Calls output_fn on every feature in order; returns the conversion counts."""
+        opts = self.options
+        tok = self.tokenizer
+        stats = stats or ConversionStats()
+        unique_id = FIRST_UNIQUE_ID + stats.features
+        for example_index, example in enumerate(examples):
+            if log_every and example_index % log_every == 0:
+                logging.info("converting SQuAD examples: %d/%d (%d features)", example_index,
+                             len(examples), stats.features)
+            stats.examples += 1
+            query = self.query_ids(example.question_text)
+            paragraph = self.paragraph(example.paragraph_text)
+            if not paragraph.aligned:
+                logging.warning("question id %s: the paragraph could not be aligned to its "
+                                "pieces (the original's MISMATCH); skipped", example.qas_id)
+                stats.unalignable.append(example.qas_id)
+                continue
+            answer_span = None
+            if is_training and not example.is_impossible:
+                text, start = example.orig_answer_text, example.start_position
+                answer_span = answer_token_span(paragraph, text, start)
+                if (answer_span is None
+                        or example.paragraph_text[start:start + len(text)] != text):
+                    logging.warning("question id %s: answer %r at %d cannot be aligned to the "
+                                    "paragraph's pieces; skipped", example.qas_id, text, start)
+                    stats.unalignable.append(example.qas_id)
+                    continue
+                if span_text(example.paragraph_text, paragraph, *answer_span) != text.strip():
+                    stats.inexact.append(example.qas_id)
+            num_tokens = len(paragraph.ids)
+            spans = doc_spans(num_tokens, opts.max_seq_length - len(query) - 3, opts.doc_stride)
+            best_window = max_context_windows(spans, num_tokens)
+            doc_offset = len(query) + 2
+            for span_index, (span_start, span_length) in enumerate(spans):
+                input_ids = [tok.cls_id] + query + [tok.sep_id]
+                input_ids += paragraph.ids[span_start:span_start + span_length] + [tok.sep_id]
+                real = len(input_ids)
+                pad = opts.max_seq_length - real
+                segment_ids = [0] * doc_offset + [1] * (span_length + 1) + [0] * pad
+                p_mask = [0] + [1] * (doc_offset - 1) + [0] * span_length + [1] * (1 + pad)
+                orig_start = [-1] * opts.max_seq_length
+                orig_end = [-1] * opts.max_seq_length
+                max_context = [0] * opts.max_seq_length
+                for i in range(span_length):
+                    token = span_start + i
+                    orig_start[doc_offset + i] = paragraph.tok_start_to_orig[token]
+                    orig_end[doc_offset + i] = paragraph.tok_end_to_orig[token]
+                    max_context[doc_offset + i] = int(best_window[token] == span_index)
+                start_position = end_position = 0
+                impossible = 1 if example.is_impossible else 0
+                if answer_span is not None:
+                    first, last = answer_span
+                    if span_start <= first and last <= span_start + span_length - 1:
+                        start_position = first - span_start + doc_offset
+                        end_position = last - span_start + doc_offset
+                    else:
+                        impossible = 1
+                feature = SquadFeature(
+                    unique_id=unique_id, example_index=example_index,
+                    doc_span_index=span_index,
+                    input_ids=input_ids + [0] * pad, input_mask=[1] * real + [0] * pad,
+                    segment_ids=segment_ids, p_mask=p_mask, orig_start=orig_start,
+                    orig_end=orig_end, max_context=max_context,
+                    start_position=start_position, end_position=end_position,
+                    is_impossible=impossible)
+                output_fn(feature)
+                unique_id += 1
+                stats.features += 1
+                if impossible:
+                    stats.negative_features += 1
+                else:
+                    stats.positive_features += 1
+        logging.info("SQuAD conversion: %s", stats.summary())
+        return stats
+
+
+def shuffle_for_training(examples: Sequence[SquadExample], seed: int = TRAIN_SHUFFLE_SEED
+                         ) -> List[SquadExample]:
+    """The original's pre-shuffle of the training examples (random.Random(12345))."""
+    examples = list(examples)
+    random.Random(seed).shuffle(examples)
+    return examples
+
+
+# ---------------------------------------------------------------------------
+# TFRecord cache (plain tf.train.Examples; the original's names)
+# ---------------------------------------------------------------------------
+
+SEQUENCE_FIELDS = ("input_ids", "input_mask", "segment_ids", "p_mask")
+PREDICT_FIELDS = ("orig_start", "orig_end", "max_context")
+TRAIN_SCALARS = ("start_positions", "end_positions", "is_impossible")
+
+
+def feature_to_example(feature: SquadFeature, is_training: bool):
+    """A tf.train.Example with the original's names (+ post-processing metadata)."""
+    import tensorflow as tf
+
+    def ints(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+    fields = {"unique_ids": ints([feature.unique_id])}
+    for name in SEQUENCE_FIELDS:
+        fields[name] = ints(getattr(feature, name))
+    if is_training:
+        fields["start_positions"] = ints([feature.start_position])
+        fields["end_positions"] = ints([feature.end_position])
+        fields["is_impossible"] = ints([feature.is_impossible])
+    else:
+        fields["example_index"] = ints([feature.example_index])
+        for name in PREDICT_FIELDS:
+            fields[name] = ints(getattr(feature, name))
+    return tf.train.Example(features=tf.train.Features(feature=fields))
+
+
+def feature_spec(max_seq_length: int, is_training: bool):
+    import tensorflow as tf
+
+    spec = {"unique_ids": tf.io.FixedLenFeature([], tf.int64)}
+    for name in SEQUENCE_FIELDS:
+        spec[name] = tf.io.FixedLenFeature([max_seq_length], tf.int64)
+    if is_training:
+        for name in TRAIN_SCALARS:
+            spec[name] = tf.io.FixedLenFeature([], tf.int64)
+    else:
+        spec["example_index"] = tf.io.FixedLenFeature([], tf.int64)
+        for name in PREDICT_FIELDS:
+            spec[name] = tf.io.FixedLenFeature([max_seq_length], tf.int64)
+    return spec
+
+
+def _meta_path(path: str) -> str:
+    return path + ".json"
+
+
+def write_feature_file(path: str, featurizer: SquadFeaturizer,
+                       examples: Sequence[SquadExample], is_training: bool,
+                       source: str) -> ConversionStats:
+    """Converts and writes features atomically, with a `<path>.json` description."""
+    from albert_tf import fileio
+
+    with fileio.atomic_tfrecord_writer(path) as writer:
+        stats = featurizer.convert(
+            examples, is_training,
+            lambda f: writer.write(feature_to_example(f, is_training).SerializeToString()))
+    tokenizer = featurizer.tokenizer
+    meta = dict(dataclasses.asdict(featurizer.options), is_training=is_training,
+                source=source, vocabulary_file=tokenizer.vocab_file,
+                vocabulary=vocabulary_fingerprint(tokenizer),
+                examples=stats.examples, features=stats.features,
+                unalignable=stats.unalignable, inexact=len(stats.inexact))
+    fileio.atomic_write_text(_meta_path(path), json.dumps(meta, indent=2) + "\n")
+    return stats
+
+
+def check_feature_file(path: str, options: FeatureOptions, is_training: bool,
+                       tokenizer: Optional[Tokenizer] = None) -> Dict:
+    """Reads `<path>.json` and checks it matches the current flags; returns it.
+
+    With `tokenizer`, the cache must also have been built with its vocabulary.
+    """
+    import tensorflow as tf
+
+    meta_path = _meta_path(path)
+    if not tf.io.gfile.exists(meta_path):
+        raise UserValueError(f"{path}: feature cache without its description {meta_path}; delete "
+                         "the cache to rebuild it")
+    with tf.io.gfile.GFile(meta_path) as handle:
+        meta = json.load(handle)
+    for name, value in dataclasses.asdict(options).items():
+        if meta.get(name) != value:
+            raise UserValueError(f"{path} was built with --{name}={meta.get(name)}, but the flags "
+                                 f"say {value}; delete the cache or use the same flag")
+    if meta.get("is_training") != is_training:
+        kind = "training" if meta.get("is_training") else "prediction"
+        raise UserValueError(f"{path} holds {kind} features; use another file name")
+    if tokenizer is not None and meta.get("vocabulary") != vocabulary_fingerprint(tokenizer):
+        if "vocabulary" not in meta:  # written before the description recorded it
+            raise UserValueError(f"{meta_path} does not record the vocabulary the cache was built "
+                             "with; delete the cache to rebuild it")
+        built = meta.get("vocabulary_file")
+        raise UserValueError(f"{path} was built with another vocabulary ({built}) than "
+                         f"{tokenizer.vocab_file}; delete the cache or use the same vocabulary")
+    return meta
+
+
+def parse_features(serialized, max_seq_length: int, is_training: bool):
+    """Parses a batch (or one) serialized Example(s) into int32 tensors."""
+    import tensorflow as tf
+
+    spec = feature_spec(max_seq_length, is_training)
+    parse = tf.io.parse_example if serialized.shape.rank == 1 else tf.io.parse_single_example
+    parsed = parse(serialized, spec)
+    return {name: tf.cast(value, tf.int32) if name != "unique_ids" else value
+            for name, value in parsed.items()}
+
+
+def read_feature_arrays(path: str, max_seq_length: int) -> Dict[str, np.ndarray]:
+    """All prediction features of a file as NumPy arrays (for post-processing)."""
+    import tensorflow as tf
+
+    dataset = tf.data.TFRecordDataset(path).batch(1024).map(
+        lambda s: parse_features(s, max_seq_length, False))
+    columns: Dict[str, List[np.ndarray]] = {}
+    for batch in dataset:
+        for name, value in batch.items():
+            columns.setdefault(name, []).append(value.numpy())
+    if not columns:
+        return {name: np.zeros((0,) if name in ("unique_ids", "example_index")
+                               else (0, max_seq_length), np.int64)
+                for name in feature_spec(max_seq_length, False)}
+    return {name: np.concatenate(parts) for name, parts in columns.items()}
+
+
+def features_to_arrays(features: Iterable[SquadFeature]) -> Dict[str, np.ndarray]:
+    """In-memory SquadFeatures as the arrays `read_feature_arrays` returns."""
+    features = list(features)
+    out = {"unique_ids": np.array([f.unique_id for f in features], np.int64),
+           "example_index": np.array([f.example_index for f in features], np.int64)}
+    for name in SEQUENCE_FIELDS + PREDICT_FIELDS:
+        out[name] = np.array([getattr(f, name) for f in features], np.int64)
+    return out

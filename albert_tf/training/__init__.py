@@ -1,0 +1,13 @@
+"""The one training / evaluation loop and what it needs.
+
+loop.py (Trainer, Task, TrainingConfig, evaluate), optimization.py (the original's
+AdamW and LAMB with warmup and linear decay), distribute.py (tf.distribute strategies
+from flags' values), run_dir.py (what an output directory holds, and refusing another
+run's directory).
+
+May import: albert_tf.config, albert_tf.errors, albert_tf.fileio, albert_tf.kernels,
+albert_tf.modeling, albert_tf.checkpoints.
+"""
+# The public names of the former module albert_tf.training, which this package replaced.
+from albert_tf.training.loop import (  # noqa: F401
+    CorruptedInputError, NonFiniteLossError, Task, Trainer, TrainingConfig, evaluate)

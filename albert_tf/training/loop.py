@@ -1,0 +1,403 @@
+"""The one training / evaluation / checkpoint / summary loop that every CLI uses.
+
+A *task* says how to turn a batch into a loss (see `Task`); this module does
+the rest: distribution, gradient accumulation, global-norm clipping, mixed
+precision loss scaling, XLA, checkpoints with resume, non-finite-loss stops,
+TensorBoard summaries and console progress.
+
+Exactness under distribution. A task normalises its loss with *global*
+normalisers (e.g. the number of masked tokens in the whole global batch),
+computed from the labels and all-reduced before the forward pass, so the sum
+of the replicas' losses is the loss of the global batch. Gradients are summed
+over micro-batches and replicas, then clipped by their global norm (1.0, as
+the original) and applied once: one step with R replicas x k micro-batches of
+b examples equals one step of a single device on the R*k*b batch.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tempfile
+import time
+from typing import Callable, Dict, Optional
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.training import distribute
+from albert_tf.errors import UserError, UserFileNotFoundError, UserValueError
+
+
+class NonFiniteLossError(UserError, RuntimeError):
+    """Training produced a NaN or infinite loss; the last checkpoint on disk is intact."""
+
+
+class CorruptedInputError(UserError, RuntimeError):
+    """The input pipeline hit a corrupted record (TensorFlow does not say in which file)."""
+
+
+class Task:
+    """What the loop needs to know about a model's loss.
+
+    normalizers(features) -> dict of float32 scalars summed over examples (all-reduced
+        across replicas and micro-batches before `loss` is called).
+    loss(model, features, normalizers, training) -> (loss, metric_sums): `loss` is this
+        micro-batch's share of the global-batch loss; `metric_sums` are float32 scalars
+        that are summed over steps and replicas.
+    finalize(metric_sums) -> dict of float metrics (ratios of the sums).
+    """
+
+    def normalizers(self, features) -> Dict[str, tf.Tensor]:
+        raise NotImplementedError
+
+    def loss(self, model, features, normalizers, training):
+        raise NotImplementedError
+
+    def finalize(self, sums: Dict[str, float]) -> Dict[str, float]:
+        raise NotImplementedError
+
+
+@dataclasses.dataclass
+class TrainingConfig:
+    """Loop options; `num_train_steps` counts optimizer updates."""
+
+    output_dir: str
+    num_train_steps: int
+    steps_per_loop: int = 100  # the original's iterations_per_loop: steps per host round trip
+    save_checkpoints_steps: int = 1000
+    keep_checkpoint_max: int = 5
+    gradient_accumulation_steps: int = 1
+    clip_norm: Optional[float] = 1.0
+    jit_compile: bool = False
+    checkpoint_iterator: bool = True  # also save the input pipeline position
+    summary_dir: Optional[str] = None  # TensorBoard logs; default <output_dir>/train
+    # Stop (with a checkpoint) at the first window that ends past this many seconds of
+    # this call's training; the rest of the schedule is left undone. None: no limit.
+    max_train_seconds: Optional[float] = None
+
+
+def _zeros_like_sums(names):
+    return {name: tf.constant(0.0) for name in names}
+
+
+class Trainer:
+    """Trains `model` on `dataset_fn` batches under `strategy`; resumable from `output_dir`.
+
+    Build the model and optimizer inside `strategy.scope()` before passing them.
+    `dataset_fn(input_context)` returns per-replica batches of
+    `per_replica_batch * gradient_accumulation_steps` examples.
+    """
+
+    def __init__(self, strategy: tf.distribute.Strategy, model: keras.Model,
+                 optimizer: keras.optimizers.Optimizer, task: Task, config: TrainingConfig,
+                 metric_names, learning_rate_fn: Optional[Callable] = None):
+        if config.gradient_accumulation_steps < 1:
+            raise ValueError("gradient_accumulation_steps must be >= 1, got "
+                             f"{config.gradient_accumulation_steps}")
+        if getattr(optimizer, "global_clipnorm", None) or getattr(optimizer, "clipnorm", None):
+            raise ValueError("create the optimizer without clipping: the Trainer clips the "
+                             "summed gradient itself (clipping per replica would be wrong)")
+        self.strategy = strategy
+        self.model = model
+        self.optimizer = optimizer
+        self.task = task
+        self.config = config
+        self.metric_names = list(metric_names)
+        self.learning_rate_fn = learning_rate_fn
+        self._loss_scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+        with strategy.scope():
+            optimizer.build(model.trainable_variables)
+        self.is_chief = distribute.is_chief(strategy)
+        self._grad_fn = tf.function(self._micro_batch_gradients, jit_compile=config.jit_compile)
+        self._train_fn = None
+        self.stopped_early = False  # the last train() call hit config.max_train_seconds
+
+    # --- one step --------------------------------------------------------------------
+
+    def _micro_batch_gradients(self, features, normalizers):
+        variables = self.model.trainable_variables
+        with tf.GradientTape() as tape:
+            loss, sums = self.task.loss(self.model, features, normalizers, training=True)
+            scaled = self.optimizer.scale_loss(loss) if self._loss_scaled else loss
+        grads = tape.gradient(scaled, variables)
+        grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+                 for g, v in zip(grads, variables)]
+        return grads, loss, sums
+
+    def _replica_step(self, features):
+        k = self.config.gradient_accumulation_steps
+        ctx = tf.distribute.get_replica_context()
+        normalizers = ctx.all_reduce(tf.distribute.ReduceOp.SUM,
+                                     self.task.normalizers(features))
+        grad_fn = self._grad_fn
+        if k == 1:
+            grads, loss, sums = grad_fn(features, normalizers)
+        else:
+            micro = {name: tf.reshape(v, tf.concat([[k, -1], tf.shape(v)[1:]], 0))
+                     for name, v in features.items()}
+            grads, loss, sums = grad_fn({n: v[0] for n, v in micro.items()}, normalizers)
+            for i in range(1, k):
+                g_i, l_i, s_i = grad_fn({n: v[i] for n, v in micro.items()}, normalizers)
+                grads = [a + b for a, b in zip(grads, g_i)]
+                loss = loss + l_i
+                sums = {name: sums[name] + s_i[name] for name in sums}
+        # Sum over replicas, unscale, clip the *global* gradient, then hand each replica
+        # 1/R of it: the optimizer's own cross-replica sum restores the total.
+        grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+        if self._loss_scaled:
+            scale = tf.cast(self.optimizer.scale_loss(1.0), tf.float32)
+            grads = [g / scale for g in grads]
+        if self.config.clip_norm:
+            grads, _ = tf.clip_by_global_norm(grads, self.config.clip_norm)
+        replicas = float(self.strategy.num_replicas_in_sync)
+        if self._loss_scaled:
+            grads = [g * (scale / replicas) for g in grads]
+        elif replicas != 1.0:  # (a pass over every gradient saved on one device)
+            grads = [g / replicas for g in grads]
+        self.optimizer.apply(grads, self.model.trainable_variables)
+        sums = dict(sums)
+        sums["loss_sum"] = loss
+        sums["nonfinite"] = tf.cast(tf.logical_not(tf.math.is_finite(loss)), tf.float32)
+        return sums
+
+    def build_train_function(self):
+        """The compiled loop `train_loop(iterator, num_steps)` that `train()` runs: it
+        takes `num_steps` (int32 scalar tensor) optimizer steps on batches from
+        `iterator` and returns the summed metrics, `loss_sum`, `nonfinite` and `steps`
+        (float32 scalars). Public for benchmarks and custom loops; no checkpoints,
+        summaries or logging happen in it."""
+        names = self.metric_names + ["loss_sum", "nonfinite", "steps"]
+
+        @tf.function
+        def train_loop(iterator, num_steps):
+            totals = _zeros_like_sums(names)
+            for _ in tf.range(num_steps):
+                per_replica = self.strategy.run(self._replica_step, args=(next(iterator),))
+                step_sums = {name: self.strategy.reduce(tf.distribute.ReduceOp.SUM,
+                                                        per_replica[name], axis=None)
+                             for name in names[:-1]}
+                step_sums["steps"] = tf.constant(1.0)
+                # Rebuilt, not mutated: autograph carries only reassigned loop variables.
+                totals = {name: totals[name] + step_sums[name] for name in names}
+            return totals
+
+        return train_loop
+
+    # --- the loop --------------------------------------------------------------------
+
+    @property
+    def step(self) -> int:
+        return int(self.optimizer.iterations.numpy())
+
+    def make_checkpoint(self, iterator=None) -> tf.train.Checkpoint:
+        items = {"model": self.model, "optimizer": self.optimizer}
+        if iterator is not None:
+            items["iterator"] = iterator
+        return tf.train.Checkpoint(**items)
+
+    def train(self, dataset_fn, on_checkpoint: Optional[Callable[[int, str], None]] = None
+              ) -> Dict[str, float]:
+        """Trains to `num_train_steps`, resuming from the latest checkpoint in output_dir.
+
+        `on_checkpoint(step, path)` runs after each checkpoint is written (evaluation hooks).
+        Returns the metrics of the last logging window.
+        """
+        cfg = self.config
+        self.stopped_early = False
+        iterator = self._make_iterator(dataset_fn)
+        save_iterator = cfg.checkpoint_iterator
+        if save_iterator and not isinstance(iterator, tf.__internal__.tracking.Trackable):
+            logging.info("this strategy's input iterator cannot be checkpointed; a resumed run "
+                         "restarts the input pipeline from its beginning")
+            save_iterator = False
+        checkpoint = self.make_checkpoint(iterator if save_iterator else None)
+        manager = self._restore(checkpoint)
+        if self.is_chief:
+            self._trim_jsonl(self.step)
+        if self._train_fn is None:
+            self._train_fn = self.build_train_function()
+        writer = tf.summary.create_file_writer(
+            cfg.summary_dir or os.path.join(cfg.output_dir, "train")) if self.is_chief \
+            else tf.summary.create_noop_writer()
+        last_metrics: Dict[str, float] = {}
+        start_step = self.step
+        start_time = time.time()
+        while self.step < cfg.num_train_steps:
+            step = self.step
+            next_save = (step // cfg.save_checkpoints_steps + 1) * cfg.save_checkpoints_steps
+            num_steps = min(cfg.steps_per_loop, cfg.num_train_steps - step, next_save - step)
+            loop_start = time.time()
+            try:
+                totals = self._train_fn(iterator, tf.constant(num_steps))
+            except tf.errors.DataLossError as err:
+                raise CorruptedInputError(
+                    f"corrupted training input ({err.message.strip()}); "
+                    "albert_tf.inputs.locate_corruption(files) finds the file") from err
+            totals = {name: float(value) for name, value in totals.items()}
+            elapsed = time.time() - loop_start
+            if totals["nonfinite"] > 0:
+                raise NonFiniteLossError(
+                    f"the loss became NaN or infinite between steps {step} and {self.step}; "
+                    f"stopping. The last good checkpoint is {manager.latest_checkpoint or 'none'} "
+                    "(try a lower --learning_rate, or float32 instead of mixed_float16)")
+            last_metrics = self._log(writer, totals, elapsed, start_step, start_time)
+            out_of_time = (cfg.max_train_seconds is not None
+                           and time.time() - start_time >= cfg.max_train_seconds
+                           and self.step < cfg.num_train_steps)
+            if (self.step % cfg.save_checkpoints_steps == 0 or self.step >= cfg.num_train_steps
+                    or out_of_time):
+                path = manager.save(checkpoint_number=self.step)
+                logging.info("saved checkpoint %s", path)
+                if on_checkpoint is not None:
+                    on_checkpoint(self.step, path)
+            if out_of_time:
+                logging.warning("time limit of %.0f s reached: stopped at step %d of %d",
+                                cfg.max_train_seconds, self.step, cfg.num_train_steps)
+                self.stopped_early = True
+                break
+        writer.flush()
+        return last_metrics
+
+    def _restore(self, checkpoint) -> tf.train.CheckpointManager:
+        """Restores the newest checkpoint of output_dir (if any); returns the saving manager.
+
+        Every worker restores from output_dir; under a multi-worker strategy only the
+        chief saves there, the others save (collectively, as TF requires) to a
+        scratch directory of their own.
+        """
+        latest = tf.train.latest_checkpoint(self.config.output_dir)
+        if latest:
+            # Partial: an evaluation-only restore has no input iterator to match.
+            checkpoint.restore(latest).expect_partial()
+            number = int(latest.rsplit("-", 1)[1])
+            if self.step != number:
+                raise RuntimeError(f"{latest} restored step {self.step}, expected {number}: "
+                                   "the checkpoint does not hold this model's optimizer state")
+            logging.info("resumed from %s at step %d", latest, self.step)
+        save_dir = self.config.output_dir if self.is_chief else tempfile.mkdtemp(
+            prefix="albert_tf_worker_ckpt_")
+        return tf.train.CheckpointManager(checkpoint, save_dir,
+                                          max_to_keep=self.config.keep_checkpoint_max,
+                                          checkpoint_name="ckpt")
+
+    def restore_latest(self) -> str:
+        """Restores model and optimizer from the newest checkpoint (evaluation-only runs)."""
+        latest = tf.train.latest_checkpoint(self.config.output_dir)
+        if not latest:
+            raise UserFileNotFoundError(f"no checkpoint to evaluate in {self.config.output_dir}")
+        self._restore(self.make_checkpoint())
+        return latest
+
+    def _append_jsonl(self, record) -> None:
+        """One JSON line per logging window in <summary dir>/metrics.jsonl (easy to plot)."""
+        cfg = self.config
+        directory = cfg.summary_dir or os.path.join(cfg.output_dir, "train")
+        tf.io.gfile.makedirs(directory)
+        with tf.io.gfile.GFile(os.path.join(directory, "metrics.jsonl"), "a") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+    def _trim_jsonl(self, step: int) -> None:
+        """Drops the metrics.jsonl lines of steps after `step` (the checkpoint resumed from):
+        an interrupted run logged windows that the resumed run trains and logs again."""
+        cfg = self.config
+        path = os.path.join(cfg.summary_dir or os.path.join(cfg.output_dir, "train"),
+                            "metrics.jsonl")
+        if not tf.io.gfile.exists(path):
+            return
+        with tf.io.gfile.GFile(path) as handle:
+            lines = handle.read().splitlines()
+        kept = []
+        for line in lines:
+            try:
+                if json.loads(line).get("step", 0) <= step:
+                    kept.append(line)
+            except (ValueError, AttributeError):
+                pass  # a line cut by the interruption
+        if len(kept) == len(lines):
+            return
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with tf.io.gfile.GFile(tmp, "w") as handle:
+            handle.write("".join(line + "\n" for line in kept))
+        tf.io.gfile.rename(tmp, path, overwrite=True)
+        logging.info("%s: dropped %d lines logged after step %d by the interrupted run", path,
+                     len(lines) - len(kept), step)
+
+    def _make_iterator(self, dataset_fn):
+        """A checkpointable plain iterator on one replica, a distributed one otherwise."""
+        if (self.strategy.num_replicas_in_sync == 1
+                and not isinstance(self.strategy, tf.distribute.TPUStrategy)):
+            context = tf.distribute.InputContext(num_input_pipelines=1, input_pipeline_id=0,
+                                                 num_replicas_in_sync=1)
+            return iter(dataset_fn(context))
+        return iter(self.strategy.distribute_datasets_from_function(dataset_fn))
+
+    def _log(self, writer, totals, elapsed, start_step, start_time) -> Dict[str, float]:
+        cfg = self.config
+        steps = max(totals["steps"], 1.0)
+        # Tasks name their metrics for evaluation (eval_loss, eval_accuracy: the keys of
+        # the original's eval_results.txt); here they are the training window's.
+        metrics = {name[len("eval_"):] if name.startswith("eval_") else name: value
+                   for name, value in self.task.finalize(totals).items()}
+        metrics["loss"] = totals["loss_sum"] / steps
+        examples = totals.get("examples", 0.0)
+        metrics["sequences_per_sec"] = examples / elapsed if elapsed > 0 else 0.0
+        step = self.step
+        # The rate used by the last update of the window (a schedule of the step before it).
+        if self.learning_rate_fn is not None:
+            metrics["learning_rate"] = float(self.learning_rate_fn(step - 1))
+        with writer.as_default(step=step):
+            for name, value in metrics.items():
+                tf.summary.scalar(name, value)
+        if self.is_chief:
+            self._append_jsonl(dict(metrics, step=step))
+        done = step - start_step
+        rate = done / max(time.time() - start_time, 1e-9)
+        eta = (cfg.num_train_steps - step) / rate if rate > 0 else math.inf
+        shown = " | ".join(f"{k} {v:.4g}" for k, v in metrics.items())
+        logging.info("step %d/%d | %s | eta %s", step, cfg.num_train_steps, shown,
+                     _format_seconds(eta))
+        return metrics
+
+
+def evaluate(strategy, model, task: Task, dataset_fn, metric_names,
+             max_steps: Optional[int] = None) -> Dict[str, float]:
+    """Runs `task.loss` (training=False) over the dataset (at most `max_steps` batches)."""
+    dataset = strategy.distribute_datasets_from_function(dataset_fn)
+
+    # No data-dependent Python control flow here, so no AutoGraph (which cannot
+    # convert this closure and would warn on every call).
+    @tf.function(autograph=False)
+    def eval_step(features):
+        def replica(features):
+            ctx = tf.distribute.get_replica_context()
+            normalizers = ctx.all_reduce(tf.distribute.ReduceOp.SUM, task.normalizers(features))
+            _, sums = task.loss(model, features, normalizers, training=False)
+            return sums
+        per_replica = strategy.run(replica, args=(features,))
+        return {name: strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica[name], axis=None)
+                for name in metric_names}
+
+    totals = {name: 0.0 for name in metric_names}
+    batches = 0
+    for features in dataset:
+        if max_steps is not None and batches >= max_steps:
+            break
+        for name, value in eval_step(features).items():
+            totals[name] += float(value)
+        batches += 1
+    if batches == 0:
+        raise UserValueError("the evaluation data produced no batch (is it smaller than one batch?)")
+    metrics = task.finalize(totals)
+    metrics["eval_batches"] = batches
+    return metrics
+
+
+def _format_seconds(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    seconds = int(seconds)
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else \
+        f"{seconds // 60}m{seconds % 60:02d}s"
