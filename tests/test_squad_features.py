@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from albert_tf.tokenization import SentencePieceTokenizer, preprocess_text
-from albert_tf.tasks.span_qa import (data as squad_data, features as sf, metrics as squad_metrics,
+from albert_tf.tasks.span_qa import (alignment, data as squad_data, features as sf, metrics as squad_metrics,
                                      postprocess as squad_postprocess)
 
 
@@ -43,7 +43,7 @@ def test_fast_alignment_equals_the_original_lcs(shared_data, tokenizer):
     paragraphs = list(dict.fromkeys(e.paragraph_text for e in examples))[:25]
     for text in paragraphs:
         fast = sf.align_paragraph(tokenizer, text, True)
-        lcs = sf._lcs_align(tokenizer, text, preprocess_text(text, lower=True), True)
+        lcs = alignment._lcs_align(tokenizer, text, preprocess_text(text, lower=True), True)
         assert fast.pieces == lcs.pieces == tokenizer.tokenize(preprocess_text(text, lower=True))
         assert fast.tok_start_to_orig == lcs.tok_start_to_orig
         assert fast.tok_end_to_orig == lcs.tok_end_to_orig
@@ -58,7 +58,7 @@ def test_fast_alignment_equals_the_original_lcs(shared_data, tokenizer):
 
 def test_final_sigma_paragraph_uses_the_lcs_fallback(tokenizer):
     text = "ΟΔΟΣ road"
-    assert sf.normalize_with_char_map(text, True)[0] != preprocess_text(text, lower=True)
+    assert alignment.normalize_with_char_map(text, True)[0] != preprocess_text(text, lower=True)
     paragraph = sf.align_paragraph(tokenizer, text, True)
     span = sf.answer_token_span(paragraph, "road", 5)
     assert sf.span_text(text, paragraph, *span) == "road"

@@ -37,10 +37,11 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from albert_tf import checkpoints, fileio
+from albert_tf import fileio
+from albert_tf.checkpoints import assign
 from albert_tf.checkpoints import names as tf1_names
-from albert_tf.errors import UserFileNotFoundError, UserValueError
 from albert_tf.config import AlbertConfig
+from albert_tf.errors import UserFileNotFoundError, UserValueError
 
 HF_BASE_PREFIX = "albert."
 _LAYER_RE = re.compile(r"^bert/encoder/transformer/group_(\d+)/inner_group_(\d+)/(.+)$")
@@ -233,7 +234,7 @@ def hf_to_tf1_arrays(tensors: Mapping[str, np.ndarray], model_names) -> Tuple[
 
 
 def load_hf_checkpoint(model, directory: str,
-                       init_from_group0: bool = False) -> checkpoints.LoadReport:
+                       init_from_group0: bool = False) -> assign.LoadReport:
     """Loads Hugging Face ALBERT weights (`model.safetensors`) into any model of this project.
 
     Encoder and heads (MLM, SOP, sequence classification, QA, multiple choice)
@@ -242,7 +243,7 @@ def load_hf_checkpoint(model, directory: str,
     pooler is reported, not raised. Returns the LoadReport (names are TF1 names;
     unused Hugging Face keys are listed under `unused`).
     """
-    config = checkpoints._model_config(model)  # noqa: SLF001 -- same package
+    config = assign.model_config(model)
     hf_config = read_hf_config(directory)
     _check_hf_config(config, hf_config, directory, init_from_group0)
     hf_groups = hf_config.get("num_hidden_groups", config.num_hidden_groups)
@@ -254,13 +255,13 @@ def load_hf_checkpoint(model, directory: str,
         kernel, bias = arrays.pop(PROJECTION + "/kernel"), arrays.pop(PROJECTION + "/bias", None)
         if not (np.array_equal(kernel, np.eye(config.hidden_size, dtype=kernel.dtype))
                 and (bias is None or not np.any(bias))):
-            raise checkpoints.CheckpointMismatchError(
+            raise assign.CheckpointMismatchError(
                 f"{directory}: embedding_size == hidden_size == {config.hidden_size} but the "
                 "checkpoint's albert.encoder.embedding_hidden_mapping_in is not the identity; "
                 "this project (like the original) has no projection when the sizes are equal")
         ignored.append("albert.encoder.embedding_hidden_mapping_in (identity)")
     shapes = {name: tuple(value.shape) for name, value in arrays.items()}
-    report = checkpoints.assign_named_arrays(
+    report = assign.assign_named_arrays(
         model, shapes, arrays.__getitem__, directory, "Hugging Face",
         init_from_group0=init_from_group0,
         optional_encoder=("bert/pooler/dense/kernel", "bert/pooler/dense/bias"))
@@ -288,7 +289,7 @@ def _check_hf_config(config: AlbertConfig, hf_config: Mapping, directory: str,
     problems = [f"{f} is {ours[f]} in the config but {theirs[f]} in config.json"
                 for f in fields if norm.get(ours[f], ours[f]) != norm.get(theirs[f], theirs[f])]
     if problems:
-        raise checkpoints.CheckpointMismatchError(
+        raise assign.CheckpointMismatchError(
             f"config does not match Hugging Face checkpoint {directory}:\n  - "
             + "\n  - ".join(problems))
 
@@ -337,7 +338,7 @@ def save_hf_checkpoint(model, directory: str) -> List[str]:
     """
     from safetensors.numpy import save
 
-    config = checkpoints._model_config(model)  # noqa: SLF001 -- same package
+    config = assign.model_config(model)
     architecture, extra = _architecture(model)
     names = tf1_names.variables_for(model)
     tensors, left_out = {}, []

@@ -40,6 +40,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf import fileio
+from albert_tf.export import saved_model
 from albert_tf.kernels import fused_ops
 
 OPSET = 17  # LayerNormalization is an ONNX op from opset 17
@@ -141,18 +142,15 @@ def model_function(model, names: Sequence[str], argmax_of: Optional[str] = None,
     choice_mask: multiple choice (C3): an int32 `choice_mask` [B, C] feature masks
     absent choices out of `logits`, `probabilities` and `predictions`, as the SavedModel.
     """
-    from albert_tf import export
-
-    call = export.model_outputs(model, [n for n in names if n != "predictions"] +
-                                (["logits"] if choice_mask else []), layer_norm="plain")
+    # A multiple-choice model masks absent choices itself, from its `choice_mask` input.
+    call = saved_model.model_outputs(model, [n for n in names if n != "predictions"] +
+                                     ([argmax_of] if argmax_of else []), layer_norm="plain")
 
     def fn(features):
         features = dict(features)
-        mask = features.pop("choice_mask", None) if choice_mask else None
+        if not choice_mask:
+            features.pop("choice_mask", None)
         outputs = call(features)
-        if mask is not None:
-            from albert_tf.tasks.multiple_choice import export as race_export
-            outputs.update(race_export.masked_outputs(outputs, mask))
         result = {name: outputs[name] for name in names if name != "predictions"}
         if argmax_of:
             result["predictions"] = tf.argmax(outputs[argmax_of], axis=-1,

@@ -315,13 +315,20 @@ def squad_v2_losses(outputs: Mapping, labels: Mapping) -> Dict:
             "answer_class_loss": answer}
 
 
+# The logit of an absent choice: softmax gives it probability 0 and argmax never picks it.
+MASKED_CHOICE_LOGIT = -1e9
+
+
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertMultipleChoice(_FineTuningModel):
     """RACE's model: each (article, question+option) scored by pooled -> dropout -> [1, H].
 
-    Inputs: `input_ids`, `input_mask`, `segment_ids` int [B, C, S] (C = num_choices).
+    Inputs: `input_ids`, `input_mask`, `segment_ids` int [B, C, S] (C = num_choices),
+    and optionally `choice_mask` int [B, C] (1 = a real choice; C3's questions have 2-4):
+    an absent choice gets the logit MASKED_CHOICE_LOGIT, so probability 0 and never the
+    prediction (the logits are then float32).
     Returns `sequence_output` [B, C, S, H], `pooled_output` [B, C, H],
-    `logits` float32 [B, C], `probabilities` [B, C], `predictions` int32 [B].
+    `logits` [B, C], `probabilities` [B, C], `predictions` int32 [B].
     `dropout_rate` is run_race's --dropout_prob (0.1).
     """
 
@@ -356,6 +363,9 @@ class AlbertMultipleChoice(_FineTuningModel):
         hidden = self.config.hidden_size
         logits = ops.reshape(self.classifier(encoded["pooled_output"], training=training),
                              (-1, self.num_choices))
+        if inputs.get("choice_mask") is not None:
+            logits = ops.where(ops.cast(inputs["choice_mask"], "bool"),
+                               ops.cast(logits, "float32"), MASKED_CHOICE_LOGIT)
         return {
             "sequence_output": ops.reshape(encoded["sequence_output"],
                                            (-1, self.num_choices, seq_length, hidden)),

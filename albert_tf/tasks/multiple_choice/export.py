@@ -38,11 +38,12 @@ from typing import Callable, Dict, Optional
 import tensorflow as tf
 
 from albert_tf import export
+from albert_tf.modeling.models import MASKED_CHOICE_LOGIT
 from albert_tf.tasks.multiple_choice import race
 
 # A masked choice's logit: exp() of it underflows to exactly 0 in float32, while a
 # finite value keeps log_softmax finite for the real choices.
-MASKED_LOGIT = -1e9
+MASKED_LOGIT = MASKED_CHOICE_LOGIT
 
 
 def mask_choice_logits(logits, choice_mask):

@@ -63,7 +63,7 @@ def _expansion_offsets(tokenizer: tokenization.SentencePieceTokenizer):
     """Per id: expansion ids and each sub-piece's (start, end) distance from the piece end.
 
     A start distance of 2**30 means "the piece's own start" (the first sub-piece).
-    Mirrors `squad_features._split_offsets`.
+    Mirrors `alignment._split_offsets`.
     """
     ids, rel_start, rel_end, lengths = [], [], [], []
     for expansion in tokenization.digit_comma_expansions(tokenizer):

@@ -38,7 +38,7 @@ from albert_tf.tokenization import (UNK_TOKEN, WORDPIECE_PREFIX, WordPieceTokeni
                                     normalize_word,
                                     is_cjk_char, is_wordpiece_control,
                                     is_wordpiece_punctuation)
-from albert_tf.tasks.span_qa.features import ParagraphTokens
+from albert_tf.tasks.span_qa.alignment import ParagraphTokens
 
 # A word: its normalised characters and, for each, the inclusive range of original
 # characters it stands for (one character, extended over following characters that

@@ -1,0 +1,244 @@
+"""The shared core of every checkpoint reader: name and shape checks, all-or-nothing
+assignment, and the `LoadReport` each reader returns.
+
+`assign_named_arrays` checks every name and shape, and reads every tensor, before the
+first variable is assigned, so an error leaves the model as it was.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from typing import Callable, Dict, List, Mapping, Sequence, Tuple
+
+import numpy as np
+
+from albert_tf.checkpoints import names as tf1_names
+from albert_tf.config import AlbertConfig
+from albert_tf.errors import UserError, UserValueError
+
+logger = logging.getLogger(__name__)
+
+# Optimizer state and counters written by the original (AdamWeightDecay / LAMB slots,
+# global_step) and by stock TF1 optimizers; never model weights.
+_OPTIMIZER_RE = re.compile(
+    r"(^|/)(adam_m|adam_v|lamb_m|lamb_v|Adam|Adam_1|Momentum|ExponentialMovingAverage)$"
+    r"|^global_step$|^beta[12]_power(_\d+)?$|AdamWeightDecayOptimizer|LAMBOptimizer"
+    r"|^(current_loss_scale|good_steps)$")
+# The naming some later TF1 code writes: `group_0_2/layer_2/inner_group_0/layer_normalization_5`.
+_LEGACY_RE = re.compile(r"/layer_normalization(_\d+)?/|/transformer/group_\d+_\d+/|"
+                        r"/transformer/.*/layer_\d+/")
+_GROUP_RE = re.compile(r"/transformer/group_(\d+)/")
+_INNER_RE = re.compile(r"/inner_group_(\d+)/")
+
+
+class CheckpointMismatchError(UserError, ValueError):
+    """The checkpoint does not fit the model: names, shapes or config fields differ."""
+
+
+@dataclasses.dataclass
+class LoadReport:
+    """What a load did. Names are TF1 names (the model's, see `albert_tf.tf1_names`).
+
+    loaded:   model variables that received a value
+    missing:  model variables left at their initial values (heads absent from the checkpoint)
+    unused:   checkpoint variables no model variable took (optimizer state excluded)
+    skipped:  optimizer slots, `global_step` and similar, ignored on purpose
+    renamed:  model name -> checkpoint name, where they differ (TF-Hub prefix, init_from_group0)
+    """
+
+    source: str
+    format: str
+    loaded: List[str] = dataclasses.field(default_factory=list)
+    missing: List[str] = dataclasses.field(default_factory=list)
+    unused: List[str] = dataclasses.field(default_factory=list)
+    skipped: List[str] = dataclasses.field(default_factory=list)
+    renamed: Dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def summary(self, max_names: int = 20) -> str:
+        """A human-readable multi-line summary (name lists cut at `max_names`)."""
+        def names(items):
+            shown = ", ".join(items[:max_names])
+            return shown + (f", ... ({len(items) - max_names} more)" if len(items) > max_names
+                             else "")
+        lines = [f"Loaded {len(self.loaded)} variables from {self.format} checkpoint "
+                 f"{self.source}"]
+        if self.renamed:
+            lines.append(f"  {len(self.renamed)} read under another name "
+                         f"(e.g. {next(iter(self.renamed))} <- "
+                         f"{next(iter(self.renamed.values()))})")
+        lines.append(f"  model variables left at initial values: {len(self.missing)}"
+                     + (f" ({names(self.missing)})" if self.missing else ""))
+        lines.append(f"  checkpoint variables unused: {len(self.unused)}"
+                     + (f" ({names(self.unused)})" if self.unused else ""))
+        lines.append(f"  optimizer state / counters ignored: {len(self.skipped)}")
+        return "\n".join(lines)
+
+    __str__ = summary
+
+
+def is_optimizer_state(name: str) -> bool:
+    return bool(_OPTIMIZER_RE.search(name))
+
+
+def _reshape_compatible(have: Tuple[int, ...], want: Tuple[int, ...], name: str) -> bool:
+    """True when a kernel only differs by merged/split axes (e.g. [H, N*D] vs [H, N, D])."""
+    if have == want:
+        return True
+    return (name.endswith("kernel") and len(have) != len(want)
+            and int(np.prod(have)) == int(np.prod(want))
+            and (have[0] == want[0] or have[-1] == want[-1]))
+
+
+def _shape_hint(name: str) -> str:
+    """Which model argument a head variable's shape depends on (encoder shapes are
+    diagnosed field by field in `_check_config`)."""
+    if name in ("output_weights", "output_bias"):
+        return (" (num_labels / the task: run_classifier stores [num_labels, H], "
+                "run_race [1, H])")
+    if name == "cls/predictions/output_bias":
+        return " (vocab_size)"
+    if name.startswith("cls/predictions/"):
+        return " (embedding_size)"
+    return ""
+
+
+def _infer_fields(shapes: Mapping[str, Tuple[int, ...]]) -> Dict[str, Tuple[int, str]]:
+    """Config fields readable from encoder shapes: field -> (value, evidence)."""
+    found: Dict[str, Tuple[int, str]] = {}
+
+    def take(field, name, axis):
+        if name in shapes and field not in found:
+            found[field] = (shapes[name][axis], f"{name} {list(shapes[name])}")
+
+    take("vocab_size", "bert/embeddings/word_embeddings", 0)
+    take("embedding_size", "bert/embeddings/word_embeddings", 1)
+    take("max_position_embeddings", "bert/embeddings/position_embeddings", 0)
+    take("type_vocab_size", "bert/embeddings/token_type_embeddings", 0)
+    take("hidden_size", "bert/pooler/dense/kernel", 1)
+    for name in sorted(shapes):
+        if name.endswith("/attention_1/self/query/kernel"):
+            take("hidden_size", name, 1)
+        if name.endswith("/ffn_1/intermediate/dense/kernel"):
+            take("intermediate_size", name, 1)
+    groups = {int(m.group(1)) for n in shapes for m in [_GROUP_RE.search(n)] if m}
+    inner = {int(m.group(1)) for n in shapes for m in [_INNER_RE.search(n)] if m}
+    if groups:
+        found["num_hidden_groups"] = (max(groups) + 1,
+                                      f"groups {sorted(groups)} under bert/encoder/transformer")
+    if inner:
+        found["inner_group_num"] = (max(inner) + 1, f"inner groups {sorted(inner)}")
+    return found
+
+
+def _check_config(config: AlbertConfig, shapes: Mapping[str, Tuple[int, ...]], source: str,
+                  init_from_group0: bool) -> None:
+    """Raises CheckpointMismatchError naming each config field that contradicts the checkpoint."""
+    expected = dict(config.to_dict())
+    if config.parameter_sharing == "none":
+        expected["num_hidden_groups"] = config.num_hidden_layers
+    problems = []
+    for field, (value, evidence) in _infer_fields(shapes).items():
+        if field == "num_hidden_groups" and init_from_group0:
+            continue
+        want = expected[field]
+        if value != want:
+            hint = ("; to initialise every group from the checkpoint's group 0 pass "
+                    "init_from_group0=True" if field == "num_hidden_groups" and value < want
+                    else "")
+            problems.append(f"{field} is {want} in the config but {value} in the checkpoint "
+                            f"({evidence}){hint}")
+    has_projection = "bert/encoder/embedding_hidden_mapping_in/kernel" in shapes
+    if has_projection and config.embedding_size == config.hidden_size:
+        problems.append("the checkpoint has bert/encoder/embedding_hidden_mapping_in (so its "
+                        "embedding_size != hidden_size) but the config has embedding_size == "
+                        f"hidden_size == {config.hidden_size}")
+    if problems:
+        raise CheckpointMismatchError(
+            f"config does not match checkpoint {source}:\n  - " + "\n  - ".join(problems)
+            + "\n(num_attention_heads and hidden_act cannot be read from a checkpoint: "
+              "check them in albert_config.json)")
+
+
+def model_config(model) -> AlbertConfig:
+    config = getattr(model, "config", None)
+    if not isinstance(config, AlbertConfig):
+        raise TypeError(f"{type(model).__name__} has no AlbertConfig `config` attribute")
+    return config
+
+
+def assign_named_arrays(model, shapes: Mapping[str, Tuple[int, ...]],
+                        read: Callable[[str], np.ndarray], source: str, fmt: str,
+                        init_from_group0: bool = False,
+                        optional_encoder: Sequence[str] = ()) -> LoadReport:
+    """Assigns checkpoint tensors, keyed by TF1 name, to `model`'s variables.
+
+    Args:
+      model: any model with a `tf1_names` layout.
+      shapes: every checkpoint name (already stripped of a TF-Hub `module/` prefix) -> shape.
+      read: name -> ndarray for a name of `shapes`.
+      source, fmt: for messages and the report.
+      init_from_group0: read every `group_g` variable from `group_0` (the original's flag).
+      optional_encoder: encoder names whose absence is reported instead of raised.
+    Raises CheckpointMismatchError (config fields, shapes, missing encoder variables)
+    before any variable is changed.
+    """
+    names = tf1_names.variables_for(model)
+    legacy = sorted(n for n in shapes if _LEGACY_RE.search(n))
+    if legacy:
+        raise CheckpointMismatchError(
+            f"{source} uses the `group_X_Y/layer_N/.../layer_normalization_K` naming written by "
+            f"later, modified TF1 ALBERT code (e.g. {legacy[0]}); it is not supported: its "
+            "numbered layer_normalization_K scopes cannot be matched to the original's "
+            "post-attention `LayerNorm` / post-FFN `LayerNorm_1` without that code. Only the "
+            "official names (…/inner_group_k/LayerNorm, …/LayerNorm_1) are read.")
+    _check_config(model_config(model), shapes, source, init_from_group0)
+
+    report = LoadReport(source=source, format=fmt)
+    plan: List[Tuple[str, str, object]] = []
+    missing_encoder, bad_shapes = [], []
+    for name, variable in names.items():
+        src = _GROUP_RE.sub("/transformer/group_0/", name) if init_from_group0 else name
+        if src not in shapes:
+            if tf1_names.is_encoder_name(name) and name not in optional_encoder:
+                missing_encoder.append(name)
+            else:
+                report.missing.append(name)
+            continue
+        have, want = tuple(shapes[src]), tuple(variable.shape)
+        if not _reshape_compatible(have, want, name):
+            bad_shapes.append(f"{src}: checkpoint shape {list(have)}, model expects "
+                              f"{list(want)}{_shape_hint(name)}")
+            continue
+        plan.append((name, src, variable))
+    if missing_encoder:
+        raise CheckpointMismatchError(
+            f"{source} lacks {len(missing_encoder)} encoder variable(s) the model needs: "
+            + ", ".join(missing_encoder[:10]) + (" ..." if len(missing_encoder) > 10 else "")
+            + ". Is it an ALBERT checkpoint of the same architecture (num_hidden_groups, "
+              "inner_group_num, parameter_sharing)?")
+    if bad_shapes:
+        raise CheckpointMismatchError(f"{source}: shape mismatch\n  - "
+                                      + "\n  - ".join(bad_shapes))
+
+    values = []
+    for name, src, variable in plan:
+        try:
+            value = np.asarray(read(src))
+        except Exception as err:  # noqa: BLE001 -- re-raised with the file and variable named
+            raise UserValueError(f"cannot read {src} from {source} (truncated or corrupt "
+                                 f"checkpoint?): {err}") from err
+        values.append(value.reshape(tuple(variable.shape)).astype(variable.dtype))
+    for (name, src, variable), value in zip(plan, values):
+        variable.assign(value)
+        report.loaded.append(name)
+        if src != name:
+            report.renamed[name] = src
+    used = {src for _, src, _ in plan}
+    for name in shapes:
+        if name in used:
+            continue
+        (report.skipped if is_optimizer_state(name) else report.unused).append(name)
+    report.unused.sort()
+    logger.info("%s", report.summary())
+    return report

@@ -1,0 +1,189 @@
+"""The package layering of docs/architecture.md, checked on the source.
+
+Every import inside albert_tf counts, at the top of a module or inside a function
+(a function-level import hides a cycle from Python, not from a reader). The rules:
+no import cycle between modules; no module imports a layer above its own; a task
+family does not import another family; library code imports modules at their
+current paths (the old paths of `albert_tf._moved` are for users).
+"""
+import ast
+import importlib
+import pathlib
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+PACKAGE = REPO_ROOT / "albert_tf"
+
+# Longest prefix wins. A module may import its own rank or below.
+RANKS = {
+    "albert_tf": 0, "albert_tf._moved": 0, "albert_tf.config": 0, "albert_tf.errors": 0,
+    "albert_tf.fileio": 0,
+    "albert_tf.kernels": 1, "albert_tf.tokenization": 1,
+    "albert_tf.modeling": 2,
+    "albert_tf.checkpoints": 3, "albert_tf.training": 3,
+    "albert_tf.export": 4,
+    "albert_tf.pretraining": 5, "albert_tf.finetuning": 5,
+    "albert_tf.tasks": 6,
+    # Programs: command-line entry points over everything else.
+    "albert_tf.cli": 7, "albert_tf.convert": 7, "albert_tf.fill_mask": 7,
+    "albert_tf.tasks.squad": 7,
+}
+TASK_FAMILIES = ("classification", "span_qa", "multiple_choice")
+
+
+def module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(REPO_ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def library_modules():
+    return {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def resolve(name: str, modules) -> str:
+    """The module a dotted import name loads (a name inside a module resolves to it)."""
+    while name not in modules:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def import_edges(path: pathlib.Path, modules):
+    """(imported module, line) for every albert_tf import in the file, anywhere in it."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            # `from package import submodule` imports the submodule; `from m import name`, m.
+            names = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules
+                     else node.module for alias in node.names]
+        else:
+            continue
+        for name in names:
+            if name == "albert_tf" or name.startswith("albert_tf."):
+                yield name, node.lineno
+
+
+def rank(module: str) -> int:
+    best = max((prefix for prefix in RANKS
+                if module == prefix or module.startswith(prefix + ".")), key=len)
+    return RANKS[best]
+
+
+def family(module: str):
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "tasks" and parts[2] in TASK_FAMILIES \
+        else None
+
+
+@pytest.fixture(scope="module")
+def graph():
+    modules = library_modules()
+    edges = {}
+    for name, path in modules.items():
+        edges[name] = [(imported, line) for imported, line in import_edges(path, modules)]
+    return modules, edges
+
+
+def test_library_code_imports_current_paths(graph):
+    from albert_tf import _moved
+
+    modules, edges = graph
+    old = [f"{src}:{line} imports {name}" for src, found in edges.items()
+           for name, line in found if name in _moved.MOVED
+           or any(name.startswith(o + ".") for o in _moved.MOVED)]
+    assert not old, "old module paths used inside albert_tf:\n" + "\n".join(old)
+
+
+def test_no_module_imports_a_layer_above_its_own(graph):
+    modules, edges = graph
+    upward = []
+    for src, found in edges.items():
+        for name, line in found:
+            dst = resolve(name, modules)
+            if rank(dst) > rank(src):
+                upward.append(f"{src}:{line} (layer {rank(src)}) imports {dst} "
+                              f"(layer {rank(dst)})")
+    assert not upward, "upward imports:\n" + "\n".join(upward)
+
+
+def test_task_families_do_not_import_each_other(graph):
+    modules, edges = graph
+    crossing = [f"{src}:{line} imports {name}" for src, found in edges.items()
+                for name, line in found
+                if family(src) and family(resolve(name, modules))
+                and family(src) != family(resolve(name, modules))]
+    assert not crossing, "\n".join(crossing)
+
+
+def find_cycles(adjacency):
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    index, low, on_stack, stack, cycles = {}, {}, set(), [], []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in adjacency.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(adjacency):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def test_find_cycles_finds_a_hidden_cycle():
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert find_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles(graph):
+    modules, edges = graph
+    adjacency = {src: {resolve(name, modules) for name, _ in found} - {src}
+                 for src, found in edges.items()}
+    cycles = find_cycles(adjacency)
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_every_package_says_what_it_holds_and_may_import():
+    for init in PACKAGE.rglob("__init__.py"):
+        name = module_name(init)
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc, f"{name} has no docstring"
+        if name not in ("albert_tf", "albert_tf.tasks"):
+            assert "May import" in doc, f"{name}'s docstring does not say what it may import"
+
+
+def test_old_module_paths_are_the_moved_modules():
+    """Every public import shown in the docs before the move still works, as the same module."""
+    from albert_tf import _moved
+
+    for old, new in _moved.MOVED.items():
+        assert importlib.import_module(old) is importlib.import_module(new), old
+    from albert_tf import fused_ops, models, onnx_export, tokenization  # noqa: F401
+    from albert_tf.tasks import glue, squad_export  # noqa: F401
+    from albert_tf.kernels import fused_ops as current
+
+    assert fused_ops is current
+    import albert_tf
+
+    assert albert_tf.AlbertEncoder.__module__ == "albert_tf.modeling.encoder"
