@@ -10,7 +10,6 @@ and evaluation / prediction callbacks; this module supplies the loop.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import Callable, Dict, Optional
 
@@ -19,109 +18,15 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf import errors
-from albert_tf import checkpoints, fileio, training
-from albert_tf.training import distribute, optimization, run_dir
+from albert_tf import checkpoints, training
+from albert_tf.training import best_checkpoint, distribute, optimization, run_dir
 from albert_tf.kernels import precision
 
-BEST_PREFIX = "model.ckpt-best"
-CHECKPOINT_SUBDIR = "checkpoints"
-
-
-class BestCheckpointTracker:
-    """Appends evaluations to eval_results.txt and exports the best weights as TF1.
-
-    eval_results.txt holds the original's `key = value` lines, one block per
-    evaluation. The best evaluation (by `metric`) is kept in `best_eval.json`
-    and `best_trial.txt` (`global_step:best_step:best_value`, as the original),
-    and its weights in `model.ckpt-best.{index,data-*}`. State survives restarts.
-    Non-chief workers (`write=False`) track but write nothing.
-
-    Interruptions: an evaluation's block is appended to eval_results.txt last,
-    after a new best's export, best_trial.txt and best_eval.json (in that
-    order), so a step missing from eval_results.txt was not fully recorded and
-    `evaluated_steps` lets the resumed run evaluate it again.
-    """
-
-    def __init__(self, output_dir: str, metric: str, higher_is_better: bool = True,
-                 write: bool = True):
-        self.output_dir = output_dir
-        self.metric = metric
-        self.higher_is_better = higher_is_better
-        self.write = write
-        self.state_path = os.path.join(output_dir, "best_eval.json")
-        self.best = None
-        if tf.io.gfile.exists(self.state_path):
-            with tf.io.gfile.GFile(self.state_path) as handle:
-                self.best = json.load(handle)
-
-    def evaluated_steps(self) -> set:
-        """The global steps whose evaluation eval_results.txt records."""
-        path = os.path.join(self.output_dir, "eval_results.txt")
-        if not tf.io.gfile.exists(path):
-            return set()
-        with tf.io.gfile.GFile(path) as handle:
-            return {int(float(line.split("=", 1)[1])) for line in handle.read().splitlines()
-                    if line.startswith("global_step =")}
-
-    def _improves(self, value: float) -> bool:
-        if self.best is None:
-            return True
-        return value > self.best[self.metric] if self.higher_is_better \
-            else value < self.best[self.metric]
-
-    def record(self, step: int, metrics: Dict[str, float], model,
-               summary_writer=None) -> bool:
-        """Records one evaluation; returns True when it is the new best (and was exported)."""
-        if self.metric not in metrics:
-            raise KeyError(f"evaluation returned no {self.metric!r} (got {sorted(metrics)})")
-        results = dict(metrics, global_step=step)
-        logging.info("eval at step %d: %s", step,
-                     " | ".join(f"{k} {v:.4g}" for k, v in sorted(metrics.items())
-                                if isinstance(v, (int, float))))
-        improved = self._improves(metrics[self.metric])
-        if not self.write:
-            self.best = results if improved else self.best
-            return improved
-        if summary_writer is not None:
-            with summary_writer.as_default(step=step):
-                for key, value in metrics.items():
-                    if isinstance(value, (int, float)):
-                        tf.summary.scalar(key, value)
-        if improved:
-            checkpoints.save_tf1_checkpoint(model, os.path.join(self.output_dir, BEST_PREFIX),
-                                            global_step=step)
-            fileio.atomic_write_text(os.path.join(self.output_dir, "best_trial.txt"),
-                                     f"{step}:{step}:{metrics[self.metric]}\n")
-            fileio.atomic_write_text(self.state_path,
-                                     json.dumps(results, indent=2, default=float) + "\n")
-            self.best = results
-            logging.info("new best %s %.4g: exported %s", self.metric, metrics[self.metric],
-                         BEST_PREFIX)
-        path = os.path.join(self.output_dir, "eval_results.txt")
-        previous = ""
-        if tf.io.gfile.exists(path):
-            with tf.io.gfile.GFile(path) as handle:
-                previous = handle.read()
-        lines = [f"{key} = {results[key]}" for key in sorted(results)]
-        fileio.atomic_write_text(path, previous + "\n".join(lines) + "\n")
-        return improved
-
-
-def evaluate_unrecorded_checkpoint(trainer: training.Trainer, tracker: BestCheckpointTracker,
-                                   evaluate_now: Callable[[int], None]) -> None:
-    """Before a resumed run trains on: evaluates the latest checkpoint if eval_results.txt
-    does not record it (the previous run was interrupted between saving and recording it),
-    so that every checkpoint is evaluated once, as in an uninterrupted run."""
-    latest = tf.train.latest_checkpoint(trainer.config.output_dir)
-    if latest is None:
-        return
-    step = int(latest.rsplit("-", 1)[1])
-    if step in tracker.evaluated_steps():
-        return
-    trainer.restore_latest()
-    logging.info("%s was saved but not evaluated (an interrupted run): evaluating it first",
-                 latest)
-    evaluate_now(step)
+# Defined with the tracker in albert_tf.training.best_checkpoint; kept here for old imports.
+BEST_PREFIX = best_checkpoint.BEST_PREFIX
+CHECKPOINT_SUBDIR = best_checkpoint.CHECKPOINT_SUBDIR
+BestCheckpointTracker = best_checkpoint.BestCheckpointTracker
+evaluate_unrecorded_checkpoint = best_checkpoint.evaluate_unrecorded_checkpoint
 
 
 class ExampleMeanTask(training.Task):

@@ -17,8 +17,8 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import checkpoints, finetuning, training
-from albert_tf.training import distribute, optimization, run_dir
+from albert_tf import checkpoints, training
+from albert_tf.training import best_checkpoint, distribute, optimization, run_dir
 from albert_tf.pretraining import inputs
 from albert_tf.kernels import precision
 from albert_tf.config import AlbertConfig
@@ -149,7 +149,7 @@ class PretrainingOptions:
 
 
 CHECKPOINT_SUBDIR = "checkpoints"
-BEST_PREFIX = finetuning.BEST_PREFIX
+BEST_PREFIX = best_checkpoint.BEST_PREFIX
 
 
 def _input_config(options, files, is_training):
@@ -226,7 +226,7 @@ def run_pretraining(options: PretrainingOptions,
     trainer = training.Trainer(strategy, model, optimizer, task, config, task.metric_names,
                                learning_rate_fn=schedule)
     chief = distribute.is_chief(strategy)
-    tracker = finetuning.BestCheckpointTracker(options.output_dir, "masked_lm_accuracy",
+    tracker = best_checkpoint.BestCheckpointTracker(options.output_dir, "masked_lm_accuracy",
                                                write=chief)
     eval_writer = (tf.summary.create_file_writer(os.path.join(options.output_dir, "eval"))
                    if chief else tf.summary.create_noop_writer())
@@ -247,7 +247,7 @@ def run_pretraining(options: PretrainingOptions,
     if options.do_train:
         train_config = _input_config(options, options.input_file, is_training=True)
         if options.do_eval and resuming:
-            finetuning.evaluate_unrecorded_checkpoint(trainer, tracker, evaluate_now)
+            best_checkpoint.evaluate_unrecorded_checkpoint(trainer, tracker, evaluate_now)
         try:
             results["train"] = trainer.train(
                 _dataset_fn(train_config, options.train_batch_size),
