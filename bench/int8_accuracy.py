@@ -65,6 +65,36 @@ def onnx_scores(path: str, features: dict, labels, batch: int = 32):
 
 
 def main(argv=None) -> int:
+    parser = argument_parser()
+    args = parser.parse_args(argv)
+    source = SHARED / "glue" / "SST-2" / "dev.tsv"
+    if not source.exists():
+        parser.error(f"{source} not found (the shared GLUE data)")
+
+    # Imported only now that the arguments are good, and all of them before the
+    # fine-tuning run, so that a broken install fails before it.
+    import numpy as np  # noqa: F401
+
+    from albert_tf import precision, tokenization  # noqa: F401
+    from albert_tf.config import AlbertConfig  # noqa: F401
+    from albert_tf.finetuning import FinetuningOptions  # noqa: F401
+    from albert_tf.tasks import glue  # noqa: F401
+    from albert_tf.tasks.glue_job import GlueOptions, run_glue  # noqa: F401
+
+    work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="albert_int8_"))
+    split_sst2(source, work / "data")
+    out = work / "run"
+    run_glue(glue_options(args, work / "data", out))
+    best = json.loads((out / "best_eval.json").read_text())
+    result = heldout_figures(args, work / "data", out / "export", best)
+    print_report(result, args)
+    if args.output:
+        pathlib.Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+def argument_parser() -> argparse.ArgumentParser:
+    """The command line (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--init_checkpoint", default=None)
     parser.add_argument("--spm_model_file", default=str(SHARED / "spm" / "albert_style_pd8k.model"))
@@ -75,27 +105,21 @@ def main(argv=None) -> int:
     parser.add_argument("--max_seq_length", type=int, default=64)
     parser.add_argument("--output", default=None, help="also write the figures as JSON")
     parser.add_argument("--keep", default=None, help="keep the run directory here")
-    args = parser.parse_args(argv)
-    source = SHARED / "glue" / "SST-2" / "dev.tsv"
-    if not source.exists():
-        parser.error(f"{source} not found (the shared GLUE data)")
+    return parser
 
-    import numpy as np
 
-    from albert_tf import precision, tokenization
+def glue_options(args: argparse.Namespace, data_dir: pathlib.Path, out: pathlib.Path):
+    """SST-2 fine-tuning of --train_step steps into `out`, exported to `out`/export as
+    model.onnx and model.int8.onnx; the small config unless --albert_config_file."""
     from albert_tf.config import AlbertConfig
     from albert_tf.finetuning import FinetuningOptions
-    from albert_tf.tasks import glue
-    from albert_tf.tasks.glue_job import GlueOptions, run_glue
+    from albert_tf.tasks.glue_job import GlueOptions
 
-    work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="albert_int8_"))
-    split_sst2(source, work / "data")
     config = (AlbertConfig.from_json_file(args.albert_config_file) if args.albert_config_file
               else AlbertConfig.from_dict(SMALL_CONFIG))
     learning_rate = args.learning_rate or (1e-4 if args.init_checkpoint else 5e-4)
-    out = work / "run"
-    options = GlueOptions(
-        task_name="sst-2", data_dir=str(work / "data"), spm_model_file=args.spm_model_file,
+    return GlueOptions(
+        task_name="sst-2", data_dir=str(data_dir), spm_model_file=args.spm_model_file,
         albert_config=config, max_seq_length=args.max_seq_length, eval_batch_size=32,
         export_dir=str(out / "export"), export_format=("onnx",), export_int8=True,
         finetuning=FinetuningOptions(
@@ -104,20 +128,29 @@ def main(argv=None) -> int:
             train_step=args.train_step, warmup_step=args.train_step // 10,
             save_checkpoints_steps=max(args.train_step // 4, 1),
             iterations_per_loop=max(args.train_step // 4, 1), seed=1))
-    run_glue(options)
-    best = json.loads((out / "best_eval.json").read_text())
+
+
+def heldout_figures(args: argparse.Namespace, data_dir: pathlib.Path, export_dir: pathlib.Path,
+                    best: dict) -> dict:
+    """Both exports scored by ONNX Runtime on the held-out split (dev.tsv of `data_dir`),
+    with the Keras model's best evaluation `best`: accuracies, agreement, sizes (MB) and
+    times (ms per batch of 32)."""
+    import numpy as np
+
+    from albert_tf import precision, tokenization
+    from albert_tf.tasks import glue
 
     spec = glue.TASKS["sst-2"]
     tokenizer = tokenization.FullTokenizer(spm_model_file=args.spm_model_file)
-    examples = glue.read_examples(spec, str(work / "data"), "dev")
+    examples = glue.read_examples(spec, str(data_dir), "dev")
     features = glue.convert_examples(examples, tokenizer, args.max_seq_length, spec.labels)
     labels = features["label_ids"]
-    fp32, fp32_accuracy, fp32_seconds = onnx_scores(str(out / "export" / "model.onnx"),
+    fp32, fp32_accuracy, fp32_seconds = onnx_scores(str(export_dir / "model.onnx"),
                                                     features, labels)
-    int8, int8_accuracy, int8_seconds = onnx_scores(str(out / "export" / "model.int8.onnx"),
+    int8, int8_accuracy, int8_seconds = onnx_scores(str(export_dir / "model.int8.onnx"),
                                                     features, labels)
     cpu = precision.read_cpu_info()
-    result = {
+    return {
         "cpu": cpu.model, "cpu_flags": cpu.shown_flags(),
         "init_checkpoint": args.init_checkpoint, "train_step": args.train_step,
         "heldout_examples": int(len(labels)),
@@ -126,24 +159,25 @@ def main(argv=None) -> int:
         "onnx_fp32_accuracy": fp32_accuracy, "onnx_int8_accuracy": int8_accuracy,
         "int8_agreement": float((fp32.argmax(1) == int8.argmax(1)).mean()),
         "int8_max_probability_change": float(np.abs(fp32 - int8).max()),
-        "fp32_mb": os.path.getsize(out / "export" / "model.onnx") / 1e6,
-        "int8_mb": os.path.getsize(out / "export" / "model.int8.onnx") / 1e6,
+        "fp32_mb": os.path.getsize(export_dir / "model.onnx") / 1e6,
+        "int8_mb": os.path.getsize(export_dir / "model.int8.onnx") / 1e6,
         "fp32_ms_per_batch32": 1000 * fp32_seconds, "int8_ms_per_batch32": 1000 * int8_seconds,
     }
+
+
+def print_report(result: dict, args: argparse.Namespace) -> None:
+    """The figures of `heldout_figures` as a short table on stdout."""
     print(f"\nSST-2, {result['heldout_examples']} held-out sentences, "
           f"{'from ' + args.init_checkpoint if args.init_checkpoint else 'from random weights'}"
-          f", {args.train_step} steps; CPU: {cpu.model}\n"
+          f", {args.train_step} steps; CPU: {result['cpu']}\n"
           f"  majority label        {result['majority_accuracy']:.3f}\n"
           f"  Keras (best, step {result['best_step']}) {result['keras_best_accuracy']:.3f}\n"
-          f"  model.onnx            {fp32_accuracy:.3f}  "
+          f"  model.onnx            {result['onnx_fp32_accuracy']:.3f}  "
           f"({result['fp32_mb']:.1f} MB, {result['fp32_ms_per_batch32']:.1f} ms/batch of 32)\n"
-          f"  model.int8.onnx       {int8_accuracy:.3f}  "
+          f"  model.int8.onnx       {result['onnx_int8_accuracy']:.3f}  "
           f"({result['int8_mb']:.1f} MB, {result['int8_ms_per_batch32']:.1f} ms/batch of 32)\n"
           f"  int8 agrees with fp32 on {result['int8_agreement']:.1%} of the sentences; "
           f"largest probability change {result['int8_max_probability_change']:.3f}")
-    if args.output:
-        pathlib.Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, TextIO, Tuple
 
 BENCH_DIR = pathlib.Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
@@ -401,6 +401,39 @@ def markdown_table(info: dict, table: List[dict], data: List[dict]) -> str:
 
 
 def main(argv=None) -> int:
+    parser = argument_parser()
+    args = parser.parse_args(argv)
+    rounds = args.rounds or (3 if args.suite == "full" else 2)
+    frameworks = tuple(f for f in args.frameworks.split(",") if f)
+    unknown = set(frameworks) - set(FRAMEWORKS)
+    if unknown:
+        parser.error(f"--frameworks: unknown {', '.join(sorted(unknown))}")
+    info = dict(machine_info(), suite=args.suite, rounds=rounds)
+    bf16 = args.bf16 == "always" or (args.bf16 == "auto" and info["native_bf16"])
+    rows = selected_rows(args, bf16)
+    output = output_path(args)
+    partial = output.with_name(output.name + ".partial")
+    log_dir = pathlib.Path(tempfile.mkdtemp(prefix="albert_bench_logs_"))
+    print_header(info, bf16, log_dir)
+    log = lambda message: print(message, flush=True)  # noqa: E731
+    started = time.time()
+    with open(partial, "w") as sink:
+        sink.write(json.dumps({"record": "machine", **info}) + "\n")
+        table, best_train = run_rows(rows, rounds, frameworks, log_dir, sink, log)
+        data = [] if args.skip_data else data_rows(sys.executable, log_dir, best_train, log)
+        for record in data:
+            sink.write(json.dumps({"record": "data", **record}) + "\n")
+    os.replace(partial, output)
+    print_results(markdown_table(info, table, data), output, started, args.markdown)
+    failed = [r for r in data if r.get("meets_20x") is False]
+    if failed:
+        print("FAIL: the tf.data reader is slower than 20x the training consumption")
+        return 1
+    return 0
+
+
+def argument_parser() -> argparse.ArgumentParser:
+    """The command line (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suite", choices=["quick", "full"], default="quick")
     parser.add_argument("--rounds", type=int, default=None,
@@ -418,85 +451,104 @@ def main(argv=None) -> int:
                         help="bf16 training and inference rows: auto = only where "
                              "--mixed_precision=auto picks bf16 (AMX, or AVX512-BF16 whose "
                              "GEMMs measure faster than float32)")
-    args = parser.parse_args(argv)
-    rounds = args.rounds or (3 if args.suite == "full" else 2)
-    frameworks = tuple(f for f in args.frameworks.split(",") if f)
-    unknown = set(frameworks) - set(FRAMEWORKS)
-    if unknown:
-        parser.error(f"--frameworks: unknown {', '.join(sorted(unknown))}")
-    info = dict(machine_info(), suite=args.suite, rounds=rounds)
-    bf16 = args.bf16 == "always" or (args.bf16 == "auto" and info["native_bf16"])
+    return parser
+
+
+def output_path(args: argparse.Namespace) -> pathlib.Path:
+    """--output, else bench/results/<suite>-<date>-<time>.jsonl; its folder is created."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    output = pathlib.Path(args.output or BENCH_DIR / "results" / f"{args.suite}-{stamp}.jsonl")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    return output
+
+
+def print_header(info: dict, bf16: bool, log_dir: pathlib.Path) -> None:
+    """The run's first lines: suite, machine, and whether the bf16 rows run and why."""
+    isa = isa_caps(info, "; ")
+    print(f"albert-tf bench, suite {info['suite']}, {info['rounds']} rounds; "
+          f"worker logs in {log_dir}\n"
+          f"CPU: {info['cpu']}, {info['cpus']} cores; flags: {info['cpu_flags']}{isa}\n"
+          f"bf16: {'auto picks it' if info['native_bf16'] else 'auto keeps float32'} "
+          f"({info['bf16_reason']}); "
+          f"bf16 rows {'on' if bf16 else 'off (--bf16=always to add them)'}", flush=True)
+
+
+def selected_rows(args: argparse.Namespace, bf16: bool) -> List[Row]:
+    """The suite's rows that `--only` names, with bf16 rows only if `bf16`."""
     rows = suite_rows(args.suite, tiny=args.tiny, bf16=bf16)
     if args.only:
         wanted = [w.strip() for w in args.only.split(",") if w.strip()]
         # The probes always run: the train rows' % of peak needs them.
         rows = [r for r in rows
                 if r.case["kind"] == "probe" or any(w in r.name for w in wanted)]
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    output = pathlib.Path(args.output or BENCH_DIR / "results" / f"{args.suite}-{stamp}.jsonl")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    partial = output.with_name(output.name + ".partial")
-    log_dir = pathlib.Path(tempfile.mkdtemp(prefix="albert_bench_logs_"))
-    isa = isa_caps(info, "; ")
-    print(f"albert-tf bench, suite {args.suite}, {rounds} rounds; worker logs in {log_dir}\n"
-          f"CPU: {info['cpu']}, {info['cpus']} cores; flags: {info['cpu_flags']}{isa}\n"
-          f"bf16: {'auto picks it' if info['native_bf16'] else 'auto keeps float32'} "
-          f"({info['bf16_reason']}); "
-          f"bf16 rows {'on' if bf16 else 'off (--bf16=always to add them)'}", flush=True)
-    log = lambda message: print(message, flush=True)  # noqa: E731
-    peaks: Dict[str, float] = {}
+    return rows
+
+
+def run_rows(rows: List[Row], rounds: int, frameworks: tuple, log_dir: pathlib.Path,
+             sink: TextIO, log) -> Tuple[List[dict], Optional[float]]:
+    """Runs the rows in turn, writing each one's JSON lines to `sink` as it ends.
+
+    Returns the table entries and our fastest training rate (sequences/s; None
+    without a train row that ran), which the data rows compare against.
+    """
+    peaks: Dict[str, float] = {}  # precision -> our probe's GFLOP/s
     table: List[dict] = []
     best_train = None
-    started = time.time()
-    with open(partial, "w") as sink:
-        sink.write(json.dumps({"record": "machine", **info}) + "\n")
-        for row in rows:
-            log(f"{row.name} ...")
-            results = run_row(row, rounds, frameworks, log_dir, sys.executable, log)
-            if row.case["kind"] == "probe" and results.get("ours", {}).get("status") == "ok":
-                peaks[row.case["precision"]] = results["ours"]["value"]
-            ratio = speedup(row, results)
-            for framework, record in results.items():
-                fraction = peak_fraction(row, record, peaks)
-                if fraction is not None:
-                    record["fraction_of_peak"] = fraction
-                sink.write(json.dumps({"record": "result", "row": row.name, "unit": row.unit,
-                                       "framework": framework, "case": row.case,
-                                       **record}) + "\n")
-            if ratio:
-                sink.write(json.dumps({"record": "ratio", "row": row.name, **ratio}) + "\n")
-            sink.flush()
-            if row.case["kind"] == "train" and results.get("ours", {}).get("status") == "ok":
-                rate = results["ours"]["sequences_per_sec"]
-                best_train = max(best_train or 0.0, rate)
-            entry = {"row": row.name, "unit": row.unit,
-                     **{f: format_value(row.unit, results.get(f)) for f in FRAMEWORKS},
-                     "ratio": f"{ratio['ratio']:.2f}x" if ratio else "",
-                     "paired": (f"{ratio['paired_ratio']:.2f}x"
-                                if ratio and "paired_ratio" in ratio else ""),
-                     "peak": " / ".join(f"{results[f]['fraction_of_peak']:.0%}"
-                                        for f in FRAMEWORKS
-                                        if "fraction_of_peak" in results.get(f, {}))}
-            table.append(entry)
-            paired = f" (paired {entry['paired']})" if entry["paired"] else ""
-            log(f"  {'  '.join(f'{PEER_LABELS[f]} {entry[f]}' for f in FRAMEWORKS)}  "
-                f"{entry['ratio']}{paired}  {entry['peak']}")
-        data = [] if args.skip_data else data_rows(sys.executable, log_dir, best_train, log)
-        for record in data:
-            sink.write(json.dumps({"record": "data", **record}) + "\n")
-    os.replace(partial, output)
-    markdown = markdown_table(info, table, data)
+    for row in rows:
+        log(f"{row.name} ...")
+        results = run_row(row, rounds, frameworks, log_dir, sys.executable, log)
+        ours_ran = results.get("ours", {}).get("status") == "ok"
+        if row.case["kind"] == "probe" and ours_ran:
+            peaks[row.case["precision"]] = results["ours"]["value"]
+        ratio = speedup(row, results)
+        for record in results.values():
+            fraction = peak_fraction(row, record, peaks)
+            if fraction is not None:
+                record["fraction_of_peak"] = fraction
+        write_row_records(sink, row, results, ratio)
+        if row.case["kind"] == "train" and ours_ran:
+            best_train = max(best_train or 0.0, results["ours"]["sequences_per_sec"])
+        entry = table_entry(row, results, ratio)
+        table.append(entry)
+        paired = f" (paired {entry['paired']})" if entry["paired"] else ""
+        log(f"  {'  '.join(f'{PEER_LABELS[f]} {entry[f]}' for f in FRAMEWORKS)}  "
+            f"{entry['ratio']}{paired}  {entry['peak']}")
+    return table, best_train
+
+
+def print_results(markdown: str, output: pathlib.Path, started: float,
+                  markdown_file: Optional[str]) -> None:
+    """Prints the table and where the JSON lines are, with the minutes since `started`
+    (time.time()); writes the table to `markdown_file` too if given."""
     print("\n" + markdown)
     print(f"JSON lines: {output}  ({(time.time() - started) / 60:.1f} min)")
-    if args.markdown:
-        tmp = pathlib.Path(args.markdown + ".tmp")
+    if markdown_file:
+        tmp = pathlib.Path(markdown_file + ".tmp")
         tmp.write_text(markdown)
-        os.replace(tmp, args.markdown)
-    failed = [r for r in data if r.get("meets_20x") is False]
-    if failed:
-        print("FAIL: the tf.data reader is slower than 20x the training consumption")
-        return 1
-    return 0
+        os.replace(tmp, markdown_file)
+
+
+def write_row_records(sink: TextIO, row: Row, results: Dict[str, dict],
+                      ratio: Optional[dict]) -> None:
+    """A row's JSON lines: one result per framework, then the ratio if there is one."""
+    for framework, record in results.items():
+        sink.write(json.dumps({"record": "result", "row": row.name, "unit": row.unit,
+                               "framework": framework, "case": row.case, **record}) + "\n")
+    if ratio:
+        sink.write(json.dumps({"record": "ratio", "row": row.name, **ratio}) + "\n")
+    sink.flush()
+
+
+def table_entry(row: Row, results: Dict[str, dict], ratio: Optional[dict]) -> dict:
+    """A row of the printed table: each framework's value, the ratios and % of peak, as text."""
+    return {"row": row.name, "unit": row.unit,
+            **{f: format_value(row.unit, results.get(f)) for f in FRAMEWORKS},
+            "ratio": f"{ratio['ratio']:.2f}x" if ratio else "",
+            "paired": (f"{ratio['paired_ratio']:.2f}x"
+                       if ratio and "paired_ratio" in ratio else ""),
+            "peak": " / ".join(f"{results[f]['fraction_of_peak']:.0%}"
+                               for f in FRAMEWORKS
+                               if "fraction_of_peak" in results.get(f, {}))}
 
 
 if __name__ == "__main__":

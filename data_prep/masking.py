@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
-from typing import List, Sequence, Tuple
+from typing import Iterator, List, Sequence, Tuple
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,61 +78,27 @@ def mask_pair(a_ids: Sequence[int], a_flags: Sequence[bool], b_ids: Sequence[int
     Python lists; the first two have length len(A) + len(B) + 3, the last two
     the number of masked positions (sorted by position).
     """
-    len_a = len(a_ids)
     tokens = [cls_id, *a_ids, sep_id, *b_ids, sep_id]
     boundary = [1, *a_flags, 1, *b_flags, 1]
-    flags = [*a_flags, *b_flags]
-    num_cand = len(flags)
-
-    if options.do_whole_word_mask:
-        starts = list(itertools.compress(range(num_cand), flags))
-        if num_cand and (not starts or starts[0] != 0):
-            starts.insert(0, 0)
-    else:
-        starts = list(range(num_cand))
-    num_words = len(starts)
-    starts.append(num_cand)
-
-    if options.masked_lm_prob == 0 or num_words == 0:
+    starts = _word_starts([*a_flags, *b_flags], options.do_whole_word_mask)
+    if options.masked_lm_prob == 0 or len(starts) == 1:
         return tokens, boundary, [], []
 
     num_to_predict = min(options.max_predictions_per_seq,
                          max(1, int(round(len(tokens) * options.masked_lm_prob))))
     stats.to_predict += num_to_predict
     output = list(tokens)
-    covered = bytearray(num_cand)
-    masked: List[Tuple[int, int]] = []
-    ngram = options.ngram
-    order = list(range(num_words))
+    masked: List[Tuple[int, int]] = []  # (position, original id)
+    len_a = len(a_ids)
     randrange = rng.randrange
     uniform = rng.random
-    # Lazy Fisher-Yates: step k fixes order[k] (same swaps as random.shuffle's).
-    for k in range(num_words - 1, -1, -1):
-        if len(masked) >= num_to_predict:
-            break
-        if k:
-            j = randrange(k + 1)
-            order[k], order[j] = order[j], order[k]
-        word = order[k]
-        u = uniform()
-        n = 1
-        while n < ngram and u >= cumulative[n - 1]:
-            n += 1
-        stats.ngram_drawn[n] += 1
-        budget = num_to_predict - len(masked)
-        lo = starts[word]
-        while True:
-            hi = starts[min(word + n, num_words)]
-            if hi - lo <= budget or n == 1:
-                break
-            n -= 1
-        if hi - lo > budget or covered.find(1, lo, hi) != -1:
-            continue
-        stats.ngram_used[min(n, num_words - word)] += 1
+    # Each span's tokens are replaced before the next span is drawn: both use `rng`.
+    for lo, hi in _spans_to_mask(starts, num_to_predict, options.ngram, cumulative, rng, stats):
         for cand in range(lo, hi):
-            covered[cand] = 1
+            # Candidates number A's tokens then B's; B's also sit after the middle [SEP].
             position = cand + 1 if cand < len_a else cand + 2
-            label = tokens[position]
+            masked.append((position, tokens[position]))
+            # 80% [MASK], 10% kept, 10% a random id.
             if uniform() < 0.8:
                 output[position] = mask_id
                 stats.replaced_mask += 1
@@ -141,7 +107,72 @@ def mask_pair(a_ids: Sequence[int], a_flags: Sequence[bool], b_ids: Sequence[int
             else:
                 output[position] = randrange(vocab_size)
                 stats.replaced_random += 1
-            masked.append((position, label))
     masked.sort()
     stats.masked += len(masked)
     return output, boundary, [p for p, _ in masked], [label for _, label in masked]
+
+
+def _word_starts(flags: Sequence[bool], whole_word: bool) -> List[int]:
+    """Where each word starts among the candidates, then len(flags) as an end marker.
+
+    `flags` holds one word-start flag per candidate (the non-special positions);
+    word w covers candidates [starts[w], starts[w + 1]), so the result has
+    num_words + 1 entries. Without `whole_word` every candidate is a word.
+    """
+    num_cand = len(flags)
+    if whole_word:
+        starts = list(itertools.compress(range(num_cand), flags))
+        if num_cand and (not starts or starts[0] != 0):
+            starts.insert(0, 0)  # a leading continuation piece still starts a word
+    else:
+        starts = list(range(num_cand))
+    starts.append(num_cand)
+    return starts
+
+
+def _spans_to_mask(starts: Sequence[int], num_to_predict: int, ngram: int,
+                   cumulative: Sequence[float], rng: random.Random,
+                   stats: MaskStats) -> Iterator[Tuple[int, int]]:
+    """Yields the candidate ranges [lo, hi) to mask, in the order they are chosen.
+
+    `starts` as from `_word_starts`; `num_to_predict` is the budget in
+    candidates. Step 3 of the module docstring: words are visited in random
+    order, each starting an n-word span; a span over the budget or over a
+    masked candidate is skipped. The generator is lazy, so the caller's draws
+    for a yielded span come before the next span's draws, as in the original.
+    """
+    num_words = len(starts) - 1
+    covered = bytearray(starts[-1])
+    num_masked = 0
+    order = list(range(num_words))
+    randrange = rng.randrange
+    uniform = rng.random
+    ngram_drawn, ngram_used = stats.ngram_drawn, stats.ngram_used
+    # Lazy Fisher-Yates: step k fixes order[k] (same swaps as random.shuffle's).
+    for k in range(num_words - 1, -1, -1):
+        if num_masked >= num_to_predict:
+            return
+        if k:
+            j = randrange(k + 1)
+            order[k], order[j] = order[j], order[k]
+        word = order[k]
+        u = uniform()  # n ~ p(n), from the cumulative probabilities
+        n = 1
+        while n < ngram and u >= cumulative[n - 1]:
+            n += 1
+        ngram_drawn[n] += 1
+        budget = num_to_predict - num_masked
+        lo = starts[word]
+        while True:  # shorten the span to the budget, down to one word
+            hi = starts[min(word + n, num_words)]
+            if hi - lo <= budget or n == 1:
+                break
+            n -= 1
+        if hi - lo > budget or covered.find(1, lo, hi) != -1:
+            continue
+        ngram_used[min(n, num_words - word)] += 1
+        for cand in range(lo, hi):
+            covered[cand] = 1
+        num_masked += hi - lo
+        yield lo, hi
+

@@ -86,53 +86,65 @@ def create_pairs(doc: DocView, doc_pos: int, pool_size: int,
     num_sentences = len(bounds) - 1
     pairs: List[Pair] = []
     chunk_start = 0
-    i = 0
-    while i < num_sentences:
-        current_length = bounds[i + 1] - bounds[chunk_start]
-        if i == num_sentences - 1 or current_length >= target_seq_length:
-            chunk_len = i + 1 - chunk_start
-            a_end = 1
-            if chunk_len >= 2:
-                a_end = rng.randint(1, chunk_len - 1)
-            a_lo, a_hi = bounds[chunk_start], bounds[chunk_start + a_end]
-            a_src_ids, a_src_flags = doc.ids, doc.flags
-            from_random = False
-
-            if chunk_len == 1 or (random_next_sentence and rng.random() < 0.5):
-                is_random_next = True
-                from_random = True
-                target_b_length = target_seq_length - (a_hi - a_lo)
-                other = doc_pos
-                for _ in range(10):
-                    other = rng.randint(0, pool_size - 1)
-                    if other != doc_pos:
-                        break
-                rdoc = get_doc(other)
-                r_bounds = rdoc.bounds
-                r_sentences = len(r_bounds) - 1
-                random_start = rng.randint(0, r_sentences - 1)
-                stop = bisect.bisect_left(r_bounds, r_bounds[random_start] + target_b_length,
-                                          random_start + 1)
-                stop = min(stop, r_sentences)
-                b_lo, b_hi = r_bounds[random_start], r_bounds[stop]
-                b_src_ids, b_src_flags = rdoc.ids, rdoc.flags
-                i -= chunk_len - a_end  # put the unused sentences back
-            else:
-                b_lo, b_hi = a_hi, bounds[i + 1]
-                b_src_ids, b_src_flags = doc.ids, doc.flags
-                is_random_next = False
-                if not random_next_sentence and rng.random() < 0.5:
-                    is_random_next = True
-                    a_lo, a_hi, b_lo, b_hi = b_lo, b_hi, a_lo, a_hi
-
-            a0, a1, b0, b1 = truncate_bounds(a_hi - a_lo, b_hi - b_lo, max_num_tokens, rng)
-            pairs.append(Pair(
-                a_src_ids[a_lo + a0:a_lo + a1], a_src_flags[a_lo + a0:a_lo + a1],
-                b_src_ids[b_lo + b0:b_lo + b1], b_src_flags[b_lo + b0:b_lo + b1],
-                is_random_next, from_random))
-            chunk_start = i + 1
-        i += 1
+    chunk_end = 1  # the chunk is sentences [chunk_start, chunk_end)
+    while chunk_end <= num_sentences:
+        # A chunk grows until it reaches the target length or the document ends.
+        if (chunk_end < num_sentences
+                and bounds[chunk_end] - bounds[chunk_start] < target_seq_length):
+            chunk_end += 1
+            continue
+        chunk_len = chunk_end - chunk_start
+        a_sentences = rng.randint(1, chunk_len - 1) if chunk_len >= 2 else 1
+        a = _Span(doc, bounds[chunk_start], bounds[chunk_start + a_sentences])
+        if chunk_len == 1 or (random_next_sentence and rng.random() < 0.5):
+            b = _random_document_span(doc_pos, pool_size, get_doc,
+                                      target_seq_length - (a.hi - a.lo), rng)
+            is_random_next = from_random = True
+            chunk_end = chunk_start + a_sentences  # put the unused sentences back
+        else:
+            b = _Span(doc, a.hi, bounds[chunk_end])
+            is_random_next = from_random = False
+            if not random_next_sentence and rng.random() < 0.5:
+                is_random_next = True  # SOP: the swapped order is label 1
+                a, b = b, a
+        pairs.append(_truncated_pair(a, b, max_num_tokens, is_random_next, from_random, rng))
+        chunk_start = chunk_end
+        chunk_end += 1
     return pairs
+
+
+class _Span(NamedTuple):
+    """Tokens [lo, hi) of document `source` (sentence-aligned)."""
+    source: DocView
+    lo: int
+    hi: int
+
+
+def _random_document_span(doc_pos: int, pool_size: int, get_doc: Callable[[int], DocView],
+                          target_b_length: int, rng: random.Random) -> _Span:
+    """B from a random other pool document (10 tries, else `doc_pos` itself): whole
+    sentences from a random one on, until `target_b_length` tokens or the document's end."""
+    other = doc_pos
+    for _ in range(10):
+        other = rng.randint(0, pool_size - 1)
+        if other != doc_pos:
+            break
+    source = get_doc(other)
+    bounds = source.bounds
+    num_sentences = len(bounds) - 1
+    first = rng.randint(0, num_sentences - 1)
+    stop = bisect.bisect_left(bounds, bounds[first] + target_b_length, first + 1)
+    return _Span(source, bounds[first], bounds[min(stop, num_sentences)])
+
+
+def _truncated_pair(a: _Span, b: _Span, max_num_tokens: int, is_random_next: bool,
+                    from_random: bool, rng: random.Random) -> Pair:
+    """The pair of spans A and B, trimmed by `truncate_bounds` to `max_num_tokens` in all."""
+    a0, a1, b0, b1 = truncate_bounds(a.hi - a.lo, b.hi - b.lo, max_num_tokens, rng)
+    a_lo, a_hi = a.lo + a0, a.lo + a1
+    b_lo, b_hi = b.lo + b0, b.lo + b1
+    return Pair(a.source.ids[a_lo:a_hi], a.source.flags[a_lo:a_hi],
+                b.source.ids[b_lo:b_hi], b.source.flags[b_lo:b_hi], is_random_next, from_random)
 
 
 def doc_view_from_sentences(sentences: Sequence[Sequence[int]],

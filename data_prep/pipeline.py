@@ -39,7 +39,7 @@ from albert_tf.errors import UserValueError
 from data_prep import tokenization, zh_words
 from data_prep.example_codec import ExampleEncoder, FLOAT, INT64
 from data_prep.masking import MaskingOptions, MaskStats, mask_pair
-from data_prep.pairing import DocView, create_pairs
+from data_prep.pairing import DocView, Pair, create_pairs
 from data_prep.text_input import Document
 from data_prep.tfrecord import frame_records
 
@@ -365,12 +365,29 @@ def run_task(context: WorkerContext, block_ref, task: Task) -> TaskResult:
     """Builds, masks, encodes and frames all instances of one task."""
     block = context.block(block_ref)
     opts = context.instance_options
-    masking = opts.masking
-    tok = context.tokenizer
-    seq_len = opts.max_seq_length
-    num_pred = masking.max_predictions_per_seq
-    num_buckets = context.layout.num_buckets
-    stats = Stats(masking.ngram)
+    stats = Stats(opts.masking.ngram)
+    get_doc = _doc_views(block, context.start_table)
+    instances = _Instances()
+    for doc_pos in range(task.doc_lo, task.doc_hi):
+        _add_document(context, block, task, doc_pos, get_doc, instances, stats)
+    count = len(instances.lengths)
+    stats.instances = count
+    stats.tokens = len(instances.ids)
+    stats.labels = [count - sum(instances.labels), sum(instances.labels)]
+    if count == 0:
+        return TaskResult(task, [], [], [], stats)
+    payloads = context.encoder.encode(
+        instances.features(opts.max_seq_length, opts.masking.max_predictions_per_seq))
+    return TaskResult(task, instances.buckets, instances.keys, frame_records(payloads), stats)
+
+
+def _doc_views(block: TokenizedBlock, start_table: np.ndarray) -> Callable[[int], DocView]:
+    """`get_doc(pos)`: block document `pos` as a DocView, built once per position.
+
+    Its flags are the word starts of `start_table` (bool [vocab_size]), less
+    the tokens that `block.continues` marks; its sentence bounds count from its
+    first token.
+    """
     views: Dict[int, DocView] = {}
 
     def get_doc(pos: int) -> DocView:
@@ -380,7 +397,7 @@ def run_task(context: WorkerContext, block_ref, task: Task) -> TaskResult:
             t0 = int(block.sent_bounds[s0])
             t1 = int(block.sent_bounds[s1])
             ids_np = block.ids[t0:t1]
-            starts = context.start_table[ids_np]
+            starts = start_table[ids_np]
             if block.continues is not None:
                 starts = starts & ~block.continues[t0:t1]
             view = DocView(ids_np.tolist(), starts.tolist(),
@@ -388,74 +405,100 @@ def run_task(context: WorkerContext, block_ref, task: Task) -> TaskResult:
             views[pos] = view
         return view
 
-    all_ids: List[int] = []
-    all_boundary: List[int] = []
-    lengths: List[int] = []
-    len_a_plus: List[int] = []
-    pos_flat: List[int] = []
-    label_flat: List[int] = []
-    pred_counts: List[int] = []
-    labels: List[int] = []
-    buckets: List[int] = []
-    keys: List[Tuple[int, int, int, int]] = []
-    for doc_pos in range(task.doc_lo, task.doc_hi):
-        doc_index = int(block.doc_indices[doc_pos])
-        rng = random.Random(derive_seed(opts.random_seed, "pairs+masks", doc_index, task.dupe))
-        route = random.Random(derive_seed(opts.random_seed, "route", doc_index, task.dupe))
-        doc = get_doc(doc_pos)
-        if task.dupe == 0:
-            stats.documents += 1
-            stats.input_tokens += len(doc.ids)
-            stats.sentences_in += len(doc.bounds) - 1
-        pairs = create_pairs(doc, doc_pos, block.num_docs, get_doc, seq_len,
-                             opts.short_seq_prob, opts.random_next_sentence, rng)
-        for k, pair in enumerate(pairs):
-            ids, boundary, positions, masked_ids = mask_pair(
-                pair.a_ids, pair.a_flags, pair.b_ids, pair.b_flags, tok.cls_id, tok.sep_id,
-                tok.mask_id, tok.vocab_size, masking, context.cumulative, rng, stats.mask)
-            all_ids.extend(ids)
-            all_boundary.extend(boundary)
-            lengths.append(len(ids))
-            len_a_plus.append(len(pair.a_ids) + 2)
-            pos_flat.extend(positions)
-            label_flat.extend(masked_ids)
-            pred_counts.append(len(positions))
-            labels.append(int(pair.is_random_next))
-            stats.random_doc_b += pair.b_from_random_document
-            buckets.append(route.randrange(num_buckets))
-            keys.append((task.block_index, task.dupe, doc_index, k))
-    count = len(lengths)
-    stats.instances = count
-    stats.tokens = len(all_ids)
-    stats.labels = [count - sum(labels), sum(labels)]
-    if count == 0:
-        return TaskResult(task, [], [], [], stats)
+    return get_doc
 
-    lengths_np = np.array(lengths, dtype=np.int64)
-    cols = np.arange(seq_len)[None, :]
-    real = cols < lengths_np[:, None]
-    input_ids = np.zeros((count, seq_len), dtype=np.int64)
-    input_ids[real] = all_ids
-    token_boundary = np.zeros((count, seq_len), dtype=np.int64)
-    token_boundary[real] = all_boundary
-    segment_ids = (real & (cols >= np.array(len_a_plus)[:, None])).astype(np.int64)
-    counts_np = np.array(pred_counts, dtype=np.int64)
-    pred_real = np.arange(num_pred)[None, :] < counts_np[:, None]
-    positions = np.zeros((count, num_pred), dtype=np.int64)
-    positions[pred_real] = pos_flat
-    masked_lm_ids = np.zeros((count, num_pred), dtype=np.int64)
-    masked_lm_ids[pred_real] = label_flat
-    payloads = context.encoder.encode({
-        "input_ids": input_ids,
-        "input_mask": real.astype(np.int64),
-        "segment_ids": segment_ids,
-        "token_boundary": token_boundary,
-        "masked_lm_positions": positions,
-        "masked_lm_ids": masked_lm_ids,
-        "masked_lm_weights": pred_real.astype(np.float32),
-        "next_sentence_labels": np.array(labels, dtype=np.int64)[:, None],
-    })
-    return TaskResult(task, buckets, keys, frame_records(payloads), stats)
+
+@dataclasses.dataclass
+class _Instances:
+    """A task's instances in canonical order, as flat Python lists.
+
+    Concatenated over instances: `ids` and `boundary` (per token), `positions`
+    and `masked_ids` (per prediction). Per instance: `lengths` (tokens),
+    `b_starts` (the first position of B: len(A) + 2), `num_predictions`,
+    `labels` (next_sentence_labels), `buckets` and `keys` (TaskResult's).
+    """
+    ids: List[int] = dataclasses.field(default_factory=list)
+    boundary: List[int] = dataclasses.field(default_factory=list)
+    positions: List[int] = dataclasses.field(default_factory=list)
+    masked_ids: List[int] = dataclasses.field(default_factory=list)
+    lengths: List[int] = dataclasses.field(default_factory=list)
+    b_starts: List[int] = dataclasses.field(default_factory=list)
+    num_predictions: List[int] = dataclasses.field(default_factory=list)
+    labels: List[int] = dataclasses.field(default_factory=list)
+    buckets: List[int] = dataclasses.field(default_factory=list)
+    keys: List[Tuple[int, int, int, int]] = dataclasses.field(default_factory=list)
+
+    def add(self, pair: Pair, masked: Tuple[List[int], List[int], List[int], List[int]],
+            bucket: int, key: Tuple[int, int, int, int]) -> None:
+        """Appends one instance: `pair` and what `mask_pair` made of it."""
+        ids, boundary, positions, masked_ids = masked
+        self.ids.extend(ids)
+        self.boundary.extend(boundary)
+        self.positions.extend(positions)
+        self.masked_ids.extend(masked_ids)
+        self.lengths.append(len(ids))
+        self.b_starts.append(len(pair.a_ids) + 2)
+        self.num_predictions.append(len(positions))
+        self.labels.append(int(pair.is_random_next))
+        self.buckets.append(bucket)
+        self.keys.append(key)
+
+    def features(self, seq_len: int, num_pred: int) -> Dict[str, np.ndarray]:
+        """The instances as `feature_schema` arrays: [count, seq_len] and
+        [count, num_pred], zero padded, and next_sentence_labels [count, 1]."""
+        count = len(self.lengths)
+        cols = np.arange(seq_len)[None, :]
+        real = cols < np.array(self.lengths, dtype=np.int64)[:, None]
+        input_ids = np.zeros((count, seq_len), dtype=np.int64)
+        input_ids[real] = self.ids
+        token_boundary = np.zeros((count, seq_len), dtype=np.int64)
+        token_boundary[real] = self.boundary
+        segment_ids = (real & (cols >= np.array(self.b_starts)[:, None])).astype(np.int64)
+        counts_np = np.array(self.num_predictions, dtype=np.int64)
+        pred_real = np.arange(num_pred)[None, :] < counts_np[:, None]
+        positions = np.zeros((count, num_pred), dtype=np.int64)
+        positions[pred_real] = self.positions
+        masked_lm_ids = np.zeros((count, num_pred), dtype=np.int64)
+        masked_lm_ids[pred_real] = self.masked_ids
+        return {
+            "input_ids": input_ids,
+            "input_mask": real.astype(np.int64),
+            "segment_ids": segment_ids,
+            "token_boundary": token_boundary,
+            "masked_lm_positions": positions,
+            "masked_lm_ids": masked_lm_ids,
+            "masked_lm_weights": pred_real.astype(np.float32),
+            "next_sentence_labels": np.array(self.labels, dtype=np.int64)[:, None],
+        }
+
+
+def _add_document(context: WorkerContext, block: TokenizedBlock, task: Task, doc_pos: int,
+                  get_doc: Callable[[int], DocView], instances: _Instances,
+                  stats: Stats) -> None:
+    """Appends the instances of block document `doc_pos` in the task's pass to `instances`.
+
+    The document's own seeded generators make its pairs, masks and buckets
+    independent of how documents are grouped into tasks and processes.
+    """
+    opts = context.instance_options
+    tok = context.tokenizer
+    doc_index = int(block.doc_indices[doc_pos])
+    rng = random.Random(derive_seed(opts.random_seed, "pairs+masks", doc_index, task.dupe))
+    route = random.Random(derive_seed(opts.random_seed, "route", doc_index, task.dupe))
+    doc = get_doc(doc_pos)
+    if task.dupe == 0:  # the input is counted once, not once per duplicate pass
+        stats.documents += 1
+        stats.input_tokens += len(doc.ids)
+        stats.sentences_in += len(doc.bounds) - 1
+    pairs = create_pairs(doc, doc_pos, block.num_docs, get_doc, opts.max_seq_length,
+                         opts.short_seq_prob, opts.random_next_sentence, rng)
+    for k, pair in enumerate(pairs):
+        masked = mask_pair(
+            pair.a_ids, pair.a_flags, pair.b_ids, pair.b_flags, tok.cls_id, tok.sep_id,
+            tok.mask_id, tok.vocab_size, opts.masking, context.cumulative, rng, stats.mask)
+        stats.random_doc_b += pair.b_from_random_document
+        instances.add(pair, masked, route.randrange(context.layout.num_buckets),
+                      (task.block_index, task.dupe, doc_index, k))
 
 
 def shuffle_bucket(records: List[bytes], random_seed: int, bucket: int) -> List[bytes]:

@@ -19,10 +19,10 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import Callable, Deque, Dict, List, Optional, Sequence
+from typing import Callable, Deque, Dict, Iterable, Iterator, List, Optional, Sequence
 
 from data_prep import fileio, pipeline
-from data_prep.text_input import InputError, ReaderOptions, iter_documents
+from data_prep.text_input import Document, InputError, ReaderOptions, iter_documents
 from data_prep.tfrecord import split_records
 
 _LOG = logging.getLogger("data_prep")
@@ -184,103 +184,11 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
     ValueError for bad options; all before any work is done.
     """
     summary_file = resolve_summary_path(output_files, summary_file)
-    options.instances.validate()
-    layout = dataclasses.replace(options.layout, num_files=len(output_files))
-    layout.validate()
-    if options.num_workers < 1:
-        raise ValueError(f"--num_workers={options.num_workers} must be >= 1")
-    vocabulary = options.vocabulary_file()
-    if not os.path.isfile(vocabulary):
-        kind, flag = (("WordPiece vocabulary", "--vocab_file") if options.wordpiece
-                      else ("SentencePiece model", "--spm_model_file"))
-        problem = ("is a directory; give the file itself" if os.path.isdir(vocabulary)
-                   else "not found")
-        raise InputError(f"{flag}={vocabulary}: {kind} {problem}")
+    layout = _checked_layout(options, len(output_files))
     start = time.monotonic()
     context = make_context(options, layout)
     stats = pipeline.Stats(options.instances.masking.ngram)
-    first_dir = os.path.dirname(os.path.abspath(output_files[0]))
-    os.makedirs(first_dir, exist_ok=True)
-    spill_dir = tempfile.mkdtemp(prefix=".spill-", dir=first_dir)
-    progress = _Progress(options.progress_seconds, log)
-    pool = None
-    try:
-        spill = _SpillWriter(spill_dir, layout.num_buckets)
-        documents = iter_documents(input_files, options.effective_reader())
-        blocks = pipeline.iter_raw_blocks(documents, layout.block_documents, layout.block_chars)
-        blocks_read = 0
-
-        def consume(result: pipeline.TaskResult) -> None:
-            spill.add(result.buckets, result.records)
-            stats.merge(result.stats)
-            progress.maybe_log(stats, blocks_read)
-
-        if options.num_workers == 1:
-            for block_index, raw_block in blocks:
-                blocks_read += 1
-                block = pipeline.tokenize_block(block_index, raw_block, context.tokenizer,
-                                                segmenter=context.segmenter)
-                for task in pipeline.make_tasks(block, options.instances, layout.task_tokens):
-                    consume(pipeline.run_task(context, block, task))
-        else:
-            pool = _process_context().Pool(
-                options.num_workers, initializer=_init_worker,
-                initargs=(options, layout))
-            inflight: Deque = collections.deque()
-            block_refs: Dict[str, int] = {}
-            max_inflight = 2 * options.num_workers
-
-            def drain(limit: int) -> None:
-                while len(inflight) > limit:
-                    path, handle = inflight.popleft()
-                    consume(handle.get())
-                    block_refs[path] -= 1
-                    if block_refs[path] == 0:
-                        os.remove(path)
-                        del block_refs[path]
-
-            for block_index, raw_block in blocks:
-                blocks_read += 1
-                block = pipeline.tokenize_block(block_index, raw_block, context.tokenizer,
-                                                num_threads=options.num_workers,
-                                                segmenter=context.segmenter)
-                path = os.path.join(spill_dir, f"block-{block_index:08d}.npz")
-                block.save(path)
-                tasks = pipeline.make_tasks(block, options.instances, layout.task_tokens)
-                block_refs[path] = len(tasks)
-                for task in tasks:
-                    drain(max_inflight)
-                    inflight.append((path, pool.apply_async(_run_in_worker, (path, task))))
-                if not tasks:
-                    os.remove(path)
-                    del block_refs[path]
-            drain(0)
-            pool.close()
-            pool.join()
-            pool = None
-        spill.flush()
-        if stats.instances == 0:
-            raise InputError("no training instances were created: the input has no "
-                             f"non-empty documents ({', '.join(input_files[:3])}"
-                             f"{', ...' if len(input_files) > 3 else ''})")
-
-        per_file = [0] * layout.num_files
-        for file_index, path in enumerate(output_files):
-            with fileio.atomic_open(path, "wb") as out:
-                for sub in range(layout.shuffle_buckets_per_file):
-                    bucket = file_index * layout.shuffle_buckets_per_file + sub
-                    records = split_records(spill.read(bucket))
-                    for record in pipeline.shuffle_bucket(
-                            records, options.instances.random_seed, bucket):
-                        out.write(record)
-                    per_file[file_index] += len(records)
-        progress.maybe_log(stats, blocks_read, force=True)
-    finally:
-        if pool is not None:
-            pool.terminate()
-            pool.join()
-        shutil.rmtree(spill_dir, ignore_errors=True)
-
+    per_file = _make_outputs(input_files, output_files, options, layout, context, stats, log)
     elapsed = time.monotonic() - start
     summary = stats.to_dict()
     summary.update({
@@ -291,15 +199,186 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
         "output_files": [{"path": p, "instances": n} for p, n in zip(output_files, per_file)],
         "options": options_dict(options, layout),
     })
-    fileio.atomic_write_text(summary_file, json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    for old in old_style_summaries(output_files, summary_file):
-        os.remove(old)
-        log(f"removed {old}: an older version's summary of the output rewritten now")
+    _write_summary(summary, summary_file, output_files, log)
     log(f"wrote {stats.instances} instances ({stats.tokens} tokens) to {len(output_files)} "
         f"file(s) in {elapsed:.1f}s ({summary['tokens_per_second']:,.0f} tokens/s); "
         f"summary: {summary_file}; pretrain on them with "
         f"--input_file='{input_file_spec(output_files)}'")
     return summary
+
+
+def _make_outputs(input_files: Sequence[str], output_files: Sequence[str], options: RunOptions,
+                  layout: pipeline.LayoutOptions, context: pipeline.WorkerContext,
+                  stats: pipeline.Stats, log: Callable[[str], None]) -> List[int]:
+    """Runs every task, spilling the records to bucket files, then writes the outputs
+    from the buckets; returns each output's instance count. Counters go to `stats`.
+
+    The spill directory sits beside the first output and is removed at the end.
+    """
+    first_dir = os.path.dirname(os.path.abspath(output_files[0]))
+    os.makedirs(first_dir, exist_ok=True)
+    spill_dir = tempfile.mkdtemp(prefix=".spill-", dir=first_dir)
+    progress = _Progress(options.progress_seconds, log)
+    try:
+        spill = _SpillWriter(spill_dir, layout.num_buckets)
+        sink = _ResultSink(spill, stats, progress)
+        documents = iter_documents(input_files, options.effective_reader())
+        _run_tasks(_tokenized_blocks(documents, options, layout, context, sink),
+                   options, layout, context, sink, spill_dir)
+        spill.flush()
+        if stats.instances == 0:
+            raise InputError("no training instances were created: the input has no "
+                             f"non-empty documents ({', '.join(input_files[:3])}"
+                             f"{', ...' if len(input_files) > 3 else ''})")
+        per_file = _write_outputs(output_files, spill, layout, options.instances.random_seed)
+        progress.maybe_log(stats, sink.blocks_read, force=True)
+    finally:
+        shutil.rmtree(spill_dir, ignore_errors=True)
+    return per_file
+
+
+def _checked_layout(options: RunOptions, num_files: int) -> pipeline.LayoutOptions:
+    """The run's layout (`options.layout` with `num_files` outputs), once the options are
+    valid and the vocabulary file exists; ValueError or InputError naming the flag if not."""
+    options.instances.validate()
+    layout = dataclasses.replace(options.layout, num_files=num_files)
+    layout.validate()
+    if options.num_workers < 1:
+        raise ValueError(f"--num_workers={options.num_workers} must be >= 1")
+    vocabulary = options.vocabulary_file()
+    if not os.path.isfile(vocabulary):
+        kind, flag = (("WordPiece vocabulary", "--vocab_file") if options.wordpiece
+                      else ("SentencePiece model", "--spm_model_file"))
+        problem = ("is a directory; give the file itself" if os.path.isdir(vocabulary)
+                   else "not found")
+        raise InputError(f"{flag}={vocabulary}: {kind} {problem}")
+    return layout
+
+
+class _ResultSink:
+    """Takes task results in canonical order: records to the spill files, counters to
+    `stats`, and a progress line now and then (with `blocks_read`, kept by the reader)."""
+
+    def __init__(self, spill: _SpillWriter, stats: pipeline.Stats, progress: _Progress):
+        self.spill = spill
+        self.stats = stats
+        self.progress = progress
+        self.blocks_read = 0
+
+    def add(self, result: pipeline.TaskResult) -> None:
+        self.spill.add(result.buckets, result.records)
+        self.stats.merge(result.stats)
+        self.progress.maybe_log(self.stats, self.blocks_read)
+
+
+def _tokenized_blocks(documents: Iterable[Document], options: RunOptions,
+                      layout: pipeline.LayoutOptions, context: pipeline.WorkerContext,
+                      sink: _ResultSink) -> Iterator[pipeline.TokenizedBlock]:
+    """The documents' blocks, tokenized one at a time (with `num_workers` threads), each
+    counted in `sink.blocks_read` before its tasks run."""
+    for block_index, raw_block in pipeline.iter_raw_blocks(documents, layout.block_documents,
+                                                           layout.block_chars):
+        sink.blocks_read += 1
+        yield pipeline.tokenize_block(block_index, raw_block, context.tokenizer,
+                                      num_threads=options.num_workers,
+                                      segmenter=context.segmenter)
+
+
+def _run_tasks(blocks: Iterable[pipeline.TokenizedBlock], options: RunOptions,
+               layout: pipeline.LayoutOptions, context: pipeline.WorkerContext,
+               sink: _ResultSink, block_dir: str) -> None:
+    """Runs every task of the blocks, in this process or in a pool of `num_workers`."""
+    if options.num_workers == 1:
+        for block in blocks:
+            for task in pipeline.make_tasks(block, options.instances, layout.task_tokens):
+                sink.add(pipeline.run_task(context, block, task))
+    else:
+        _run_in_pool(blocks, options, layout, block_dir, sink)
+
+
+def _run_in_pool(blocks: Iterable[pipeline.TokenizedBlock], options: RunOptions,
+                 layout: pipeline.LayoutOptions, block_dir: str, sink: _ResultSink) -> None:
+    """Runs the blocks' tasks in `num_workers` processes, at most 2 per process in flight.
+
+    Each block is saved to `block_dir` for the workers to load, and removed once
+    its last task is done. Results reach `sink` in submission (canonical) order.
+    """
+    pool = _process_context().Pool(options.num_workers, initializer=_init_worker,
+                                   initargs=(options, layout))
+    try:
+        queue = _TaskQueue(pool, sink, max_inflight=2 * options.num_workers)
+        for block in blocks:
+            path = os.path.join(block_dir, f"block-{block.block_index:08d}.npz")
+            block.save(path)
+            queue.submit(path, pipeline.make_tasks(block, options.instances, layout.task_tokens))
+        queue.drain(0)
+        pool.close()
+        pool.join()
+        pool = None
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+
+
+class _TaskQueue:
+    """Tasks in flight in the pool, oldest first, and each saved block's unfinished tasks."""
+
+    def __init__(self, pool, sink: _ResultSink, max_inflight: int):
+        self.pool = pool
+        self.sink = sink
+        self.max_inflight = max_inflight
+        self._inflight: Deque = collections.deque()  # (block path, AsyncResult)
+        self._unfinished: Dict[str, int] = {}  # block path -> its tasks not yet drained
+
+    def submit(self, path: str, tasks: Sequence[pipeline.Task]) -> None:
+        """Queues the tasks of the block saved at `path`, waiting for room first."""
+        self._unfinished[path] = len(tasks)
+        for task in tasks:
+            self.drain(self.max_inflight)
+            self._inflight.append((path, self.pool.apply_async(_run_in_worker, (path, task))))
+        if not tasks:
+            self._remove_block(path)
+
+    def drain(self, limit: int) -> None:
+        """Hands the oldest results to the sink until at most `limit` tasks are in flight."""
+        while len(self._inflight) > limit:
+            path, handle = self._inflight.popleft()
+            self.sink.add(handle.get())
+            self._unfinished[path] -= 1
+            if self._unfinished[path] == 0:
+                self._remove_block(path)
+
+    def _remove_block(self, path: str) -> None:
+        os.remove(path)
+        del self._unfinished[path]
+
+
+def _write_outputs(output_files: Sequence[str], spill: _SpillWriter,
+                   layout: pipeline.LayoutOptions, random_seed: int) -> List[int]:
+    """Writes each output file as its shuffled buckets in turn; returns its instance count.
+
+    File f holds buckets f * k .. f * k + k - 1 (k = shuffle_buckets_per_file).
+    """
+    per_file = [0] * layout.num_files
+    for file_index, path in enumerate(output_files):
+        with fileio.atomic_open(path, "wb") as out:
+            for sub in range(layout.shuffle_buckets_per_file):
+                bucket = file_index * layout.shuffle_buckets_per_file + sub
+                records = split_records(spill.read(bucket))
+                for record in pipeline.shuffle_bucket(records, random_seed, bucket):
+                    out.write(record)
+                per_file[file_index] += len(records)
+    return per_file
+
+
+def _write_summary(summary: dict, summary_file: str, output_files: Sequence[str],
+                   log: Callable[[str], None]) -> None:
+    """Writes the summary as JSON and removes older versions' summaries of the outputs."""
+    fileio.atomic_write_text(summary_file, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    for old in old_style_summaries(output_files, summary_file):
+        os.remove(old)
+        log(f"removed {old}: an older version's summary of the output rewritten now")
 
 
 SUMMARY_SUFFIX = ".summary.json"  # albert_tf.inputs skips files so named that a glob matches
