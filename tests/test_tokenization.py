@@ -1,7 +1,34 @@
 """albert_tf.tokenization: the original's preprocess_text, piece rules and ids."""
+import subprocess
+import sys
+
 import pytest
 
 from data_prep import tokenization as tok
+from tests.conftest import REPO_ROOT
+
+# Every public name the module had before it became a package (the in-graph ones need TF).
+TENSORFLOW_FREE_NAMES = (
+    "SPIECE_UNDERLINE", "PAD_PIECE", "UNK_PIECE", "CLS_PIECE", "SEP_PIECE", "MASK_PIECE",
+    "strip_accents", "preprocess_text", "TokenizerError", "Tokenizer", "SentencePieceTokenizer",
+    "is_start_piece_sp", "WORDPIECE_PREFIX", "UNK_TOKEN", "PAD_TOKEN",
+    "MAX_INPUT_CHARS_PER_WORD", "CJK_RANGES", "is_cjk_char", "is_wordpiece_punctuation",
+    "is_wordpiece_control", "is_wordpiece_whitespace", "load_vocab", "normalize_word",
+    "WordPieceTokenizer", "FullTokenizer", "load_tokenizer", "is_sentencepiece_model",
+    "vocabulary_fingerprint", "whitespace_regex", "combining_regex", "digit_comma_expansions",
+    "wordpiece_regexes")
+
+
+def test_import_keeps_every_name_and_does_not_load_tensorflow():
+    """The package's facade has the old module's names; the in-graph ones load TF on first use."""
+    code = ("import sys\n"
+            "import albert_tf.tokenization as tok\n"
+            f"missing = [n for n in {TENSORFLOW_FREE_NAMES!r} if not hasattr(tok, n)]\n"
+            "assert not missing, missing\n"
+            "assert 'tensorflow' not in sys.modules, 'import albert_tf.tokenization loaded TF'\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
+                            text=True, check=False)
+    assert result.returncode == 0, result.stderr
 
 
 @pytest.fixture(scope="module")

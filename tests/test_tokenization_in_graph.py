@@ -53,8 +53,18 @@ def corpus_and_glue_lines(shared_data):
     return lines
 
 
+def test_in_graph_names_resolve_lazily_to_the_in_graph_module():
+    from albert_tf.tokenization import in_graph
+
+    for name in ("InGraphTokenizer", "InGraphWordPieceTokenizer", "in_graph_tokenizer"):
+        assert getattr(tok, name) is getattr(in_graph, name)
+    assert "InGraphTokenizer" in dir(tok)
+    with pytest.raises(AttributeError):
+        tok.NoSuchName  # noqa: B018
+
+
 def test_regex_class_ranges():
-    assert tok._regex_class([1, 2, 3, 5, 0x300]) == "[\\x{1}-\\x{3}\\x{5}\\x{300}]"
+    assert tok.regex_class([1, 2, 3, 5, 0x300]) == "[\\x{1}-\\x{3}\\x{5}\\x{300}]"
     assert " " in tok.whitespace_regex() or "\\x{20}" in tok.whitespace_regex()
 
 

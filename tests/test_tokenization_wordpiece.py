@@ -225,10 +225,10 @@ def test_full_tokenizer_chooses_like_the_original(vocab_path, shared_data):
 
 
 def test_character_tables_equal_the_rules_on_every_code_point():
-    """The one-pass tables of `_CharClasses` against the rule functions, for all of Unicode."""
+    """`BasicTokenizerTables` against the rule functions, for all of Unicode."""
     import unicodedata
 
-    classes = tokenization._CharClasses.get()
+    classes = tokenization.BasicTokenizerTables.get()
     for cp in range(0x110000):
         char = chr(cp)
         if tokenization.is_wordpiece_control(char):

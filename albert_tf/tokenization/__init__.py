@@ -1,0 +1,76 @@
+"""Tokenization with the original ALBERT's behaviour: SentencePiece and WordPiece.
+
+`FullTokenizer(vocab_file=None, do_lower_case=True, spm_model_file=None)` is
+the original's entry point: with a SentencePiece model it is
+`SentencePieceTokenizer` (the English checkpoints), with only a vocabulary file
+it is `WordPieceTokenizer` (BERT's BasicTokenizer + greedy WordPiece: the
+Chinese checkpoints `albert_*_zh`). Both share the `Tokenizer` interface every
+caller uses; `in_graph_tokenizer` gives the same ids as TensorFlow ops.
+
+What lives where (every name is importable from here as well):
+  base            special pieces, `preprocess_text` / `strip_accents`,
+                  `TokenizerError`, the `Tokenizer` base class, `vocabulary_fingerprint`
+  sentencepiece   `SentencePieceTokenizer`, `is_start_piece_sp`, `digit_comma_expansions`
+  wordpiece       WordPiece constants and character rules, `BasicTokenizerTables`,
+                  `load_vocab`, `normalize_word`, `WordPieceTokenizer`
+  loading         `FullTokenizer`, `load_tokenizer`, `is_sentencepiece_model`
+  regex_patterns  RE2 patterns of the character rules (`regex_class`,
+                  `whitespace_regex`, `combining_regex`, `wordpiece_regexes`)
+  in_graph        `InGraphTokenizer`, `InGraphWordPieceTokenizer`, `in_graph_tokenizer`
+                  (tensorflow-text), loaded on first use of one of these names (PEP 562),
+                  so that `import albert_tf.tokenization` does not import TensorFlow
+                  (the data-preparation workers run without it).
+
+May import: albert_tf.errors only (TensorFlow only in in_graph.py).
+"""
+from __future__ import annotations
+
+from albert_tf.tokenization.base import (CLS_PIECE, MASK_PIECE, PAD_PIECE, SEP_PIECE,
+                                         SPIECE_UNDERLINE, UNK_PIECE, Tokenizer,
+                                         TokenizerError, preprocess_text, strip_accents,
+                                         vocabulary_fingerprint)
+from albert_tf.tokenization.loading import (FullTokenizer, is_sentencepiece_model,
+                                            load_tokenizer)
+from albert_tf.tokenization.regex_patterns import (combining_regex, regex_class,
+                                                   whitespace_regex, wordpiece_regexes)
+from albert_tf.tokenization.sentencepiece import (SentencePieceTokenizer,
+                                                  digit_comma_expansions, is_start_piece_sp)
+from albert_tf.tokenization.wordpiece import (CJK_RANGES, MAX_INPUT_CHARS_PER_WORD, PAD_TOKEN,
+                                              UNK_TOKEN, WORDPIECE_PREFIX, BasicTokenizerTables,
+                                              WordPieceTokenizer, is_cjk_char,
+                                              is_wordpiece_control, is_wordpiece_punctuation,
+                                              is_wordpiece_whitespace, load_vocab,
+                                              normalize_word)
+
+# The names of `in_graph`, which need TensorFlow.
+_IN_GRAPH_NAMES = ("InGraphTokenizer", "InGraphWordPieceTokenizer", "in_graph_tokenizer")
+
+__all__ = [
+    "CJK_RANGES", "CLS_PIECE", "MASK_PIECE", "MAX_INPUT_CHARS_PER_WORD", "PAD_PIECE",
+    "PAD_TOKEN", "SEP_PIECE", "SPIECE_UNDERLINE", "UNK_PIECE", "UNK_TOKEN",
+    "WORDPIECE_PREFIX", "BasicTokenizerTables", "FullTokenizer", "SentencePieceTokenizer",
+    "Tokenizer", "TokenizerError", "WordPieceTokenizer", "combining_regex",
+    "digit_comma_expansions", "is_cjk_char", "is_sentencepiece_model", "is_start_piece_sp",
+    "is_wordpiece_control", "is_wordpiece_punctuation", "is_wordpiece_whitespace",
+    "load_tokenizer", "load_vocab", "normalize_word", "preprocess_text", "regex_class",
+    "strip_accents", "vocabulary_fingerprint", "whitespace_regex", "wordpiece_regexes",
+]  # without the in-graph names, so that `import *` does not load TensorFlow
+
+
+def __getattr__(name):
+    """Loads `in_graph` on first access to one of its names (PEP 562).
+
+    Its classes derive from `tf.Module`, so importing it imports TensorFlow;
+    doing that lazily keeps the rest importable without TensorFlow.
+    """
+    if name in _IN_GRAPH_NAMES:
+        from albert_tf.tokenization import in_graph
+
+        value = getattr(in_graph, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_IN_GRAPH_NAMES))
