@@ -14,9 +14,11 @@ from albert_tf import AlbertPretrainer, export
 from albert_tf.kernels import fused_ops
 from albert_tf.export import hub as hub_export
 from albert_tf.modeling import layers
+from tests.conftest import REPO_ROOT
 from tests.test_model_numerics import randomize, tiny_config
 from tests.test_performance_paths import (_executed_kernels, _loss_and_gradients,
                                           _pretraining_batch)
+from tests.test_tf_internals import onednn_on, require_onednn, require_onednn_layer_norm
 
 RNG = np.random.default_rng(7)
 
@@ -91,9 +93,8 @@ def test_fused_add_layer_norm_matches_autodiff(dtypes, tol):
         _assert_close(g, w, tol if name in ("x", "residual", "bias") else 1e-5)
 
 
-@pytest.mark.skipif(not fused_ops.onednn_layer_norm_available(),
-                    reason="TensorFlow's oneDNN ops are off or absent")
 def test_onednn_layer_norm_matches_autodiff_and_float64():
+    require_onednn_layer_norm()
     z = tf.constant(RNG.normal(loc=2.0, scale=3.0, size=(10, 24)), tf.float32)
     gamma = tf.constant(RNG.normal(size=24), tf.float32)
     beta = tf.constant(RNG.normal(size=24), tf.float32)
@@ -151,13 +152,13 @@ def test_layer_norm_as_batch_norm_matches_float64_and_autodiff(shape):
             _assert_close(g, w, 1e-4)
     # Without one, on oneDNN, it runs as oneDNN's LayerNorm kernel.
     np.testing.assert_allclose(unknown_rows(z, gamma, beta).numpy(), want64, atol=2e-5)
-    if fused_ops._mkl_enabled():
+    if onednn_on():
         kernels = {kernel for _, kernel in _executed_kernels(unknown_rows, z, gamma, beta)}
         assert "_MklLayerNorm" in kernels, kernels
 
 
-@pytest.mark.skipif(not fused_ops._mkl_enabled(), reason="TensorFlow's oneDNN ops are off")
 def test_grappler_runs_layer_norm_as_batch_norm_in_onednn_only_when_rows_are_unknown():
+    require_onednn()
     gamma, beta = tf.ones([24]), tf.zeros([24])
 
     def spelled(z):
@@ -233,7 +234,7 @@ def test_exports_spell_layer_norm_as_batch_norm_as_asked_where_rows_are_unknown(
         "unknown rows": True, "3-D": True, **others}
     assert _probed_export(tmp_path / "plain", "plain") == {
         "unknown rows": False, "3-D": False, **others}
-    auto = fused_ops._mkl_enabled() and not tf.config.list_logical_devices("GPU")
+    auto = onednn_on() and not tf.config.list_logical_devices("GPU")
     assert _probed_export(tmp_path / "default")["unknown rows"] is auto
     assert _probed_export(tmp_path / "auto", "auto")["unknown rows"] is auto
     # Nested scopes and exceptions restore the outer spelling.
@@ -355,8 +356,8 @@ _RUN_EXPORT_WITHOUT_ONEDNN = """
 import os, sys
 os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
 import numpy as np, tensorflow as tf
-from tensorflow.python.util import _pywrap_util_port
-assert not _pywrap_util_port.IsMklEnabled()
+from albert_tf.kernels import tf_internals
+assert tf_internals.missing_internals() == [] and not tf_internals.onednn_enabled()
 inputs = dict(np.load(sys.argv[2]))
 out = tf.saved_model.load(sys.argv[1]).signatures["tokens"](
     **{k: tf.constant(v) for k, v in inputs.items()})
@@ -364,9 +365,9 @@ np.save(sys.argv[3], out["sequence_output"].numpy())
 """
 
 
-@pytest.mark.skipif(not fused_ops._mkl_enabled(), reason="TensorFlow's oneDNN ops are off")
 def test_onednn_export_runs_its_layer_norms_in_onednn_and_the_same_values_without_it(
         tmp_path):
+    require_onednn()
     model, batch, export_dir = _exported_tiny_pretrainer(tmp_path, "float32")
     inputs = {k: batch[k] for k in TOKEN_INPUTS}
     serve = tf.saved_model.load(export_dir).signatures["tokens"]
@@ -381,7 +382,8 @@ def test_onednn_export_runs_its_layer_norms_in_onednn_and_the_same_values_withou
     # Where nothing rewrites it, FusedBatchNormV3 computes the same LayerNorm.
     np.savez(tmp_path / "inputs.npz", **inputs)
     subprocess.run([sys.executable, "-c", _RUN_EXPORT_WITHOUT_ONEDNN, export_dir,
-                    str(tmp_path / "inputs.npz"), str(tmp_path / "out.npy")], check=True)
+                    str(tmp_path / "inputs.npz"), str(tmp_path / "out.npy")], check=True,
+                   cwd=REPO_ROOT)  # where albert_tf imports from
     eager = model.encoder(batch, training=False)["sequence_output"].numpy()
     _assert_close(np.load(tmp_path / "out.npy"), eager, 1e-5)
 

@@ -18,8 +18,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertPretrainer
-from albert_tf.kernels import fused_ops
 from tests.test_model_numerics import random_batch, randomize, tiny_config
+from tests.test_tf_internals import require_onednn, require_onednn_layer_norm
 
 
 def _pretraining_batch(config):
@@ -285,12 +285,12 @@ def _executed_kernels(fn, *args):
     return kernels
 
 
-@pytest.mark.skipif(not fused_ops._mkl_enabled(), reason="oneDNN fusions are off")
 def test_float32_inference_fuses_every_score_scaling_and_mask_add_into_its_product():
     """With oneDNN, grappler fuses q k^T, * 1/sqrt(D) and + mask into one op; its CSE
     sorts a commutative op's inputs by name, so the shared scale and mask are named
     to sort after the encoder's ops. 12 applications, as ALBERT-base (the names of
     their scopes decide the order)."""
+    require_onednn()
     config = tiny_config(num_hidden_layers=12, num_hidden_groups=1, inner_group_num=1)
     kernels = _executed_kernels(*_traced_encoder(config, "float32", training=False))
     fused = [name for name, kernel in kernels if kernel == "_MklFusedBatchMatMulV2"]
@@ -299,13 +299,12 @@ def test_float32_inference_fuses_every_score_scaling_and_mask_add_into_its_produ
     assert len(fused) == 12 and not unfused, (fused, unfused)
 
 
-@pytest.mark.skipif(not fused_ops.onednn_layer_norm_available(),
-                    reason="TensorFlow's oneDNN ops are off or absent")
 @pytest.mark.parametrize("dtype,training,expected", [
     ("float32", False, True), ("float32", True, False), ("mixed_bfloat16", False, False)])
 def test_float32_inference_runs_the_block_layer_norms_in_onednn(dtype, training, expected):
     """float32 inference: the blocks' LayerNorms are oneDNN's kernel, fed by one fused
     product + bias + residual add; training and bf16 keep the XLA add + LayerNorm."""
+    require_onednn_layer_norm()
     config = tiny_config()
     encoder, inputs = _traced_encoder(config, dtype, training)
     graph = encoder.get_concrete_function(inputs).graph

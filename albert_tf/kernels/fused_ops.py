@@ -39,7 +39,7 @@ import threading
 
 import tensorflow as tf
 
-from albert_tf.kernels import precision
+from albert_tf.kernels import precision, tf_internals
 
 GELU_C = math.sqrt(2.0 / math.pi)
 GELU_A = 0.044715
@@ -63,13 +63,11 @@ def portable_graph():
 
 def _trace_context():
     """(saving, in_xla) for the graph being traced: traced for a SavedModel (or within
-    `portable_graph`); compiled whole by XLA (`jit_compile=True`, TPUs). TF's internal
-    markers are the only way to see either while tracing."""
-    from tensorflow.python.framework import ops as tf_ops
-    from tensorflow.python.ops import control_flow_util
-    from tensorflow.python.saved_model import save_context
-    return (save_context.in_save_context() or getattr(_portable, "active", False),
-            control_flow_util.GraphOrParentsInXlaContext(tf_ops.get_default_graph()))
+    `portable_graph`); compiled whole by XLA (`jit_compile=True`, TPUs). Only TF's
+    internal markers show either while tracing (read in `tf_internals`, which takes
+    both as True where they are missing: the plain ops then run everywhere)."""
+    return (tf_internals.tracing_for_saved_model() or getattr(_portable, "active", False),
+            tf_internals.compiled_by_xla())
 
 
 def use_fused() -> bool:
@@ -312,11 +310,10 @@ def add_layer_norm(x, residual, bias, gamma, beta, epsilon: float):
 
 
 def _mkl_enabled() -> bool:
-    try:  # a TensorFlow internal; a version without it is taken as "no oneDNN"
-        from tensorflow.python.util import _pywrap_util_port
-        return bool(_pywrap_util_port.IsMklEnabled())
-    except (ImportError, AttributeError):
-        return False
+    """oneDNN is on in this process (`tf_internals.onednn_enabled`: False where
+    TensorFlow lacks the internal). The one place this module asks, so tests can
+    patch it."""
+    return tf_internals.onednn_enabled()
 
 
 def _onednn_on_cpu() -> bool:
@@ -328,13 +325,8 @@ def onednn_layer_norm_available() -> bool:
     """Whether oneDNN's LayerNorm kernel can run: a TensorFlow build with its oneDNN
     ops (`_MklLayerNorm`), switched on (TF_ENABLE_ONEDNN_OPTS), and no GPU visible
     (the kernel is CPU-only)."""
-    try:  # TensorFlow internals: a version without them runs the XLA kernel instead
-        from tensorflow.python.framework import op_def_registry
-        return (_onednn_on_cpu()
-                and op_def_registry.get("_MklLayerNorm") is not None
-                and hasattr(tf.Graph, "_create_op_internal"))
-    except (ImportError, AttributeError):
-        return False
+    # TensorFlow internals (`tf_internals`): a version without them runs the XLA kernel.
+    return _onednn_on_cpu() and tf_internals.onednn_layer_norm_op_available()
 
 
 @tf.function(jit_compile=True, autograph=False)
@@ -355,22 +347,15 @@ def onednn_layer_norm(z, gamma, beta, epsilon: float):
     `layer_norm_as_batch_norm`). It has no registered gradient; this one is the XLA
     backward.
     """
-    from tensorflow.core.framework import attr_value_pb2
     epsilon_value = tf.constant(epsilon, tf.float32)
 
     @tf.custom_gradient
     def normalize(z, gamma, beta):
-        # Graph._create_op_internal: internal ops have no Python wrapper, and the public
-        # Graph.create_op is deprecated.
-        op = tf.compat.v1.get_default_graph()._create_op_internal(
-            "_MklLayerNorm", [z, gamma, beta], [tf.float32], name="onednn_layer_norm",
-            attrs={"T": attr_value_pb2.AttrValue(type=tf.float32.as_datatype_enum),
-                   "epsilon": attr_value_pb2.AttrValue(f=epsilon)})
-
         def grad(dy):
             return _layer_norm_backward(z, gamma, epsilon_value, dy)
 
-        return op.outputs[0], grad
+        return tf_internals.make_onednn_layer_norm(
+            z, gamma, beta, epsilon, name="onednn_layer_norm"), grad
 
     return normalize(z, gamma, beta)
 

@@ -29,6 +29,7 @@ from absl import logging
 
 from albert_tf.training import distribute
 from albert_tf.errors import UserError, UserFileNotFoundError, UserValueError
+from albert_tf.kernels import tf_internals
 
 
 class NonFiniteLossError(UserError, RuntimeError):
@@ -209,7 +210,7 @@ class Trainer:
         self.stopped_early = False
         iterator = self._make_iterator(dataset_fn)
         save_iterator = cfg.checkpoint_iterator
-        if save_iterator and not isinstance(iterator, tf.__internal__.tracking.Trackable):
+        if save_iterator and not tf_internals.is_trackable(iterator):
             logging.info("this strategy's input iterator cannot be checkpointed; a resumed run "
                          "restarts the input pipeline from its beginning")
             save_iterator = False

@@ -1,0 +1,147 @@
+"""The one module of albert_tf that reaches into TensorFlow's private API.
+
+TensorFlow promises nothing about `tensorflow.python.*`, `tf.__internal__` or
+private methods such as `Graph._create_op_internal`: any release may move or drop
+them. Each one albert_tf uses is read here by one small function, which
+  * looks the internal up once (`_lookup`: an import or attribute that fails is
+    remembered as missing, not retried on every traced call), and
+  * where it is missing, gives a documented fallback under which the plain
+    TensorFlow path runs: slower, never wrong, and never a SavedModel holding XLA
+    functions or oneDNN-internal ops.
+`missing_internals()` names the internals this TensorFlow lacks. It is empty on the
+pinned TensorFlow, which tests/test_tf_internals.py asserts without ever skipping, so
+an upgrade that drops one fails a test instead of switching a fast path off silently.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+
+import tensorflow as tf
+
+# (module, attribute path within it) of each internal used here.
+SAVE_CONTEXT_PROBE = ("tensorflow.python.saved_model.save_context", "in_save_context")
+XLA_CONTEXT_PROBE = ("tensorflow.python.ops.control_flow_util", "GraphOrParentsInXlaContext")
+ONEDNN_SWITCH = ("tensorflow.python.util._pywrap_util_port", "IsMklEnabled")
+OP_DEF_LOOKUP = ("tensorflow.python.framework.op_def_registry", "get")
+RAW_OP_MAKER = ("tensorflow", "Graph._create_op_internal")
+ATTR_VALUE_PROTO = ("tensorflow.core.framework.attr_value_pb2", "AttrValue")
+TRACKABLE_BASE = ("tensorflow", "__internal__.tracking.Trackable")
+INTERNALS = (SAVE_CONTEXT_PROBE, XLA_CONTEXT_PROBE, ONEDNN_SWITCH, OP_DEF_LOOKUP,
+             RAW_OP_MAKER, ATTR_VALUE_PROTO, TRACKABLE_BASE)
+
+ONEDNN_LAYER_NORM_OP = "_MklLayerNorm"
+
+
+@functools.cache
+def _lookup(module: str, attribute: str):
+    """`module.attribute` (a dotted attribute path), or None where this TensorFlow lacks
+    the module or the attribute. Cached: each internal is looked up once per process."""
+    try:
+        value = importlib.import_module(module)
+        for name in attribute.split("."):
+            value = getattr(value, name)
+    except (ImportError, AttributeError):
+        return None
+    return value
+
+
+def _ask(internal, missing_answer: bool, *args) -> bool:
+    """bool(internal(*args)) for a function among INTERNALS, or `missing_answer` where
+    this TensorFlow lacks it."""
+    function = _lookup(*internal)
+    return missing_answer if function is None else bool(function(*args))
+
+
+def missing_internals() -> list[str]:
+    """The dotted names of the internals in INTERNALS that this TensorFlow lacks (each
+    then takes its function's fallback); [] on the pinned TensorFlow."""
+    return [f"{module}.{attribute}" for module, attribute in INTERNALS
+            if _lookup(module, attribute) is None]
+
+
+def tracing_for_saved_model() -> bool:
+    """Whether the function being traced is traced by `tf.saved_model.save`
+    (TensorFlow's save context). Why: exports must hold plain TensorFlow ops only (no
+    XLA functions, which TF Serving does not compile by default, and no oneDNN-internal
+    ops, which builds without oneDNN cannot load), and nothing public tells an
+    export's trace from any other.
+
+    Missing internal: True, every trace is taken as an export's, so every graph is
+    traced plain (portable everywhere; in-process graphs lose the fused kernels)."""
+    return _ask(SAVE_CONTEXT_PROBE, True)
+
+
+def compiled_by_xla() -> bool:
+    """Whether the graph being traced (or a graph enclosing it) is compiled whole by XLA
+    (`tf.function(jit_compile=True)`, TPUs). Why: XLA fuses the plain ops itself, faster
+    than our kernels, and cannot compile oneDNN's internal `_MklLayerNorm`; nothing
+    public tells while tracing.
+
+    Missing internal: True, every graph is taken as compiled by XLA, so the plain ops
+    run (correct under XLA and outside it; the fused kernels are not used)."""
+    return _ask(XLA_CONTEXT_PROBE, True, tf.compat.v1.get_default_graph())
+
+
+def onednn_enabled() -> bool:
+    """Whether this process runs TensorFlow's oneDNN (formerly MKL) kernels and graph
+    rewrites: a build with oneDNN (the default x86-64 Linux wheel) not switched off by
+    TF_ENABLE_ONEDNN_OPTS=0. Why: it decides how LayerNorms are best spelled (grappler
+    rewrites one spelling into oneDNN's kernel only where oneDNN is on), and TensorFlow
+    has no public query for it.
+
+    Missing internal: False ("oneDNN off"): exports spell LayerNorms as plain ops (the
+    same speed everywhere) and the in-process oneDNN LayerNorm is not used."""
+    return _ask(ONEDNN_SWITCH, False)
+
+
+@functools.cache
+def onednn_layer_norm_op_available() -> bool:
+    """Whether `make_onednn_layer_norm` can build oneDNN's LayerNorm op here: the build
+    registers `_MklLayerNorm` (an op with no Python wrapper, hence the op-def registry)
+    and graphs can still make a raw op (`Graph._create_op_internal`, with its
+    `AttrValue` protos). Says nothing about whether oneDNN is on (`onednn_enabled`).
+
+    Missing internals (or no `_MklLayerNorm` in this build): False, and the XLA
+    add + LayerNorm kernel runs instead."""
+    get_op_def = _lookup(*OP_DEF_LOOKUP)
+    return (get_op_def is not None and get_op_def(ONEDNN_LAYER_NORM_OP) is not None
+            and _lookup(*RAW_OP_MAKER) is not None and _lookup(*ATTR_VALUE_PROTO) is not None)
+
+
+def make_onednn_layer_norm(z, gamma, beta, epsilon: float, name: str):
+    """The float32 output of a new `_MklLayerNorm` op in the graph being traced:
+    LayerNorm(z) * gamma + beta over the last axis of float32 z (gamma, beta: float32
+    [H]). Why: internal ops have no Python wrapper, and the public `Graph.create_op` is
+    deprecated, so the op is made with `Graph._create_op_internal`.
+
+    Missing internal: call only where `onednn_layer_norm_op_available()`; without
+    `_create_op_internal` or `AttrValue` this raises NotImplementedError (and building
+    an op this TensorFlow does not register raises TensorFlow's own error)."""
+    attr_value, make_op = _lookup(*ATTR_VALUE_PROTO), _lookup(*RAW_OP_MAKER)
+    if attr_value is None or make_op is None:
+        raise NotImplementedError(f"this TensorFlow cannot make {ONEDNN_LAYER_NORM_OP}: "
+                                  f"missing {', '.join(missing_internals())}")
+    op = make_op(
+        tf.compat.v1.get_default_graph(), ONEDNN_LAYER_NORM_OP, [z, gamma, beta],
+        [tf.float32], name=name,
+        attrs={"T": attr_value(type=tf.float32.as_datatype_enum),
+               "epsilon": attr_value(f=epsilon)})
+    return op.outputs[0]
+
+
+def is_trackable(obj) -> bool:
+    """Whether `obj` is a TensorFlow trackable object (an instance of
+    `tf.__internal__.tracking.Trackable`), which `tf.train.Checkpoint` can save. Why:
+    some strategies' input iterators are not, and a checkpoint holding one would fail.
+
+    Missing internal: whether `tf.train.Checkpoint` accepts `obj` (it raises for an
+    object that is not trackable), the same answer through the public API."""
+    trackable = _lookup(*TRACKABLE_BASE)
+    if trackable is not None:
+        return isinstance(obj, trackable)
+    try:
+        tf.train.Checkpoint(probe=obj)
+    except (ValueError, TypeError):
+        return False
+    return True
