@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from typing import Callable, Dict, List, Mapping, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, NamedTuple, Sequence, Tuple
 
 import numpy as np
 
@@ -167,6 +167,14 @@ def model_config(model) -> AlbertConfig:
     return config
 
 
+class _PlannedAssignment(NamedTuple):
+    """One model variable and the checkpoint tensor it will receive."""
+
+    model_name: str  # the variable's TF1 name in the model
+    checkpoint_name: str  # the name it is read under (differs with init_from_group0)
+    variable: object  # the model's tf.Variable
+
+
 def assign_named_arrays(model, shapes: Mapping[str, Tuple[int, ...]],
                         read: Callable[[str], np.ndarray], source: str, fmt: str,
                         init_from_group0: bool = False,
@@ -183,62 +191,107 @@ def assign_named_arrays(model, shapes: Mapping[str, Tuple[int, ...]],
     Raises CheckpointMismatchError (config fields, shapes, missing encoder variables)
     before any variable is changed.
     """
-    names = tf1_names.variables_for(model)
-    legacy = sorted(n for n in shapes if _LEGACY_RE.search(n))
-    if legacy:
+    model_variables = tf1_names.variables_for(model)
+    _refuse_legacy_naming(shapes, source)
+    _check_config(model_config(model), shapes, source, init_from_group0)
+    plan, absent = _plan_assignments(model_variables, shapes, source, init_from_group0,
+                                     optional_encoder)
+    # Every tensor is read before the first assignment, so a read error changes nothing.
+    values = _read_planned_values(plan, read, source)
+    report = LoadReport(source=source, format=fmt, missing=absent)
+    _assign_planned_values(plan, values, report)
+    _report_checkpoint_leftovers(shapes, plan, report)
+    logger.info("%s", report.summary())
+    return report
+
+
+def _refuse_legacy_naming(shapes: Mapping[str, Tuple[int, ...]], source: str) -> None:
+    """Raises CheckpointMismatchError for the later TF1 code's `layer_normalization_K` names."""
+    legacy_names = sorted(name for name in shapes if _LEGACY_RE.search(name))
+    if legacy_names:
         raise CheckpointMismatchError(
             f"{source} uses the `group_X_Y/layer_N/.../layer_normalization_K` naming written by "
-            f"later, modified TF1 ALBERT code (e.g. {legacy[0]}); it is not supported: its "
+            f"later, modified TF1 ALBERT code (e.g. {legacy_names[0]}); it is not supported: its "
             "numbered layer_normalization_K scopes cannot be matched to the original's "
             "post-attention `LayerNorm` / post-FFN `LayerNorm_1` without that code. Only the "
             "official names (…/inner_group_k/LayerNorm, …/LayerNorm_1) are read.")
-    _check_config(model_config(model), shapes, source, init_from_group0)
 
-    report = LoadReport(source=source, format=fmt)
-    plan: List[Tuple[str, str, object]] = []
-    missing_encoder, bad_shapes = [], []
-    for name, variable in names.items():
-        src = _GROUP_RE.sub("/transformer/group_0/", name) if init_from_group0 else name
-        if src not in shapes:
-            if tf1_names.is_encoder_name(name) and name not in optional_encoder:
-                missing_encoder.append(name)
+
+def _plan_assignments(model_variables: Mapping[str, object],
+                      shapes: Mapping[str, Tuple[int, ...]], source: str,
+                      init_from_group0: bool, optional_encoder: Sequence[str]
+                      ) -> Tuple[List[_PlannedAssignment], List[str]]:
+    """Matches each model variable to a checkpoint name and checks its shape.
+
+    Returns (the assignments in model order, the model names the checkpoint lacks and
+    may lack: heads and `optional_encoder`). Raises CheckpointMismatchError for absent
+    encoder variables, then for shapes that differ beyond merged / split kernel axes.
+    """
+    plan: List[_PlannedAssignment] = []
+    absent, absent_encoder, shape_mismatches = [], [], []
+    for model_name, variable in model_variables.items():
+        checkpoint_name = (_GROUP_RE.sub("/transformer/group_0/", model_name)
+                           if init_from_group0 else model_name)
+        if checkpoint_name not in shapes:
+            if tf1_names.is_encoder_name(model_name) and model_name not in optional_encoder:
+                absent_encoder.append(model_name)
             else:
-                report.missing.append(name)
+                absent.append(model_name)
             continue
-        have, want = tuple(shapes[src]), tuple(variable.shape)
-        if not _reshape_compatible(have, want, name):
-            bad_shapes.append(f"{src}: checkpoint shape {list(have)}, model expects "
-                              f"{list(want)}{_shape_hint(name)}")
+        checkpoint_shape, model_shape = tuple(shapes[checkpoint_name]), tuple(variable.shape)
+        if not _reshape_compatible(checkpoint_shape, model_shape, model_name):
+            shape_mismatches.append(
+                f"{checkpoint_name}: checkpoint shape {list(checkpoint_shape)}, model expects "
+                f"{list(model_shape)}{_shape_hint(model_name)}")
             continue
-        plan.append((name, src, variable))
-    if missing_encoder:
+        plan.append(_PlannedAssignment(model_name, checkpoint_name, variable))
+    if absent_encoder:
         raise CheckpointMismatchError(
-            f"{source} lacks {len(missing_encoder)} encoder variable(s) the model needs: "
-            + ", ".join(missing_encoder[:10]) + (" ..." if len(missing_encoder) > 10 else "")
+            f"{source} lacks {len(absent_encoder)} encoder variable(s) the model needs: "
+            + ", ".join(absent_encoder[:10]) + (" ..." if len(absent_encoder) > 10 else "")
             + ". Is it an ALBERT checkpoint of the same architecture (num_hidden_groups, "
               "inner_group_num, parameter_sharing)?")
-    if bad_shapes:
+    if shape_mismatches:
         raise CheckpointMismatchError(f"{source}: shape mismatch\n  - "
-                                      + "\n  - ".join(bad_shapes))
+                                      + "\n  - ".join(shape_mismatches))
+    return plan, absent
 
+
+def _read_planned_values(plan: Sequence[_PlannedAssignment], read: Callable[[str], np.ndarray],
+                         source: str) -> List[np.ndarray]:
+    """Each planned tensor, read and reshaped to its variable's shape and dtype.
+
+    Raises UserValueError naming the tensor and the file when a read fails.
+    """
     values = []
-    for name, src, variable in plan:
+    for assignment in plan:
         try:
-            value = np.asarray(read(src))
+            value = np.asarray(read(assignment.checkpoint_name))
         except Exception as err:  # noqa: BLE001 -- re-raised with the file and variable named
-            raise UserValueError(f"cannot read {src} from {source} (truncated or corrupt "
-                                 f"checkpoint?): {err}") from err
+            raise UserValueError(f"cannot read {assignment.checkpoint_name} from {source} "
+                                 f"(truncated or corrupt checkpoint?): {err}") from err
+        variable = assignment.variable
         values.append(value.reshape(tuple(variable.shape)).astype(variable.dtype))
-    for (name, src, variable), value in zip(plan, values):
-        variable.assign(value)
-        report.loaded.append(name)
-        if src != name:
-            report.renamed[name] = src
-    used = {src for _, src, _ in plan}
+    return values
+
+
+def _assign_planned_values(plan: Sequence[_PlannedAssignment], values: Sequence[np.ndarray],
+                           report: LoadReport) -> None:
+    """Assigns `values` (in plan order) and records each name as loaded or renamed."""
+    for assignment, value in zip(plan, values):
+        assignment.variable.assign(value)
+        report.loaded.append(assignment.model_name)
+        if assignment.checkpoint_name != assignment.model_name:
+            report.renamed[assignment.model_name] = assignment.checkpoint_name
+
+
+def _report_checkpoint_leftovers(shapes: Mapping[str, Tuple[int, ...]],
+                                 plan: Sequence[_PlannedAssignment], report: LoadReport) -> None:
+    """Records the checkpoint names nothing read: optimizer state as skipped, the rest
+    as unused (sorted)."""
+    read_names = {assignment.checkpoint_name for assignment in plan}
     for name in shapes:
-        if name in used:
+        if name in read_names:
             continue
         (report.skipped if is_optimizer_state(name) else report.unused).append(name)
     report.unused.sort()
-    logger.info("%s", report.summary())
-    return report

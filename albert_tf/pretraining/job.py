@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 import keras
 import tensorflow as tf
@@ -190,13 +190,51 @@ def run_pretraining(options: PretrainingOptions,
     options.validate(strategy.num_replicas_in_sync)
     if options.seed is not None:
         keras.utils.set_random_seed(options.seed)
+    chief = distribute.is_chief(strategy)
+    _claim_output_dir_and_save_config(options, chief)
+    ckpt_dir = os.path.join(options.output_dir, CHECKPOINT_SUBDIR)
+    model, optimizer, schedule = _build_model_and_optimizer(options, strategy)
+    task = PretrainingTask()
+    resuming = tf.train.latest_checkpoint(ckpt_dir) is not None
+    _initialize_from_checkpoint(model, options, ckpt_dir, resuming)
+    trainer = training.Trainer(strategy, model, optimizer, task,
+                               _training_config(options, ckpt_dir), task.metric_names,
+                               learning_rate_fn=schedule)
+    tracker = best_checkpoint.BestCheckpointTracker(options.output_dir, "masked_lm_accuracy",
+                                                    write=chief)
+    results = {}
+    evaluate_now = _held_out_evaluator(options, strategy, model, task, tracker, chief,
+                                       results, on_evaluation)
+    if options.do_train:
+        results["train"] = _train(options, trainer, tracker, evaluate_now, resuming)
+    else:
+        trainer.restore_latest()
+    if options.do_eval and "eval" not in results:
+        evaluate_now(trainer.step)
+    if not options.do_eval and chief:
+        _export_final_weights(model, options.output_dir, trainer.step)
+    results["best"] = tracker.best
+    results["global_step"] = trainer.step
+    results["stopped_early"] = trainer.stopped_early
+    return results
+
+
+def _claim_output_dir_and_save_config(options: PretrainingOptions, chief: bool) -> None:
+    """Refuses an output directory of another run (`albert_tf.run_dir`); on the chief,
+    records this run's identity and writes albert_config.json."""
     identity = run_dir.RunIdentity.of(run_dir.PRETRAINING, run_dir.PRETRAINING,
                                       options.albert_config)
-    run_dir.claim_output_dir(options.output_dir, identity, write=distribute.is_chief(strategy))
-    if distribute.is_chief(strategy):
+    run_dir.claim_output_dir(options.output_dir, identity, write=chief)
+    if chief:
         options.albert_config.to_json_file(os.path.join(options.output_dir,
                                                         "albert_config.json"))
-    ckpt_dir = os.path.join(options.output_dir, CHECKPOINT_SUBDIR)
+
+
+def _build_model_and_optimizer(options: PretrainingOptions, strategy: tf.distribute.Strategy
+                               ) -> Tuple[AlbertPretrainer, keras.optimizers.Optimizer,
+                                          Callable]:
+    """The built model and its optimizer under `strategy`, and the learning-rate schedule
+    (the optimizer is wrapped in a LossScaleOptimizer for mixed_float16)."""
     policy = precision.resolve(options.mixed_precision, strategy)
     with strategy.scope():
         model = AlbertPretrainer(options.albert_config, dtype=policy,
@@ -208,14 +246,23 @@ def run_pretraining(options: PretrainingOptions,
         schedule = optimizer.learning_rate_schedule
         if policy == "mixed_float16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-    task = PretrainingTask()
-    resuming = tf.train.latest_checkpoint(ckpt_dir) is not None
+    return model, optimizer, schedule
+
+
+def _initialize_from_checkpoint(model: AlbertPretrainer, options: PretrainingOptions,
+                                ckpt_dir: str, resuming: bool) -> None:
+    """Loads --init_checkpoint into a fresh run; a resumed run's own checkpoint (restored
+    by the trainer) already holds the weights that training moved on from it."""
     if options.init_checkpoint and not resuming:
         checkpoints.restore_for_training(model, options.init_checkpoint,
                                          init_from_group0=options.init_from_group0)
     elif options.init_checkpoint:
         logging.info("resuming from %s: --init_checkpoint is not applied again", ckpt_dir)
-    config = training.TrainingConfig(
+
+
+def _training_config(options: PretrainingOptions, ckpt_dir: str) -> training.TrainingConfig:
+    """The training loop's settings: checkpoints in ckpt_dir, TensorBoard logs in train/."""
+    return training.TrainingConfig(
         output_dir=ckpt_dir, num_train_steps=options.num_train_steps,
         steps_per_loop=options.iterations_per_loop,
         save_checkpoints_steps=options.save_checkpoints_steps,
@@ -223,14 +270,19 @@ def run_pretraining(options: PretrainingOptions,
         gradient_accumulation_steps=options.gradient_accumulation_steps,
         jit_compile=options.jit_compile, summary_dir=os.path.join(options.output_dir, "train"),
         max_train_seconds=options.max_train_seconds)
-    trainer = training.Trainer(strategy, model, optimizer, task, config, task.metric_names,
-                               learning_rate_fn=schedule)
-    chief = distribute.is_chief(strategy)
-    tracker = best_checkpoint.BestCheckpointTracker(options.output_dir, "masked_lm_accuracy",
-                                               write=chief)
+
+
+def _held_out_evaluator(options: PretrainingOptions, strategy: tf.distribute.Strategy,
+                        model: AlbertPretrainer, task: PretrainingTask,
+                        tracker: best_checkpoint.BestCheckpointTracker, chief: bool,
+                        results: Dict, on_evaluation: Optional[Callable]
+                        ) -> Callable[..., None]:
+    """`evaluate_now(step, path=None)`: evaluates the model's current weights on
+    --eval_input_file, records them with `tracker` (and TensorBoard eval/ on the chief),
+    stores the metrics as results["eval"] and calls on_evaluation. Its signature fits the
+    trainer's `on_checkpoint(step, path)`."""
     eval_writer = (tf.summary.create_file_writer(os.path.join(options.output_dir, "eval"))
                    if chief else tf.summary.create_noop_writer())
-    results = {}
 
     def evaluate_now(step, _path=None):
         started = time.time()
@@ -244,28 +296,32 @@ def run_pretraining(options: PretrainingOptions,
         if on_evaluation is not None:
             on_evaluation(model, step, metrics, time.time() - started)
 
-    if options.do_train:
-        train_config = _input_config(options, options.input_file, is_training=True)
-        if options.do_eval and resuming:
-            best_checkpoint.evaluate_unrecorded_checkpoint(trainer, tracker, evaluate_now)
-        try:
-            results["train"] = trainer.train(
-                _dataset_fn(train_config, options.train_batch_size),
-                on_checkpoint=evaluate_now if options.do_eval else None)
-        except training.CorruptedInputError:
-            # Name the file (TensorFlow's error does not); re-raise if none is found.
-            inputs.locate_corruption(inputs.expand_patterns(options.input_file))
-            raise
-    else:
-        trainer.restore_latest()
-    if options.do_eval and "eval" not in results:
-        evaluate_now(trainer.step)
-    if not options.do_eval and chief:
-        checkpoints.save_tf1_checkpoint(model, os.path.join(options.output_dir, BEST_PREFIX),
-                                        global_step=trainer.step)
-        logging.info("no evaluation: exported the step-%d weights as %s", trainer.step,
-                     BEST_PREFIX)
-    results["best"] = tracker.best
-    results["global_step"] = trainer.step
-    results["stopped_early"] = trainer.stopped_early
-    return results
+    return evaluate_now
+
+
+def _train(options: PretrainingOptions, trainer: training.Trainer,
+           tracker: best_checkpoint.BestCheckpointTracker,
+           evaluate_now: Callable[..., None], resuming: bool) -> Dict:
+    """Trains to --num_train_steps on --input_file; returns the training metrics.
+
+    With --do_eval every checkpoint is evaluated, and a resumed run first evaluates its
+    latest checkpoint if the interrupted run had not.
+    """
+    train_config = _input_config(options, options.input_file, is_training=True)
+    if options.do_eval and resuming:
+        best_checkpoint.evaluate_unrecorded_checkpoint(trainer, tracker, evaluate_now)
+    try:
+        return trainer.train(_dataset_fn(train_config, options.train_batch_size),
+                             on_checkpoint=evaluate_now if options.do_eval else None)
+    except training.CorruptedInputError:
+        # Name the file (TensorFlow's error does not); re-raise if none is found.
+        inputs.locate_corruption(inputs.expand_patterns(options.input_file))
+        raise
+
+
+def _export_final_weights(model: AlbertPretrainer, output_dir: str, step: int) -> None:
+    """Without evaluation there is no best checkpoint: writes the step's weights as
+    model.ckpt-best (official TF1 format)."""
+    checkpoints.save_tf1_checkpoint(model, os.path.join(output_dir, BEST_PREFIX),
+                                    global_step=step)
+    logging.info("no evaluation: exported the step-%d weights as %s", step, BEST_PREFIX)

@@ -88,6 +88,25 @@ def _expansion_offsets(tokenizer: tokenization.SentencePieceTokenizer):
     return ids, rel_start, rel_end, lengths
 
 
+def _at(grid, index):
+    """grid [W, S] gathered at per-window positions index [W, K] -> [W, K]."""
+    return tf.gather(grid, index, batch_dims=1)
+
+
+def _max_context_windows(num_tokens, win_start, win_len):
+    """Each context token's max-context window int32 [num_tokens]: the first window with
+    the best min(left, right) + 0.01 * window length (win_start, win_len int32 [W])."""
+    token_index = tf.range(num_tokens)[None]
+    inside = ((token_index >= win_start[:, None])
+              & (token_index < (win_start + win_len)[:, None]))
+    context_score = (tf.cast(tf.minimum(token_index - win_start[:, None],
+                                        (win_start + win_len - 1)[:, None] - token_index),
+                             tf.float32)
+                     + 0.01 * tf.cast(win_len[:, None], tf.float32))
+    context_score = tf.where(inside, context_score, NEG_INF)
+    return tf.cast(tf.argmax(context_score, axis=0), tf.int32)  # first max on ties
+
+
 class _SpanServingModule(tf.Module):
     """The Keras model, the windows and the span search; subclasses align the context.
 
@@ -109,93 +128,143 @@ class _SpanServingModule(tf.Module):
     # --- the per-question search ------------------------------------------------
 
     def _answer_one(self, question, context):
-        opts = self.options
-        seq = opts.max_seq_length
-        query = self.tokenizer(tf.reshape(question, [1]))[0][:opts.max_query_length]
-        query = tf.cast(query, tf.int32)
-        q_len = tf.size(query)
+        """One question (tf.string []) about one context (tf.string []) ->
+        (answer tf.string [], score float32 [], null_score float32 [])."""
+        query, query_length = self._query_ids(question)
         chars, is_space, ids, tok_orig_start, tok_orig_end = self._context_alignment(context)
         num_tokens = tf.size(ids)
-        max_doc = seq - q_len - 3
-        stride = tf.minimum(opts.doc_stride, max_doc)
-        num_windows = tf.where(num_tokens <= max_doc, 1,
-                               (num_tokens - max_doc + stride - 1) // stride + 1)
-        win_start = tf.range(num_windows) * stride
-        win_len = tf.minimum(num_tokens - win_start, max_doc)
-        # Max context: the first window with the best min(left, right) + 0.01 length.
-        k = tf.range(num_tokens)[None]
-        inside = (k >= win_start[:, None]) & (k < (win_start + win_len)[:, None])
-        score = (tf.cast(tf.minimum(k - win_start[:, None],
-                                    (win_start + win_len - 1)[:, None] - k), tf.float32)
-                 + 0.01 * tf.cast(win_len[:, None], tf.float32))
-        score = tf.where(inside, score, NEG_INF)
-        best_window = tf.cast(tf.argmax(score, axis=0), tf.int32)  # first max on ties
-        # The [W, S] feature grids.
-        p = tf.range(seq)[None]
-        doc_pos = p - (q_len + 2)
-        in_doc = (doc_pos >= 0) & (doc_pos < win_len[:, None])
-        token = tf.clip_by_value(win_start[:, None] + doc_pos, 0, tf.maximum(num_tokens - 1, 0))
-        safe_ids = tf.concat([ids, [0]], 0)
-        doc_ids = tf.gather(safe_ids, tf.where(in_doc, token, num_tokens))
-        query_ids = tf.gather(tf.concat([query, [0]], 0), tf.clip_by_value(p - 1, 0, q_len))
-        shape = tf.shape(in_doc)
-        input_ids = tf.where(p == 0, self.cls_id, tf.where(
-            p <= q_len, query_ids, tf.where(p == q_len + 1, self.sep_id, tf.where(
-                in_doc, doc_ids, tf.where(p == q_len + 2 + win_len[:, None], self.sep_id, 0)))))
-        input_ids = tf.broadcast_to(input_ids, shape)
-        input_mask = tf.cast(tf.broadcast_to(p < q_len + 3 + win_len[:, None], shape), tf.int32)
-        segment_ids = tf.cast((p >= q_len + 2) & (p <= q_len + 2 + win_len[:, None]), tf.int32)
-        p_mask = 1 - tf.cast((p == 0) | in_doc, tf.int32)
-        window = tf.range(num_windows)[:, None]
-        max_context = in_doc & tf.equal(
-            tf.gather(tf.concat([best_window, [-1]], 0), token), window)  # padded, as below
-        inputs = {"input_ids": input_ids, "input_mask": input_mask,
-                  "segment_ids": tf.broadcast_to(segment_ids, shape), "p_mask": p_mask}
+        num_windows, win_start, win_len = self._windows(num_tokens, query_length)
+        best_window = _max_context_windows(num_tokens, win_start, win_len)
+        inputs, in_doc, token, max_context = self._window_features(
+            query, query_length, ids, num_tokens, num_windows, win_start, win_len, best_window)
         outputs = export_lib.call_for_export(self.model, inputs, self.options.layer_norm)
-
-        def at(grid, index):  # grid [W, S], index [W, K] -> [W, K]
-            return tf.gather(grid, index, batch_dims=1)
-
-        if opts.version_2_with_negative:
-            k1 = tf.shape(outputs["start_top_index"])[1]
-            k2 = tf.shape(outputs["end_top_index"])[1] // k1
-            s_idx = tf.repeat(outputs["start_top_index"], k2, axis=1)
-            e_idx = outputs["end_top_index"]
-            s_score = tf.repeat(outputs["start_top_log_probs"], k2, axis=1)
-            e_score = outputs["end_top_log_probs"]
-            null_score = tf.reduce_min(outputs["cls_logits"])
-        else:
-            n = tf.minimum(opts.n_best_size, seq)
-            s_val, s_top = tf.math.top_k(outputs["start_logits"], n)
-            e_val, e_top = tf.math.top_k(outputs["end_logits"], n)
-            s_idx, e_idx = tf.repeat(s_top, n, axis=1), tf.tile(e_top, [1, n])
-            s_score, e_score = tf.repeat(s_val, n, axis=1), tf.tile(e_val, [1, n])
-            null_score = tf.constant(0.0)
-        s_idx, e_idx = tf.cast(s_idx, tf.int32), tf.cast(e_idx, tf.int32)
-        valid = (at(in_doc, s_idx) & at(in_doc, e_idx) & at(max_context, s_idx)
-                 & (e_idx >= s_idx) & (e_idx - s_idx + 1 <= opts.max_answer_length))
-        total = tf.reshape(tf.where(valid, s_score + e_score, NEG_INF), [-1])
-        flat_valid = tf.reshape(valid, [-1])
-        best_score = tf.reduce_max(tf.concat([total, [NEG_INF]], 0))
-        best = tf.cast(tf.reduce_min(tf.concat([
-            tf.where(flat_valid & tf.equal(total, best_score))[:, 0],
-            [tf.cast(tf.size(total), tf.int64)]], 0)), tf.int32)
-        any_valid = tf.reduce_any(flat_valid)
-        best = tf.minimum(best, tf.maximum(tf.size(total) - 1, 0))
-        width = tf.shape(s_idx)[1]
-        best_w, best_k = best // tf.maximum(width, 1), best % tf.maximum(width, 1)
-        first_tok = tf.gather(token[best_w], s_idx[best_w, best_k])
-        last_tok = tf.gather(token[best_w], e_idx[best_w, best_k])
+        start_index, end_index, start_score, end_score, null_score = (
+            self._candidate_spans(outputs))
+        any_valid, best_score, first_tok, last_tok = self._best_span(
+            start_index, end_index, start_score, end_score, in_doc, max_context, token)
         # (Padded: a context without tokens has no valid span, but the gathers still run.)
         text = self._span_text(context, chars, is_space,
                                tf.gather(tf.concat([tok_orig_start, [0]], 0), first_tok),
                                tf.gather(tf.concat([tok_orig_end, [0]], 0), last_tok))
-        empty = "" if opts.version_2_with_negative else V1_EMPTY_TEXT
-        text = tf.where(any_valid, text, empty)
-        score_out = tf.where(any_valid, best_score, -2e6 if opts.version_2_with_negative else 0.0)
-        if opts.version_2_with_negative and opts.null_score_diff_threshold is not None:
-            text = tf.where(null_score > opts.null_score_diff_threshold, "", text)
-        return text, score_out, null_score
+        return self._answer_or_empty(text, any_valid, best_score, null_score)
+
+    def _query_ids(self, question):
+        """-> the question's ids int32 [Q] (at most max_query_length) and Q (int32 [])."""
+        query = self.tokenizer(tf.reshape(question, [1]))[0][:self.options.max_query_length]
+        query = tf.cast(query, tf.int32)
+        return query, tf.size(query)
+
+    def _windows(self, num_tokens, query_length):
+        """The original's sliding windows over num_tokens (int32 []) context tokens ->
+        num_windows W (int32 []), each window's first token and its length (int32 [W])."""
+        max_doc = self.options.max_seq_length - query_length - 3  # [CLS], [SEP], [SEP]
+        stride = tf.minimum(self.options.doc_stride, max_doc)
+        num_windows = tf.where(num_tokens <= max_doc, 1,
+                               (num_tokens - max_doc + stride - 1) // stride + 1)
+        win_start = tf.range(num_windows) * stride
+        win_len = tf.minimum(num_tokens - win_start, max_doc)
+        return num_windows, win_start, win_len
+
+    def _window_features(self, query, query_length, ids, num_tokens, num_windows, win_start,
+                         win_len, best_window):
+        """The [W, S] grids of `[CLS] query [SEP] doc [SEP] pad` per window.
+
+        Returns (the model's inputs: input_ids, input_mask, segment_ids, p_mask int32;
+        in_doc bool, True at document tokens; token int32, the context token at each
+        position, clipped into range off the document; max_context bool, True where this
+        window is the token's max-context window).
+        """
+        position = tf.range(self.options.max_seq_length)[None]
+        doc_pos = position - (query_length + 2)
+        in_doc = (doc_pos >= 0) & (doc_pos < win_len[:, None])
+        token = tf.clip_by_value(win_start[:, None] + doc_pos, 0, tf.maximum(num_tokens - 1, 0))
+        padded_ids = tf.concat([ids, [0]], 0)
+        doc_ids = tf.gather(padded_ids, tf.where(in_doc, token, num_tokens))
+        query_ids = tf.gather(tf.concat([query, [0]], 0),
+                              tf.clip_by_value(position - 1, 0, query_length))
+        grid_shape = tf.shape(in_doc)
+        input_ids = tf.where(position == 0, self.cls_id, tf.where(
+            position <= query_length, query_ids, tf.where(
+                position == query_length + 1, self.sep_id, tf.where(
+                    in_doc, doc_ids, tf.where(
+                        position == query_length + 2 + win_len[:, None], self.sep_id, 0)))))
+        input_ids = tf.broadcast_to(input_ids, grid_shape)
+        input_mask = tf.cast(tf.broadcast_to(position < query_length + 3 + win_len[:, None],
+                                             grid_shape), tf.int32)
+        segment_ids = tf.cast((position >= query_length + 2)
+                              & (position <= query_length + 2 + win_len[:, None]), tf.int32)
+        p_mask = 1 - tf.cast((position == 0) | in_doc, tf.int32)
+        window_index = tf.range(num_windows)[:, None]
+        max_context = in_doc & tf.equal(
+            tf.gather(tf.concat([best_window, [-1]], 0), token), window_index)  # padded: no tokens
+        inputs = {"input_ids": input_ids, "input_mask": input_mask,
+                  "segment_ids": tf.broadcast_to(segment_ids, grid_shape), "p_mask": p_mask}
+        return inputs, in_doc, token, max_context
+
+    def _candidate_spans(self, outputs):
+        """The model's candidate (start, end) position pairs per window ->
+        start_index, end_index int32 [W, K], start_score, end_score float32 [W, K] and
+        null_score float32 [] (0 in v1).
+
+        v2: the beam's start_n_top x end_n_top pairs with their log-probabilities; v1: all
+        pairs of the n_best_size highest start and end logits.
+        """
+        if self.options.version_2_with_negative:
+            start_n_top = tf.shape(outputs["start_top_index"])[1]
+            end_n_top = tf.shape(outputs["end_top_index"])[1] // start_n_top
+            start_index = tf.repeat(outputs["start_top_index"], end_n_top, axis=1)
+            end_index = outputs["end_top_index"]
+            start_score = tf.repeat(outputs["start_top_log_probs"], end_n_top, axis=1)
+            end_score = outputs["end_top_log_probs"]
+            null_score = tf.reduce_min(outputs["cls_logits"])
+        else:
+            n_best = tf.minimum(self.options.n_best_size, self.options.max_seq_length)
+            start_top_logits, start_top_index = tf.math.top_k(outputs["start_logits"], n_best)
+            end_top_logits, end_top_index = tf.math.top_k(outputs["end_logits"], n_best)
+            start_index = tf.repeat(start_top_index, n_best, axis=1)
+            end_index = tf.tile(end_top_index, [1, n_best])
+            start_score = tf.repeat(start_top_logits, n_best, axis=1)
+            end_score = tf.tile(end_top_logits, [1, n_best])
+            null_score = tf.constant(0.0)
+        start_index, end_index = tf.cast(start_index, tf.int32), tf.cast(end_index, tf.int32)
+        return start_index, end_index, start_score, end_score, null_score
+
+    def _best_span(self, start_index, end_index, start_score, end_score, in_doc, max_context,
+                   token):
+        """The highest-scoring valid candidate (the first on ties) of `_candidate_spans`.
+
+        Valid: start and end on document tokens, the start in its max-context window,
+        end >= start, at most max_answer_length tokens. Returns any_valid bool [], its
+        score float32 [] (NEG_INF when none) and its first and last context token int32 [].
+        """
+        valid = (_at(in_doc, start_index) & _at(in_doc, end_index)
+                 & _at(max_context, start_index) & (end_index >= start_index)
+                 & (end_index - start_index + 1 <= self.options.max_answer_length))
+        span_score = tf.reshape(tf.where(valid, start_score + end_score, NEG_INF), [-1])
+        flat_valid = tf.reshape(valid, [-1])
+        best_score = tf.reduce_max(tf.concat([span_score, [NEG_INF]], 0))
+        best = tf.cast(tf.reduce_min(tf.concat([
+            tf.where(flat_valid & tf.equal(span_score, best_score))[:, 0],
+            [tf.cast(tf.size(span_score), tf.int64)]], 0)), tf.int32)
+        any_valid = tf.reduce_any(flat_valid)
+        best = tf.minimum(best, tf.maximum(tf.size(span_score) - 1, 0))
+        num_candidates = tf.shape(start_index)[1]
+        best_window = best // tf.maximum(num_candidates, 1)
+        best_candidate = best % tf.maximum(num_candidates, 1)
+        first_tok = tf.gather(token[best_window], start_index[best_window, best_candidate])
+        last_tok = tf.gather(token[best_window], end_index[best_window, best_candidate])
+        return any_valid, best_score, first_tok, last_tok
+
+    def _answer_or_empty(self, text, any_valid, best_score, null_score):
+        """-> (answer, score, null_score): the original's empty answer and score when no
+        span is valid, and in v2 "" when null_score exceeds the exported threshold."""
+        v2 = self.options.version_2_with_negative
+        text = tf.where(any_valid, text, "" if v2 else V1_EMPTY_TEXT)
+        score = tf.where(any_valid, best_score, -2e6 if v2 else 0.0)
+        threshold = self.options.null_score_diff_threshold
+        if v2 and threshold is not None:
+            text = tf.where(null_score > threshold, "", text)
+        return text, score, null_score
 
     def _span_text(self, context, chars, is_space, first, last):
         """Original characters [first, last] with Python's str.strip() applied."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 from absl import logging
@@ -186,8 +186,6 @@ class SquadFeaturizer:
                 stats: Optional[ConversionStats] = None,
                 log_every: int = 1000) -> ConversionStats:
         """Calls output_fn on every feature in order; returns the conversion counts."""
-        opts = self.options
-        tok = self.tokenizer
         stats = stats or ConversionStats()
         unique_id = FIRST_UNIQUE_ID + stats.features
         for example_index, example in enumerate(examples):
@@ -204,61 +202,125 @@ class SquadFeaturizer:
                 continue
             answer_span = None
             if is_training and not example.is_impossible:
-                text, start = example.orig_answer_text, example.start_position
-                answer_span = answer_token_span(paragraph, text, start)
-                if (answer_span is None
-                        or example.paragraph_text[start:start + len(text)] != text):
-                    logging.warning("question id %s: answer %r at %d cannot be aligned to the "
-                                    "paragraph's pieces; skipped", example.qas_id, text, start)
-                    stats.unalignable.append(example.qas_id)
+                answer_span = _training_answer_span(example, paragraph, stats)
+                if answer_span is None:
                     continue
-                if span_text(example.paragraph_text, paragraph, *answer_span) != text.strip():
-                    stats.inexact.append(example.qas_id)
-            num_tokens = len(paragraph.ids)
-            spans = doc_spans(num_tokens, opts.max_seq_length - len(query) - 3, opts.doc_stride)
-            best_window = max_context_windows(spans, num_tokens)
-            doc_offset = len(query) + 2
-            for span_index, (span_start, span_length) in enumerate(spans):
-                input_ids = [tok.cls_id] + query + [tok.sep_id]
-                input_ids += paragraph.ids[span_start:span_start + span_length] + [tok.sep_id]
-                real = len(input_ids)
-                pad = opts.max_seq_length - real
-                segment_ids = [0] * doc_offset + [1] * (span_length + 1) + [0] * pad
-                p_mask = [0] + [1] * (doc_offset - 1) + [0] * span_length + [1] * (1 + pad)
-                orig_start = [-1] * opts.max_seq_length
-                orig_end = [-1] * opts.max_seq_length
-                max_context = [0] * opts.max_seq_length
-                for i in range(span_length):
-                    token = span_start + i
-                    orig_start[doc_offset + i] = paragraph.tok_start_to_orig[token]
-                    orig_end[doc_offset + i] = paragraph.tok_end_to_orig[token]
-                    max_context[doc_offset + i] = int(best_window[token] == span_index)
-                start_position = end_position = 0
-                impossible = 1 if example.is_impossible else 0
-                if answer_span is not None:
-                    first, last = answer_span
-                    if span_start <= first and last <= span_start + span_length - 1:
-                        start_position = first - span_start + doc_offset
-                        end_position = last - span_start + doc_offset
-                    else:
-                        impossible = 1
-                feature = SquadFeature(
-                    unique_id=unique_id, example_index=example_index,
-                    doc_span_index=span_index,
-                    input_ids=input_ids + [0] * pad, input_mask=[1] * real + [0] * pad,
-                    segment_ids=segment_ids, p_mask=p_mask, orig_start=orig_start,
-                    orig_end=orig_end, max_context=max_context,
-                    start_position=start_position, end_position=end_position,
-                    is_impossible=impossible)
+            for feature in self._window_features(example_index, example, query, paragraph,
+                                                 answer_span, unique_id):
                 output_fn(feature)
                 unique_id += 1
-                stats.features += 1
-                if impossible:
-                    stats.negative_features += 1
-                else:
-                    stats.positive_features += 1
+                _count_feature(stats, feature)
         logging.info("SQuAD conversion: %s", stats.summary())
         return stats
+
+    def _window_features(self, example_index: int, example: SquadExample, query: List[int],
+                         paragraph: ParagraphTokens, answer_span: Optional[Tuple[int, int]],
+                         first_unique_id: int) -> Iterator[SquadFeature]:
+        """One feature per window over the paragraph's tokens, numbered from first_unique_id.
+
+        `query`: the question's ids (at most max_query_length); `answer_span`: the answer's
+        inclusive token span in the paragraph, None when there is nothing to label.
+        """
+        num_tokens = len(paragraph.ids)
+        max_doc_tokens = self.options.max_seq_length - len(query) - 3  # [CLS], [SEP], [SEP]
+        spans = doc_spans(num_tokens, max_doc_tokens, self.options.doc_stride)
+        best_window = max_context_windows(spans, num_tokens)
+        doc_offset = len(query) + 2  # the first document token's position: after [CLS] q [SEP]
+        for span_index, (span_start, span_length) in enumerate(spans):
+            start_position, end_position, impossible = _window_labels(
+                answer_span, span_start, span_length, doc_offset, example.is_impossible)
+            yield SquadFeature(
+                unique_id=first_unique_id + span_index, example_index=example_index,
+                doc_span_index=span_index,
+                **self._window_inputs(query, paragraph.ids[span_start:span_start + span_length]),
+                **self._window_metadata(paragraph, span_start, span_length, doc_offset,
+                                        best_window, span_index),
+                start_position=start_position, end_position=end_position,
+                is_impossible=impossible)
+
+    def _window_inputs(self, query: List[int], doc_ids: List[int]) -> Dict[str, List[int]]:
+        """The model inputs of `[CLS] query [SEP] doc [SEP] pad`, each a list of length S:
+        input_ids, input_mask, segment_ids and p_mask."""
+        max_seq_length = self.options.max_seq_length
+        doc_offset = len(query) + 2
+        input_ids = [self.tokenizer.cls_id] + query + [self.tokenizer.sep_id]
+        input_ids += doc_ids + [self.tokenizer.sep_id]
+        num_used = len(input_ids)
+        num_padding = max_seq_length - num_used
+        return {
+            "input_ids": input_ids + [0] * num_padding,
+            "input_mask": [1] * num_used + [0] * num_padding,
+            "segment_ids": [0] * doc_offset + [1] * (len(doc_ids) + 1) + [0] * num_padding,
+            "p_mask": ([0] + [1] * (doc_offset - 1) + [0] * len(doc_ids)
+                       + [1] * (1 + num_padding))}
+
+    def _window_metadata(self, paragraph: ParagraphTokens, span_start: int, span_length: int,
+                         doc_offset: int, best_window: Sequence[int], span_index: int
+                         ) -> Dict[str, List[int]]:
+        """Post-processing metadata of window `span_index`, each a list of length S, -1 / 0
+        off the document: orig_start / orig_end (inclusive original character range of each
+        document token) and max_context (1 where this window is the token's max-context
+        window; `best_window`: each paragraph token's, from `max_context_windows`)."""
+        max_seq_length = self.options.max_seq_length
+        orig_start = [-1] * max_seq_length
+        orig_end = [-1] * max_seq_length
+        max_context = [0] * max_seq_length
+        for offset in range(span_length):
+            token = span_start + offset
+            orig_start[doc_offset + offset] = paragraph.tok_start_to_orig[token]
+            orig_end[doc_offset + offset] = paragraph.tok_end_to_orig[token]
+            max_context[doc_offset + offset] = int(best_window[token] == span_index)
+        return {"orig_start": orig_start, "orig_end": orig_end, "max_context": max_context}
+
+
+def _training_answer_span(example: SquadExample, paragraph: ParagraphTokens,
+                          stats: ConversionStats) -> Optional[Tuple[int, int]]:
+    """The answer's inclusive token span in the (aligned) paragraph, or None.
+
+    None when the answer's characters cannot be aligned to the paragraph's pieces (logged,
+    and counted in stats.unalignable); a span whose text is not exactly the answer is kept
+    and counted in stats.inexact.
+    """
+    text, start = example.orig_answer_text, example.start_position
+    answer_span = answer_token_span(paragraph, text, start)
+    if answer_span is None or example.paragraph_text[start:start + len(text)] != text:
+        logging.warning("question id %s: answer %r at %d cannot be aligned to the "
+                        "paragraph's pieces; skipped", example.qas_id, text, start)
+        stats.unalignable.append(example.qas_id)
+        return None
+    if span_text(example.paragraph_text, paragraph, *answer_span) != text.strip():
+        stats.inexact.append(example.qas_id)
+    return answer_span
+
+
+def _window_labels(answer_span: Optional[Tuple[int, int]], span_start: int, span_length: int,
+                   doc_offset: int, example_is_impossible: bool) -> Tuple[int, int, int]:
+    """(start_position, end_position, is_impossible) of one window.
+
+    Positions index the window's sequence [S]. A window that does not hold the whole
+    answer is labelled at [CLS] (0, 0) and impossible, as the original; without an
+    answer span (prediction, or an unanswerable question) the labels are (0, 0) and the
+    example's own flag.
+    """
+    start_position = end_position = 0
+    impossible = 1 if example_is_impossible else 0
+    if answer_span is not None:
+        answer_first, answer_last = answer_span
+        if span_start <= answer_first and answer_last <= span_start + span_length - 1:
+            start_position = answer_first - span_start + doc_offset
+            end_position = answer_last - span_start + doc_offset
+        else:
+            impossible = 1
+    return start_position, end_position, impossible
+
+
+def _count_feature(stats: ConversionStats, feature: SquadFeature) -> None:
+    """Counts one written feature as positive or negative (impossible)."""
+    stats.features += 1
+    if feature.is_impossible:
+        stats.negative_features += 1
+    else:
+        stats.positive_features += 1
 
 
 def shuffle_for_training(examples: Sequence[SquadExample], seed: int = TRAIN_SHUFFLE_SEED
