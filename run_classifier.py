@@ -104,7 +104,6 @@ flags.adopt_module_key_flags(cli)  # list them in --help
 def main(argv):
     del argv
     from albert_tf.errors import UserValueError
-    from albert_tf.finetuning import FinetuningOptions
     from albert_tf.tasks.classification.glue import CustomTaskOptions
     from albert_tf.tasks.classification.job import GlueOptions, run_glue
 
@@ -124,30 +123,26 @@ def main(argv):
             has_header=FLAGS.has_header, regression=FLAGS.regression)
     cli.check_init_checkpoint(FLAGS.init_checkpoint)
     strategy = cli.strategy_from_flags(FLAGS)
-    finetuning = FinetuningOptions(
-        output_dir=FLAGS.output_dir, init_checkpoint=FLAGS.init_checkpoint,
-        init_from_group0=FLAGS.init_from_group0, do_train=FLAGS.do_train,
-        do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict,
-        train_batch_size=FLAGS.train_batch_size, learning_rate=FLAGS.learning_rate,
+    options = GlueOptions(
+        task_name=FLAGS.task_name, data_dir=FLAGS.data_dir, albert_config=albert_config,
+        spm_model_file=FLAGS.spm_model_file, vocab_file=FLAGS.vocab_file, custom=custom,
+        output_dir=FLAGS.output_dir, cached_dir=FLAGS.cached_dir,
+        init_checkpoint=FLAGS.init_checkpoint, init_from_group0=FLAGS.init_from_group0,
+        do_train=FLAGS.do_train, do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict,
+        do_lower_case=FLAGS.do_lower_case, max_seq_length=FLAGS.max_seq_length,
+        train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
+        predict_batch_size=FLAGS.predict_batch_size, learning_rate=FLAGS.learning_rate,
         train_step=FLAGS.train_step, warmup_step=FLAGS.warmup_step,
         save_checkpoints_steps=FLAGS.save_checkpoints_steps,
         keep_checkpoint_max=FLAGS.keep_checkpoint_max,
         iterations_per_loop=FLAGS.iterations_per_loop, optimizer=FLAGS.optimizer,
         mixed_precision=FLAGS.mixed_precision, jit_compile=FLAGS.jit_compile,
-        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps, seed=FLAGS.seed)
-    options = GlueOptions(
-        task_name=FLAGS.task_name, data_dir=FLAGS.data_dir, spm_model_file=FLAGS.spm_model_file,
-        vocab_file=FLAGS.vocab_file,
-        albert_config=albert_config, finetuning=finetuning, cached_dir=FLAGS.cached_dir,
-        do_lower_case=FLAGS.do_lower_case,
-        max_seq_length=FLAGS.max_seq_length, eval_batch_size=FLAGS.eval_batch_size,
-        predict_batch_size=FLAGS.predict_batch_size,
+        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps, seed=FLAGS.seed,
         classifier_dropout=FLAGS.classifier_dropout, export_dir=FLAGS.export_dir,
         export_layer_norm=FLAGS.export_layer_norm, export_format=tuple(FLAGS.export_format),
-        export_int8=FLAGS.export_int8,
-        custom=custom)
+        export_int8=FLAGS.export_int8)
     cli.check_options(options.validate, strategy.num_replicas_in_sync)
-    cli.check_options(finetuning.validate, strategy.num_replicas_in_sync)
+    cli.check_options(options.finetuning_options().validate, strategy.num_replicas_in_sync)
     results = run_glue(options, strategy)
     logging.info("done at step %d; best: %s", results["global_step"], results.get("best"))
     cli.report_export(results, FLAGS.export_format)

@@ -397,7 +397,7 @@ def test_init_checkpoint_of_another_vocabulary_is_an_error(chinese, clue_dir, tm
              "masked_lm_positions": np.zeros((1, 1), np.int32)})
     prefix = checkpoints.save_tf1_checkpoint(english, str(tmp_path / "english" / "model.ckpt"))
     options = glue_options(chinese, clue_dir, tmp_path / "out", "afqmc")
-    options.finetuning.init_checkpoint = prefix
+    options.init_checkpoint = prefix
     with pytest.raises(ValueError, match=r"vocabulary sizes differ: the vocabulary .*"
                        r"vocab_chinese.txt has 21128 tokens; the config --albert_config_file has "
                        r"21128 vocab_size; the checkpoint .*model.ckpt has 30000 rows"):

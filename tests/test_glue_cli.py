@@ -161,7 +161,7 @@ def glue_options(sst2, tmp_path, **changes):
 
 
 @pytest.mark.parametrize("extra, message", [
-    ({"max_seq_length": 128}, "--max_seq_length 128 exceeds the config's "
+    ({"max_seq_length": 128}, "--max_seq_length 128 exceeds the model's "
                               "max_position_embeddings 64"),
     ({"data_dir": "/nonexistent"}, "/nonexistent/SST-2/train.tsv: file not found"),
     ({"task_name": "custom"}, "--task_name=custom needs --text_a_column and --label_column"),

@@ -102,10 +102,10 @@ def test_custom_task_job_eval_and_predict(spm, tmp_path):
                                      init_checkpoint=None, seed=1))
     with pytest.raises(FileNotFoundError, match="nothing to evaluate"):
         run_glue(options)  # no training, no checkpoint: refuses to evaluate random weights
-    options.finetuning.do_train = True
-    options.finetuning.train_step = 2
-    options.finetuning.save_checkpoints_steps = 2
-    options.finetuning.train_batch_size = 2
+    options.do_train = True
+    options.train_step = 2
+    options.save_checkpoints_steps = 2
+    options.train_batch_size = 2
     (data / "train.csv").write_text("text,tag\nnice,pos\nawful,neg\n")
     results = run_glue(options)
     assert results["eval"]["eval_examples"] == 3

@@ -4,12 +4,15 @@ It follows the original scripts' flow: train for `train_step` steps with AdamW
 (or LAMB), warmup and linear decay; evaluate every saved checkpoint; keep the
 best one (by the task's metric) as `model.ckpt-best` in the official TF1
 format and record `best_trial.txt` / `eval_results.txt`; predict with the best
-weights. Tasks supply the model, a `training.Task` for the loss, the datasets
-and evaluation / prediction callbacks; this module supplies the loop.
+weights; export them.
+
+`FinetuningJob` is the job every task family runs: it owns the run directory, the
+tokenizer, the loop (`run_finetuning`), the best weights and the export; a task
+family's subclass supplies only what differs (in the spirit of Model Garden's Task):
+its identity, model, loss, datasets, evaluation, prediction and exporters.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Callable, Dict, Optional
 
@@ -20,6 +23,7 @@ from absl import logging
 from albert_tf import errors
 from albert_tf import checkpoints, training
 from albert_tf.training import best_checkpoint, distribute, optimization, run_dir
+from albert_tf.finetuning.options import FinetuningOptions, TaskOptions  # noqa: F401
 from albert_tf.kernels import precision
 
 # Defined with the tracker in albert_tf.training.best_checkpoint; kept here for old imports.
@@ -62,59 +66,6 @@ class ExampleMeanTask(training.Task):
         return metrics
 
 
-@dataclasses.dataclass
-class FinetuningOptions:
-    """Options of a fine-tuning job; defaults are the original run_classifier's flags.
-
-    Batch sizes are global. `train_step` / `warmup_step` count optimizer updates.
-    """
-
-    output_dir: str
-    init_checkpoint: Optional[str] = None
-    init_from_group0: bool = False
-    do_train: bool = False
-    do_eval: bool = False
-    do_predict: bool = False
-    train_batch_size: int = 32
-    learning_rate: float = 5e-5
-    train_step: int = 1000
-    warmup_step: int = 0
-    save_checkpoints_steps: int = 1000
-    keep_checkpoint_max: int = 5
-    iterations_per_loop: int = 1000
-    optimizer: str = "adamw"
-    mixed_precision: str = "float32"
-    jit_compile: bool = False
-    gradient_accumulation_steps: int = 1
-    seed: Optional[int] = None
-
-    @classmethod
-    def from_fields(cls, source, **overrides) -> "FinetuningOptions":
-        """Options taken field by field from a task's own options object `source`.
-
-        Every field not in `overrides` must exist on `source` (AttributeError otherwise).
-        """
-        values = {f.name: getattr(source, f.name) for f in dataclasses.fields(cls)
-                  if f.name not in overrides}
-        values.update(overrides)
-        return cls(**values)
-
-    def validate(self, num_replicas: int) -> None:
-        if not (self.do_train or self.do_eval or self.do_predict):
-            raise ValueError("at least one of --do_train, --do_eval, --do_predict must be set")
-        precision.check(self.mixed_precision)
-        for name in ("train_step", "save_checkpoints_steps", "iterations_per_loop",
-                     "train_batch_size", "gradient_accumulation_steps"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"--{name} must be positive, got {getattr(self, name)}")
-        per_step = num_replicas * self.gradient_accumulation_steps
-        if self.do_train and self.train_batch_size % per_step:
-            raise ValueError(
-                f"--train_batch_size {self.train_batch_size} must be divisible by replicas "
-                f"({num_replicas}) x --gradient_accumulation_steps "
-                f"({self.gradient_accumulation_steps})")
-
-
 def run_finetuning(options: FinetuningOptions, build_model: Callable[[str], keras.Model],
                    task: training.Task, metric: str,
                    train_dataset_fn: Optional[Callable] = None,
@@ -149,10 +100,41 @@ def run_finetuning(options: FinetuningOptions, build_model: Callable[[str], kera
     if options.seed is not None:
         keras.utils.set_random_seed(options.seed)
     chief = distribute.is_chief(strategy)
+    policy = precision.resolve(options.mixed_precision, strategy)
+    model = _build_and_claim(options, build_model, policy, task, metric, strategy, identity,
+                             chief)
+    trainer = _trainer(options, model, policy, task, strategy)
+    tracker = best_checkpoint.BestCheckpointTracker(options.output_dir, metric,
+                                                    higher_is_better, write=chief)
+    eval_writer = (tf.summary.create_file_writer(os.path.join(options.output_dir, "eval"))
+                   if chief else tf.summary.create_noop_writer())
+    results: Dict = {}
+
+    def evaluate_now(step, _path=None):
+        results["eval"] = evaluate_fn(model, step)
+        tracker.record(step, results["eval"], model, eval_writer)
+
+    _train_or_restore(options, trainer, tracker, train_dataset_fn, evaluate_now, results)
+    if options.do_eval and "eval" not in results:
+        evaluate_now(trainer.step)
+    best_prefix = os.path.join(options.output_dir, BEST_PREFIX)
+    if options.do_train and not options.do_eval and chief:
+        checkpoints.save_tf1_checkpoint(model, best_prefix, global_step=trainer.step)
+        logging.info("no evaluation: exported the step-%d weights as %s", trainer.step,
+                     BEST_PREFIX)
+    if options.do_predict:
+        load_best_weights(model, options.output_dir)
+        results["predict"] = predict_fn(model) if predict_fn is not None else None
+    results.update(best=tracker.best, global_step=trainer.step, model=model)
+    return results
+
+
+def _build_and_claim(options: FinetuningOptions, build_model, policy: str, task, metric,
+                     strategy, identity, chief: bool) -> keras.Model:
+    """The built model (in the strategy scope, under the run's dtype policy), after claiming
+    output_dir for this run (before anything is written there)."""
     if identity is not None:
         run_dir.claim_output_dir(options.output_dir, identity, write=chief)
-    ckpt_dir = os.path.join(options.output_dir, CHECKPOINT_SUBDIR)
-    policy = precision.resolve(options.mixed_precision, strategy)
     with strategy.scope():
         model = build_model(policy)
         model.build()
@@ -160,6 +142,14 @@ def run_finetuning(options: FinetuningOptions, build_model: Callable[[str], kera
         run_dir.claim_output_dir(options.output_dir, run_dir.RunIdentity.of(
             run_dir.FINETUNING, type(task).__name__, getattr(model, "config", None),
             metric=metric), write=chief)
+    return model
+
+
+def _trainer(options: FinetuningOptions, model, policy: str, task, strategy
+             ) -> training.Trainer:
+    """The Trainer of the run: the original's optimizer and schedule, checkpoints in
+    output_dir/checkpoints, TensorBoard summaries in output_dir/train; the model starts
+    from --init_checkpoint unless the run resumes."""
     with strategy.scope():
         optimizer = optimization.create_optimizer(
             options.learning_rate, options.train_step, options.warmup_step, options.optimizer,
@@ -167,8 +157,8 @@ def run_finetuning(options: FinetuningOptions, build_model: Callable[[str], kera
         schedule = optimizer.learning_rate_schedule
         if policy == "mixed_float16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-    resuming = tf.train.latest_checkpoint(ckpt_dir) is not None
-    if options.init_checkpoint and not resuming:
+    ckpt_dir = os.path.join(options.output_dir, CHECKPOINT_SUBDIR)
+    if options.init_checkpoint and tf.train.latest_checkpoint(ckpt_dir) is None:
         checkpoints.restore_for_training(model, options.init_checkpoint,
                                          init_from_group0=options.init_from_group0)
     config = training.TrainingConfig(
@@ -178,40 +168,134 @@ def run_finetuning(options: FinetuningOptions, build_model: Callable[[str], kera
         keep_checkpoint_max=options.keep_checkpoint_max,
         gradient_accumulation_steps=options.gradient_accumulation_steps,
         jit_compile=options.jit_compile, summary_dir=os.path.join(options.output_dir, "train"))
-    trainer = training.Trainer(strategy, model, optimizer, task, config,
-                               getattr(task, "metric_names"), learning_rate_fn=schedule)
-    tracker = BestCheckpointTracker(options.output_dir, metric, higher_is_better, write=chief)
-    eval_writer = (tf.summary.create_file_writer(os.path.join(options.output_dir, "eval"))
-                   if chief else tf.summary.create_noop_writer())
-    results: Dict = {}
+    return training.Trainer(strategy, model, optimizer, task, config,
+                            getattr(task, "metric_names"), learning_rate_fn=schedule)
 
-    def evaluate_now(step, _path=None):
-        results["eval"] = evaluate_fn(model, step)
-        tracker.record(step, results["eval"], model, eval_writer)
 
+def _train_or_restore(options: FinetuningOptions, trainer, tracker, train_dataset_fn,
+                      evaluate_now, results: Dict) -> None:
+    """Trains (evaluating each checkpoint with do_eval; a resumed run first evaluates the
+    checkpoint an interruption left unevaluated), or, without do_train, restores the latest
+    checkpoint for evaluation or prediction."""
+    ckpt_dir = os.path.join(options.output_dir, CHECKPOINT_SUBDIR)
     if options.do_train:
-        if options.do_eval and resuming:
-            evaluate_unrecorded_checkpoint(trainer, tracker, evaluate_now)
+        if options.do_eval and tf.train.latest_checkpoint(ckpt_dir) is not None:
+            best_checkpoint.evaluate_unrecorded_checkpoint(trainer, tracker, evaluate_now)
         results["train"] = trainer.train(train_dataset_fn,
                                          on_checkpoint=evaluate_now if options.do_eval else None)
     elif options.do_eval or (options.do_predict and tracker.best is None):
         if tf.train.latest_checkpoint(ckpt_dir):
             trainer.restore_latest()
         elif not options.init_checkpoint:
-            raise errors.UserFileNotFoundError(f"nothing to evaluate: no checkpoint in {ckpt_dir} and no "
-                                    "--init_checkpoint")
-    if options.do_eval and "eval" not in results:
-        evaluate_now(trainer.step)
-    best_prefix = os.path.join(options.output_dir, BEST_PREFIX)
-    if options.do_train and not options.do_eval and chief:
-        checkpoints.save_tf1_checkpoint(model, best_prefix, global_step=trainer.step)
-        logging.info("no evaluation: exported the step-%d weights as %s", trainer.step,
-                     BEST_PREFIX)
-    if options.do_predict:
-        if tf.io.gfile.exists(best_prefix + ".index"):
-            checkpoints.load_tf1_checkpoint(model, best_prefix)
-        results["predict"] = predict_fn(model) if predict_fn is not None else None
-    results["best"] = tracker.best
-    results["global_step"] = trainer.step
-    results["model"] = model
-    return results
+            raise errors.UserFileNotFoundError(f"nothing to evaluate: no checkpoint in "
+                                               f"{ckpt_dir} and no --init_checkpoint")
+
+
+def load_best_weights(model, output_dir: str) -> bool:
+    """Loads output_dir/model.ckpt-best into model when it exists; returns whether it did."""
+    best = os.path.join(output_dir, BEST_PREFIX)
+    if not tf.io.gfile.exists(best + ".index"):
+        return False
+    checkpoints.load_tf1_checkpoint(model, best)
+    return True
+
+
+class FinetuningJob:
+    """One fine-tuning run of a task family: what every family shares, in one place.
+
+    `run()` validates, claims the output directory for `identity()` (another task's or
+    model's run is refused before anything is written), loads the tokenizer and checks its
+    size against the config and --init_checkpoint, runs `run_finetuning`, and exports the
+    best weights. A subclass supplies:
+      identity()                          what the run is (run_dir.RunIdentity)
+      validate(num_replicas)              its own option checks (ValueError naming the flag)
+      build_model(dtype_policy)           the task model
+      training_task()                     the loss (a training.Task)
+      metric, higher_is_better            how the best checkpoint is chosen
+      prepare(tokenizer)                  reads the data and builds the feature caches; sets
+                                          train_dataset_fn / evaluate_fn / predict_fn
+      exporters()                         {"saved_model": fn(model), "onnx": fn(model)}
+    """
+
+    metric = "eval_accuracy"
+    higher_is_better = True
+
+    def __init__(self, options: TaskOptions, strategy: Optional[tf.distribute.Strategy] = None):
+        self.options = options
+        self.strategy = strategy or tf.distribute.get_strategy()
+        self.chief = distribute.is_chief(self.strategy)
+        self.train_dataset_fn: Optional[Callable] = None
+        self.evaluate_fn: Optional[Callable] = None
+        self.predict_fn: Optional[Callable] = None
+        self.results: Dict = {}
+
+    # --- what a task family supplies ---------------------------------------------------------
+
+    def identity(self) -> run_dir.RunIdentity:
+        raise NotImplementedError
+
+    def validate(self, num_replicas: int) -> None:
+        self.options.validate_task_options(num_replicas)
+
+    def build_model(self, dtype_policy: str = "float32") -> keras.Model:
+        raise NotImplementedError
+
+    def training_task(self) -> training.Task:
+        raise NotImplementedError
+
+    def prepare(self, tokenizer) -> None:
+        raise NotImplementedError
+
+    def exporters(self) -> Dict[str, Callable[[keras.Model], Optional[Dict]]]:
+        return {}
+
+    def finetuning_options(self) -> FinetuningOptions:
+        """The run's options (a task may derive some, e.g. SQuAD's steps from its epochs)."""
+        return self.options.finetuning_options()
+
+    # --- the shared job ----------------------------------------------------------------------
+
+    def run(self) -> Dict:
+        """Trains / evaluates / predicts / exports as configured; returns run_finetuning's
+        dict plus the task's results (and "export_dir" when exported)."""
+        self.validate(self.strategy.num_replicas_in_sync)
+        tokenizer = self.options.load_tokenizer()
+        # Another model's vocabulary (e.g. the Chinese vocab.txt with an English checkpoint)
+        # would train silently on the wrong embeddings: the sizes must agree.
+        checkpoints.check_vocab_size(tokenizer, self.options.albert_config,
+                                     "--albert_config_file", self.options.init_checkpoint)
+        # Another task's (or model's) run in output_dir is refused before anything is written.
+        identity = self.identity()
+        run_dir.check_output_dir(self.options.output_dir, identity)
+        self.prepare(tokenizer)
+        options = self.finetuning_options()
+        if options.do_train or options.do_eval or options.do_predict:
+            self.results.update(run_finetuning(
+                options, self.build_model, self.training_task(), self.metric,
+                train_dataset_fn=self.train_dataset_fn, evaluate_fn=self.evaluate_fn,
+                predict_fn=self.predict_fn, higher_is_better=self.higher_is_better,
+                strategy=self.strategy, identity=identity))
+        if self.options.export_dir and self.chief:
+            self.export(self.results.get("model"))
+        return self.results
+
+    def export(self, model: Optional[keras.Model]) -> None:
+        """Exports the best weights (model.ckpt-best in output_dir; without a trained model in
+        this process, else --init_checkpoint) in each of export_format."""
+        if model is None:
+            model = self.build_model()
+            model.build()
+            best = os.path.join(self.options.output_dir, BEST_PREFIX)
+            source = best if tf.io.gfile.exists(best + ".index") \
+                else self.options.init_checkpoint
+            if not source:
+                raise errors.UserValueError("--export_dir without training needs "
+                                            "model.ckpt-best in --output_dir or an "
+                                            "--init_checkpoint")
+            checkpoints.restore_for_training(model, source)
+        else:
+            load_best_weights(model, self.options.output_dir)
+        for export_format, exporter in self.exporters().items():
+            if export_format in self.options.export_format:
+                self.results.update(exporter(model) or {})
+        self.results["export_dir"] = self.options.export_dir

@@ -18,56 +18,49 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import checkpoints, export, fileio, finetuning, tokenization
-from albert_tf.training import distribute, run_dir
-from albert_tf.kernels import fused_ops
+from albert_tf import export, fileio, finetuning, tokenization
+from albert_tf.finetuning import predict
+from albert_tf.finetuning.options import FinetuningOptions, TaskOptions
+from albert_tf.training import run_dir
 from albert_tf.export import onnx as onnx_export
-from albert_tf.config import AlbertConfig
 from albert_tf.modeling.models import AlbertClassifier, classifier_losses
 from albert_tf.tasks.classification import clue, glue
 
 
-@dataclasses.dataclass
-class GlueOptions:
-    """Everything `run_glue` needs besides the shared fine-tuning options.
+@dataclasses.dataclass(kw_only=True)
+class GlueOptions(TaskOptions):
+    """run_classifier.py's settings (defaults: the original's flags).
 
-    `task_name`: a key of `glue.TASKS` or `clue.TASKS`, or "custom" (then
-    `custom` is required). The vocabulary: `spm_model_file` (SentencePiece)
-    or `vocab_file` (WordPiece); SentencePiece wins when both are given, as
-    in the original. Batch sizes are global. `classifier_dropout` is the
-    dropout on the pooled output (the original's fixed 0.1).
+    `task_name`: a key of `glue.TASKS` or `clue.TASKS`, or "custom" (then `custom` is
+    required). `classifier_dropout` is the dropout on the pooled output (the original's
+    fixed 0.1). Feature caches go to `cached_dir` (default output_dir).
+    `finetuning`: the run's options as a separate object, the older spelling: when given,
+    its fields replace the run fields here (output_dir may then be left out).
     """
 
     task_name: str
     data_dir: str
-    albert_config: AlbertConfig
-    finetuning: finetuning.FinetuningOptions
-    spm_model_file: Optional[str] = None
-    vocab_file: Optional[str] = None
+    output_dir: str = ""
     cached_dir: Optional[str] = None
-    do_lower_case: bool = True
-    max_seq_length: int = 512
-    eval_batch_size: int = 8
-    predict_batch_size: int = 8
     classifier_dropout: float = 0.1
-    export_dir: Optional[str] = None
-    export_layer_norm: str = "auto"
-    export_format: Tuple[str, ...] = onnx_export.DEFAULT_EXPORT_FORMATS
-    export_int8: bool = False
     custom: Optional[glue.CustomTaskOptions] = None
+    finetuning: Optional[FinetuningOptions] = None
+
+    def __post_init__(self):
+        if self.finetuning is not None:
+            for field in dataclasses.fields(FinetuningOptions):
+                setattr(self, field.name, getattr(self.finetuning, field.name))
+            self.finetuning = None  # one copy of each option: the fields above
 
     def validate(self, num_replicas: int) -> None:
         """Raises ValueError naming the flag that is wrong."""
-        fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
-        onnx_export.check_export_formats(self.export_format, self.export_int8,
-                                         mixed_precision=self.finetuning.mixed_precision,
-                                         export_dir=self.export_dir)
+        self.validate_task_options(num_replicas)
         name = self.task_name.lower()
         if name != glue.CUSTOM_TASK and name not in glue.TASKS and name not in clue.TASKS:
             raise ValueError(f"--task_name {self.task_name!r} is not one of "
@@ -77,24 +70,11 @@ class GlueOptions:
             raise ValueError("--task_name=custom needs --text_a_column and --label_column")
         if not self.data_dir:
             raise ValueError("--data_dir is required")
-        if not self.spm_model_file and not self.vocab_file:
-            raise ValueError("give --spm_model_file (SentencePiece) or --vocab_file (WordPiece)")
-        # The vocabulary file is not read when a SentencePiece model is given (the original's rule).
-        for flag in ("spm_model_file",) if self.spm_model_file else ("vocab_file",):
-            path = getattr(self, flag)
-            if not tf.io.gfile.exists(path):
-                raise ValueError(f"--{flag} {path!r} does not exist")
-        limit = self.albert_config.max_position_embeddings
-        if self.max_seq_length > limit:
-            raise ValueError(f"--max_seq_length {self.max_seq_length} exceeds the config's "
-                             f"max_position_embeddings {limit}")
+        if not self.output_dir:
+            raise ValueError("--output_dir is required")
+        self.check_vocabulary_exists()
         if self.max_seq_length < 3:
             raise ValueError(f"--max_seq_length must be at least 3, got {self.max_seq_length}")
-        for flag in ("eval_batch_size", "predict_batch_size"):
-            value = getattr(self, flag)
-            if value <= 0 or value % num_replicas:
-                raise ValueError(f"--{flag} {value} must be a positive multiple of the number "
-                                 f"of replicas ({num_replicas})")
         if not 0.0 <= self.classifier_dropout < 1.0:
             raise ValueError(f"--classifier_dropout must be in [0, 1), got "
                              f"{self.classifier_dropout}")
@@ -125,24 +105,12 @@ class GlueTask(finetuning.ExampleMeanTask):
 def predict_logits(strategy: tf.distribute.Strategy, model, data: tf.data.Dataset,
                    num_examples: int, what: str = "examples") -> np.ndarray:
     """float32 logits [num_examples, K] of a padded, batched eval dataset, in order."""
-    distributed = strategy.experimental_distribute_dataset(data)
+    def outputs_of(model, batch):
+        inputs = {k: batch[k] for k in export.TOKEN_FEATURES}
+        return {"logits": tf.cast(model(inputs, training=False)["logits"], tf.float32)}
 
-    @tf.function
-    def step(features):
-        def replica(batch):
-            inputs = {k: batch[k] for k in export.TOKEN_FEATURES}
-            return tf.cast(model(inputs, training=False)["logits"], tf.float32)
-        return strategy.gather(strategy.run(replica, args=(features,)), axis=0)
-
-    chunks: List[np.ndarray] = []
-    done = 0
-    for batch in distributed:
-        chunks.append(step(batch).numpy())
-        done += len(chunks[-1])
-        if len(chunks) % 100 == 0:
-            logging.info("predicted %d of %d %s", min(done, num_examples), num_examples, what)
-    logits = np.concatenate(chunks, axis=0) if chunks else np.zeros([0, 1], np.float32)
-    return logits[:num_examples]
+    outputs = predict.predict_outputs(strategy, model, data, outputs_of, what)
+    return outputs.get("logits", np.zeros([0, 1], np.float32))[:num_examples]
 
 
 def _resolve_task(options: GlueOptions):
@@ -168,9 +136,7 @@ def _resolve_task(options: GlueOptions):
 
 def load_tokenizer(options: GlueOptions):
     """The Python tokenizer of options (SentencePiece when spm_model_file is given)."""
-    return tokenization.load_tokenizer(vocab_file=options.vocab_file,
-                                      spm_model_file=options.spm_model_file,
-                                      do_lower_case=options.do_lower_case)
+    return options.load_tokenizer()
 
 
 def write_predictions(output_dir: str, spec: glue.TaskSpec,
@@ -204,10 +170,7 @@ def write_predictions(output_dir: str, spec: glue.TaskSpec,
 
 def export_classifier(model, options: GlueOptions, spec: glue.TaskSpec) -> str:
     """Saves `model` as a SavedModel (raw-text and token signatures) to options.export_dir."""
-    tokenizer = tokenization.in_graph_tokenizer(vocab_file=options.vocab_file,
-                                                spm_model_file=options.spm_model_file,
-                                                do_lower_case=options.do_lower_case)
-    module = export.ClassifierServingModule(model, tokenizer, options.max_seq_length,
+    module = export.ClassifierServingModule(model, options.in_graph_tokenizer(), options.max_seq_length,
                                             None if spec.is_regression else spec.labels,
                                             pair=spec.is_pair,
                                             layer_norm=options.export_layer_norm)
@@ -238,91 +201,103 @@ def export_classifier_onnx(model, options: GlueOptions, spec: glue.TaskSpec) -> 
         vocab_file=options.vocab_file)
 
 
+class GlueJob(finetuning.FinetuningJob):
+    """run_classifier.py's job: GLUE, CLUE or a custom task; every checkpoint evaluated on
+    the whole dev set, the best kept by the task's metric (matthew_corr for CoLA, pearson
+    for STS-B, eval_accuracy otherwise, as the original)."""
+
+    def validate(self, num_replicas: int) -> None:
+        """Checks the options, then resolves the task they name (its labels, reader, metric)."""
+        self.options.validate(num_replicas)
+        self.spec, self.read, self.clue_task = _resolve_task(self.options)
+        self.metric = self.spec.metric
+        self.regression = self.spec.is_regression
+
+    def identity(self):
+        spec = self.spec
+        return run_dir.RunIdentity.of(run_dir.FINETUNING, spec.name, self.options.albert_config,
+                                      labels=spec.labels, metric=spec.metric)
+
+    def build_model(self, dtype_policy: str = "float32"):
+        return AlbertClassifier(self.options.albert_config,
+                                num_labels=1 if self.regression else len(self.spec.labels),
+                                dropout_rate=self.options.classifier_dropout, dtype=dtype_policy)
+
+    def training_task(self):
+        return GlueTask(self.regression)
+
+    def features_for(self, tokenizer, split: str):
+        """(examples, feature cache path) of a split, the cache built if needed."""
+        examples = self.read(split)
+        if not examples:
+            raise glue.GlueDataError(f"the {split} split of {self.spec.name} has no example")
+        options = self.options
+        path = glue.prepare_features(options.cached_dir or options.output_dir, self.spec, split,
+                                     examples, tokenizer, options.max_seq_length,
+                                     tokenization.vocabulary_fingerprint(tokenizer))
+        return examples, path
+
+    def dataset(self, path: str, batch_size: int, is_training: bool, num_examples: int,
+                seed=None, input_context=None) -> tf.data.Dataset:
+        return glue.dataset(path, self.options.max_seq_length, self.regression, batch_size,
+                            is_training, num_examples, seed, input_context)
+
+    def prepare(self, tokenizer) -> None:
+        options = self.options
+        if options.do_train:
+            examples, path = self.features_for(tokenizer, "train")
+            logging.info("training on %d examples, batch %d, %d steps", len(examples),
+                         options.train_batch_size, options.train_step)
+
+            def train_dataset_fn(input_context):
+                per_replica = (input_context.get_per_replica_batch_size(options.train_batch_size)
+                               if input_context else options.train_batch_size)
+                return self.dataset(path, per_replica, True, len(examples), options.seed,
+                                    input_context)
+            self.train_dataset_fn = train_dataset_fn
+        if options.do_eval:
+            self.evaluate_fn = self.evaluator(*self.features_for(tokenizer, "dev"))
+        if options.do_predict:
+            self.predict_fn = self.predictor(*self.features_for(tokenizer, "test"))
+
+    def evaluator(self, examples, path):
+        """evaluate_fn(model, step) -> the task's metrics on the dev set."""
+        gold = np.array([e.label for e in examples], np.float64 if self.regression else object)
+        if not self.regression:
+            index = {label: i for i, label in enumerate(self.spec.labels)}
+            gold = np.array([index[label] for label in gold], np.int64)
+
+        def evaluate_fn(model, step):
+            data = self.dataset(path, self.options.eval_batch_size, False, len(examples))
+            logits = predict_logits(self.strategy, model, data, len(examples), "dev examples")
+            metrics = glue.compute_metrics(self.spec, logits, gold)
+            metrics["eval_examples"] = len(examples)
+            return metrics
+        return evaluate_fn
+
+    def predictor(self, examples, path):
+        """predict_fn(model) -> logits of the test set, written as the submission files."""
+        def predict_fn(model):
+            data = self.dataset(path, self.options.predict_batch_size, False, len(examples))
+            logits = predict_logits(self.strategy, model, data, len(examples), "test examples")
+            if not self.chief:
+                return {"logits": logits}
+            written = write_predictions(self.options.output_dir, self.spec, examples, logits,
+                                        self.clue_task)
+            return dict(written, logits=logits)
+        return predict_fn
+
+    def exporters(self):
+        return {"saved_model": self.export_saved_model, "onnx": self.export_onnx}
+
+    def export_saved_model(self, model) -> None:
+        export_classifier(model, self.options, self.spec)
+
+    def export_onnx(self, model) -> Dict[str, str]:
+        return export_classifier_onnx(model, self.options, self.spec)
+
+
 def run_glue(options: GlueOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
     """Trains / evaluates / predicts / exports as configured; returns run_finetuning's dict
     (plus "export_dir" when exported)."""
-    strategy = strategy or tf.distribute.get_strategy()
-    options.validate(strategy.num_replicas_in_sync)
-    ft = options.finetuning
-    spec, read, clue_task = _resolve_task(options)
-    # Another task's (or model's) run in --output_dir is refused before anything is written.
-    identity = run_dir.RunIdentity.of(run_dir.FINETUNING, spec.name, options.albert_config,
-                                      labels=spec.labels, metric=spec.metric)
-    run_dir.check_output_dir(ft.output_dir, identity)
-    tokenizer = load_tokenizer(options)
-    # A vocabulary of another model (e.g. the Chinese vocab.txt with an English
-    # checkpoint) would train silently on the wrong embeddings: sizes must agree.
-    checkpoints.check_vocab_size(tokenizer, options.albert_config, "--albert_config_file",
-                                 ft.init_checkpoint)
-    vocab = tokenization.vocabulary_fingerprint(tokenizer)
-    cached_dir = options.cached_dir or ft.output_dir
-    seq_length, regression = options.max_seq_length, spec.is_regression
-
-    def features_for(split):
-        examples = read(split)
-        if not examples:
-            raise glue.GlueDataError(f"the {split} split of {spec.name} has no example")
-        path = glue.prepare_features(cached_dir, spec, split, examples, tokenizer, seq_length,
-                                         vocab)
-        return examples, path
-
-    train_dataset_fn = evaluate_fn = predict_fn = None
-    if ft.do_train:
-        train_examples, train_path = features_for("train")
-        logging.info("training on %d examples, batch %d, %d steps", len(train_examples),
-                     ft.train_batch_size, ft.train_step)
-
-        def train_dataset_fn(input_context):
-            per_replica = (input_context.get_per_replica_batch_size(ft.train_batch_size)
-                           if input_context else ft.train_batch_size)
-            return glue.dataset(train_path, seq_length, regression, per_replica, True,
-                                len(train_examples), ft.seed, input_context)
-
-    if ft.do_eval:
-        dev_examples, dev_path = features_for("dev")
-        dev_labels = np.array([e.label for e in dev_examples],
-                              np.float64 if regression else object)
-        if not regression:
-            index = {label: i for i, label in enumerate(spec.labels)}
-            dev_labels = np.array([index[label] for label in dev_labels], np.int64)
-
-        def evaluate_fn(model, step):
-            data = glue.dataset(dev_path, seq_length, regression, options.eval_batch_size, False,
-                                len(dev_examples))
-            logits = predict_logits(strategy, model, data, len(dev_examples), "dev examples")
-            metrics = glue.compute_metrics(spec, logits, dev_labels)
-            metrics["eval_examples"] = len(dev_examples)
-            return metrics
-
-    if ft.do_predict:
-        test_examples, test_path = features_for("test")
-
-        def predict_fn(model):
-            data = glue.dataset(test_path, seq_length, regression, options.predict_batch_size, False,
-                                len(test_examples))
-            logits = predict_logits(strategy, model, data, len(test_examples),
-                                    "test examples")
-            if not distribute.is_chief(strategy):
-                return {"logits": logits}
-            written = write_predictions(ft.output_dir, spec, test_examples, logits, clue_task)
-            return dict(written, logits=logits)
-
-    def build_model(dtype):
-        return AlbertClassifier(options.albert_config, num_labels=1 if regression
-                                else len(spec.labels), dropout_rate=options.classifier_dropout,
-                                dtype=dtype)
-
-    results = finetuning.run_finetuning(
-        ft, build_model, GlueTask(regression), spec.metric, train_dataset_fn=train_dataset_fn,
-        evaluate_fn=evaluate_fn, predict_fn=predict_fn, strategy=strategy, identity=identity)
-    if options.export_dir and distribute.is_chief(strategy):
-        model = results["model"]
-        best = os.path.join(ft.output_dir, finetuning.BEST_PREFIX)
-        if tf.io.gfile.exists(best + ".index"):
-            checkpoints.load_tf1_checkpoint(model, best)
-        if "saved_model" in options.export_format:
-            export_classifier(model, options, spec)
-        if "onnx" in options.export_format:
-            results.update(export_classifier_onnx(model, options, spec))
-        results["export_dir"] = options.export_dir
-    return results
+    return GlueJob(options, strategy).run()

@@ -30,16 +30,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.errors import UserValueError
 from albert_tf import fileio, finetuning, training
-from albert_tf.kernels import fused_ops
-from albert_tf.export import onnx as onnx_export
+from albert_tf.finetuning import predict
+from albert_tf.finetuning.options import TaskOptions
 from albert_tf.training import run_dir
 from albert_tf.config import AlbertConfig
 from albert_tf.modeling.models import AlbertMultipleChoice, multiple_choice_losses
@@ -58,8 +57,8 @@ class RaceTask(training.Task):
     The loss is the mean over the real examples of the global batch (the
     original's `reduce_mean`; training batches have no padding). Metric sums
     give accuracy overall and per level (`levels`: level_ids 0 = middle,
-    1 = high; C3's ("m", "d")). With `masked` (C3) the choices outside the
-    features' `choice_mask` are masked before the loss and the argmax.
+    1 = high; C3's ("m", "d")). `masked` (C3): the features carry a `choice_mask`,
+    with which the model masks absent choices before the loss and the argmax.
     """
 
     def __init__(self, levels=race.LEVELS, masked: bool = False):
@@ -72,9 +71,7 @@ class RaceTask(training.Task):
         return {"examples": tf.reduce_sum(tf.cast(features["is_real_example"], tf.float32))}
 
     def loss(self, model, features, normalizers, training):
-        outputs = model(features, training=training)
-        if self.masked:
-            outputs = race_export.masked_outputs(outputs, features["choice_mask"])
+        outputs = model(features, training=training)  # masks by features["choice_mask"]
         losses = multiple_choice_losses(outputs, features)["per_example_loss"]
         weights = tf.cast(features["is_real_example"], tf.float32)
         correct = tf.cast(tf.equal(outputs["predictions"], features["label_ids"]),
@@ -101,26 +98,17 @@ class RaceTask(training.Task):
         return metrics
 
 
-@dataclasses.dataclass
-class RaceOptions:
+@dataclasses.dataclass(kw_only=True)
+class RaceOptions(TaskOptions):
     """run_race.py's settings (defaults: the original run_race.py flags).
 
     task_name: "race" or "c3" (`max_qa_length`, `high_only` and `middle_only` are
-    RACE's only). The vocabulary: `spm_model_file` (SentencePiece) or `vocab_file`
-    (WordPiece); SentencePiece wins when both are given, as in the original.
-    Cache paths default to `<output_dir>/<task>_{train,dev,<predict_split>}.tf_record`.
-    `predict_split` is the split --do_predict reads ("test" as the original).
-    `export_dir`: when set, a SavedModel with token-id and raw-text signatures is
-    written there from the best weights.
+    RACE's only). Cache paths default to `<output_dir>/<task>_{train,dev,<predict_split>}
+    .tf_record`. `predict_split` is the split --do_predict reads ("test" as the original).
     """
 
     data_dir: str
-    albert_config: AlbertConfig
-    spm_model_file: Optional[str]
-    output_dir: str
-    init_checkpoint: Optional[str] = None
-    init_from_group0: bool = False
-    do_lower_case: bool = True
+    task_name: str = "race"
     dropout_prob: float = 0.1
     max_seq_length: int = 512
     max_qa_length: int = 128
@@ -128,42 +116,21 @@ class RaceOptions:
     middle_only: bool = False
     do_train: bool = True
     do_eval: bool = True
-    do_predict: bool = False
-    train_batch_size: int = 32
-    eval_batch_size: int = 8
-    predict_batch_size: int = 8
     learning_rate: float = 1e-5
     train_step: int = 12000
     warmup_step: int = 1000
     save_checkpoints_steps: int = 100
-    keep_checkpoint_max: int = 5
-    iterations_per_loop: int = 1000
-    optimizer: str = "adamw"
     train_file: Optional[str] = None
     eval_file: Optional[str] = None
     predict_file: Optional[str] = None
     predict_split: str = "test"
-    export_dir: Optional[str] = None
-    export_layer_norm: str = "auto"
-    export_format: Tuple[str, ...] = onnx_export.DEFAULT_EXPORT_FORMATS
-    export_int8: bool = False
-    mixed_precision: str = "float32"
-    jit_compile: bool = False
-    gradient_accumulation_steps: int = 1
-    seed: Optional[int] = None
-    vocab_file: Optional[str] = None
-    task_name: str = "race"
 
-    def validate(self) -> None:
-        fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
-        onnx_export.check_export_formats(self.export_format, self.export_int8,
-                                         mixed_precision=self.mixed_precision,
-                                         export_dir=self.export_dir)
+    def validate(self, num_replicas: int = 1) -> None:
+        """Raises ValueError naming the flag that is wrong."""
+        self.validate_task_options(num_replicas)
         if self.task_name not in TASKS:
             raise ValueError(f"--task_name must be one of {', '.join(TASKS)}, got "
                              f"{self.task_name!r}")
-        if not self.spm_model_file and not self.vocab_file:
-            raise ValueError("give --spm_model_file (SentencePiece) or --vocab_file (WordPiece)")
         if self.task_name == "c3":
             if self.high_only or self.middle_only:
                 raise ValueError("--high_only and --middle_only are RACE's levels; C3 reads "
@@ -172,16 +139,8 @@ class RaceOptions:
         else:
             race.levels_for(self.high_only, self.middle_only)
             race.validate_lengths(self.max_seq_length, self.max_qa_length)
-        if self.max_seq_length > self.albert_config.max_position_embeddings:
-            raise ValueError(
-                f"--max_seq_length {self.max_seq_length} exceeds the model's "
-                f"max_position_embeddings {self.albert_config.max_position_embeddings} "
-                "(--albert_config_file)")
         if not 0.0 <= self.dropout_prob < 1.0:
             raise ValueError(f"--dropout_prob must be in [0, 1), got {self.dropout_prob}")
-        for name in ("eval_batch_size", "predict_batch_size"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"--{name} must be positive, got {getattr(self, name)}")
         if self.predict_split not in race.SPLITS:
             raise ValueError(f"--predict_split must be one of {', '.join(race.SPLITS)}, got "
                              f"{self.predict_split!r}")
@@ -201,9 +160,6 @@ class RaceOptions:
         return given or os.path.join(self.output_dir,
                                      f"{self.task_name}_{self.split_of(purpose)}.tf_record")
 
-    def finetuning_options(self) -> finetuning.FinetuningOptions:
-        return finetuning.FinetuningOptions.from_fields(self)
-
 
 def build_model(config: AlbertConfig, dropout_prob: float,
                 dtype_policy: str = "float32") -> AlbertMultipleChoice:
@@ -216,29 +172,19 @@ def predict_probabilities(strategy: tf.distribute.Strategy, model, path: str,
                           max_seq_length: int, batch_size: int, num_examples: int,
                           masked: bool = False) -> np.ndarray:
     """Probabilities float32 [num_examples, 4] of a cached split, in example order
-    (`masked`: C3's records, padding options get probability 0)."""
+    (`masked`: C3's records, whose `choice_mask` gives padding options probability 0)."""
     ds = race.dataset(path, max_seq_length, batch_size, is_training=False,
                       num_examples=num_examples, choice_mask=masked)
-    dist = strategy.experimental_distribute_dataset(ds)
 
-    @tf.function
-    def step(features):
-        def replica(features):
-            outputs = model(features, training=False)
-            if masked:
-                outputs = race_export.masked_outputs(outputs, features["choice_mask"])
-            return features["example_index"], tf.cast(outputs["probabilities"], tf.float32)
-        index, probs = strategy.run(replica, args=(features,))
-        return strategy.gather(index, axis=0), strategy.gather(probs, axis=0)
+    def outputs_of(model, features):
+        probabilities = model(features, training=False)["probabilities"]
+        return {"index": features["example_index"],
+                "probabilities": tf.cast(probabilities, tf.float32)}
 
+    outputs = predict.predict_outputs(strategy, model, ds, outputs_of, "questions")
     result = np.full((num_examples, race.NUM_CHOICES), np.nan, np.float32)
-    done = 0
-    for features in dist:
-        index, probs = step(features)
-        index, probs = index.numpy(), probs.numpy()
-        real = index >= 0
-        result[index[real]] = probs[real]
-        done += int(real.sum())
+    real = outputs["index"] >= 0  # the padding examples of the last batch have index -1
+    result[outputs["index"][real]] = outputs["probabilities"][real]
     missing = np.isnan(result).any(axis=1)
     if missing.any():
         raise RuntimeError(f"{path}: no prediction for {int(missing.sum())} of {num_examples} "
@@ -304,112 +250,101 @@ def write_predictions(output_dir: str, examples: Sequence, probabilities: np.nda
     return accuracies
 
 
-def run_race(options: RaceOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
-    """Runs the job; returns run_finetuning's results plus `predict_accuracy` and `export_dir`."""
-    from albert_tf import checkpoints, tokenization
-    from albert_tf.training import distribute
+class RaceJob(finetuning.FinetuningJob):
+    """run_race.py's job: RACE or C3 (`options.task_name`), best checkpoint by dev accuracy."""
 
-    strategy = strategy or tf.distribute.get_strategy()
-    options.validate()
-    tokenizer = tokenization.load_tokenizer(vocab_file=options.vocab_file,
-                                            spm_model_file=options.spm_model_file,
-                                            do_lower_case=options.do_lower_case)
-    # A vocabulary of another model (e.g. the Chinese vocab.txt with an English
-    # checkpoint) would train silently on the wrong embeddings: sizes must agree.
-    checkpoints.check_vocab_size(tokenizer, options.albert_config, "--albert_config_file",
-                                 options.init_checkpoint)
-    # Another task's (or model's) run in --output_dir is refused before anything is written.
-    identity = run_dir.RunIdentity.of(run_dir.FINETUNING, options.task_name,
-                                      options.albert_config, metric=METRIC)
-    run_dir.check_output_dir(options.output_dir, identity)
-    chief = distribute.is_chief(strategy)
-    is_c3 = options.task_name == "c3"
-    name = "C3" if is_c3 else "RACE"
-    seq = options.max_seq_length
+    metric = METRIC
 
-    def cached(purpose, shuffle_seed=None):
-        split = options.split_of(purpose)
-        path = options.cache_path(purpose)
-        # Every worker prepares the cache: workers may not share a file system, and
-        # on a shared one they write identical bytes through atomic renames.
-        if is_c3:
+    def __init__(self, options: RaceOptions, strategy=None):
+        super().__init__(options, strategy)
+        self.is_c3 = options.task_name == "c3"
+        self.task = RaceTask(c3.SUBSETS, masked=True) if self.is_c3 else RaceTask()
+
+    def identity(self):
+        return run_dir.RunIdentity.of(run_dir.FINETUNING, self.options.task_name,
+                                      self.options.albert_config, metric=METRIC)
+
+    def validate(self, num_replicas: int) -> None:
+        self.options.validate(num_replicas)
+
+    def build_model(self, dtype_policy: str = "float32"):
+        return build_model(self.options.albert_config, self.options.dropout_prob, dtype_policy)
+
+    def training_task(self):
+        return self.task
+
+    def cached(self, tokenizer, purpose: str, shuffle_seed=None):
+        """(examples, cache path) of the split read for `purpose`, the cache built if needed.
+
+        Every worker prepares the cache: workers may not share a file system, and on a
+        shared one they write identical bytes through atomic renames.
+        """
+        options = self.options
+        split, path = options.split_of(purpose), options.cache_path(purpose)
+        if self.is_c3:
             examples = c3.read_examples(options.data_dir, split)
-            c3.prepare_cache(path, examples, tokenizer, seq, shuffle_seed)
+            c3.prepare_cache(path, examples, tokenizer, options.max_seq_length, shuffle_seed)
         else:
             examples = race.read_examples(options.data_dir, split, options.do_lower_case,
                                           high_only=options.high_only,
                                           middle_only=options.middle_only,
                                           normalize=tokenizer.preprocess)
-            race.prepare_cache(path, examples, tokenizer, seq, options.max_qa_length,
-                               shuffle_seed)
+            race.prepare_cache(path, examples, tokenizer, options.max_seq_length,
+                               options.max_qa_length, shuffle_seed)
         return examples, path
 
-    train_fn = evaluate_fn = predict_fn = None
-    if options.do_train:
-        train_examples, train_path = cached("train", race.TRAIN_SHUFFLE_SEED)
-        logging.info("%s training: %d examples, batch %d, %d steps", name, len(train_examples),
-                     options.train_batch_size, options.train_step)
+    def prepare(self, tokenizer) -> None:
+        options, seq, is_c3 = self.options, self.options.max_seq_length, self.is_c3
+        if options.do_train:
+            examples, train_path = self.cached(tokenizer, "train", race.TRAIN_SHUFFLE_SEED)
+            logging.info("%s training: %d examples, batch %d, %d steps",
+                         "C3" if is_c3 else "RACE", len(examples), options.train_batch_size,
+                         options.train_step)
+            self.train_dataset_fn = lambda input_context: race.dataset(
+                train_path, seq, options.train_batch_size // options.gradient_accumulation_steps,
+                is_training=True, input_context=input_context, seed=options.seed,
+                choice_mask=is_c3)
+        if options.do_eval:
+            dev_examples, dev_path = self.cached(tokenizer, "eval")
+            task = self.task
 
-        def train_fn(input_context):
-            batch = options.train_batch_size // options.gradient_accumulation_steps
-            return race.dataset(train_path, seq, batch, is_training=True,
-                                input_context=input_context, seed=options.seed,
-                                choice_mask=is_c3)
-
-    task = RaceTask(c3.SUBSETS, masked=True) if is_c3 else RaceTask()
-    if options.do_eval:
-        dev_examples, dev_path = cached("eval")
-
-        def evaluate_fn(model, step):
             def dataset_fn(input_context):
                 return race.dataset(dev_path, seq, options.eval_batch_size, is_training=False,
                                     num_examples=len(dev_examples), input_context=input_context,
                                     choice_mask=is_c3)
-            return training.evaluate(strategy, model, task, dataset_fn, task.metric_names)
+            self.evaluate_fn = lambda model, step: training.evaluate(
+                self.strategy, model, task, dataset_fn, task.metric_names)
+        if options.do_predict:
+            predict_examples, predict_path = self.cached(tokenizer, "predict")
+            self.predict_fn = lambda model: self.write_predictions(
+                predict_examples, predict_probabilities(
+                    self.strategy, model, predict_path, seq, options.predict_batch_size,
+                    len(predict_examples), masked=is_c3))
 
-    results: Dict = {}
-    if options.do_predict:
-        predict_examples, predict_path = cached("predict")
+    def write_predictions(self, examples, probabilities: np.ndarray) -> np.ndarray:
+        if self.chief:
+            self.results["predict_accuracy"] = write_predictions(
+                self.options.output_dir, examples, probabilities, self.options.task_name)
+        return probabilities
 
-        def predict_fn(model):
-            probs = predict_probabilities(strategy, model, predict_path, seq,
-                                          options.predict_batch_size, len(predict_examples),
-                                          masked=is_c3)
-            if chief:
-                results["predict_accuracy"] = write_predictions(
-                    options.output_dir, predict_examples, probs, options.task_name)
-            return probs
+    def exporters(self):
+        return {"saved_model": self.export_saved_model, "onnx": self.export_onnx}
 
-    def make_model(dtype_policy):
-        return build_model(options.albert_config, options.dropout_prob, dtype_policy)
+    def export_saved_model(self, model) -> None:
+        options = self.options
+        race_export.export_saved_model(
+            model, options.export_dir, options.spm_model_file, options.max_seq_length,
+            options.max_qa_length, options.do_lower_case, options.export_layer_norm,
+            vocab_file=options.vocab_file, task_name=options.task_name)
 
-    if options.do_train or options.do_eval or options.do_predict:
-        results.update(finetuning.run_finetuning(
-            options.finetuning_options(), make_model, task, METRIC, train_dataset_fn=train_fn,
-            evaluate_fn=evaluate_fn, predict_fn=predict_fn, strategy=strategy,
-            identity=identity))
-    if options.export_dir and chief:
-        model = results.get("model")
-        best = os.path.join(options.output_dir, finetuning.BEST_PREFIX)
-        if model is None:
-            model = build_model(options.albert_config, options.dropout_prob)
-            model.build()
-            source = best if tf.io.gfile.exists(best + ".index") else options.init_checkpoint
-            if not source:
-                raise UserValueError("--export_dir without training needs model.ckpt-best in "
-                                 "--output_dir or an --init_checkpoint")
-            checkpoints.restore_for_training(model, source)
-        elif tf.io.gfile.exists(best + ".index"):
-            checkpoints.load_tf1_checkpoint(model, best)
-        if "saved_model" in options.export_format:
-            race_export.export_saved_model(
-                model, options.export_dir, options.spm_model_file, options.max_seq_length,
-                options.max_qa_length, options.do_lower_case, options.export_layer_norm,
-                vocab_file=options.vocab_file, task_name=options.task_name)
-        if "onnx" in options.export_format:
-            results.update(race_export.export_onnx(
-                model, options.export_dir, options.task_name, options.max_seq_length,
-                options.max_qa_length, options.do_lower_case, int8=options.export_int8,
-                spm_model_file=options.spm_model_file, vocab_file=options.vocab_file))
-        results["export_dir"] = options.export_dir
-    return results
+    def export_onnx(self, model) -> Dict[str, str]:
+        options = self.options
+        return race_export.export_onnx(
+            model, options.export_dir, options.task_name, options.max_seq_length,
+            options.max_qa_length, options.do_lower_case, int8=options.export_int8,
+            spm_model_file=options.spm_model_file, vocab_file=options.vocab_file)
+
+
+def run_race(options: RaceOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
+    """Runs the job; returns run_finetuning's results plus `predict_accuracy` and `export_dir`."""
+    return RaceJob(options, strategy).run()

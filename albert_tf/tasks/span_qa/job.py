@@ -33,19 +33,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from albert_tf.errors import UserValueError, check_file
-from albert_tf import checkpoints, fileio, finetuning, tokenization
-from albert_tf.kernels import fused_ops
-from albert_tf.export import onnx as onnx_export
+from albert_tf import fileio, finetuning, tokenization
 from albert_tf.training import run_dir
-from albert_tf.config import AlbertConfig
 from albert_tf.modeling.models import AlbertSpanLabeler, AlbertSquadV2
+from albert_tf.finetuning import predict
+from albert_tf.finetuning.options import TaskOptions
+from albert_tf.tasks.span_qa import export as squad_export
 from albert_tf.tasks.span_qa import (data as squad_data, features as squad_features,
                                      metrics as squad_metrics, postprocess as squad_postprocess)
 
@@ -89,37 +89,25 @@ def _nll(log_probs, positions):
     return -tf.squeeze(tf.gather(tf.cast(log_probs, tf.float32), positions, batch_dims=1), -1)
 
 
-@dataclasses.dataclass
-class SquadOptions:
+@dataclasses.dataclass(kw_only=True)
+class SquadOptions(TaskOptions):
     """run_squad.py's flags (the original's names and defaults).
 
-    `spm_model_file` or `vocab_file` (see the module docstring); pass
-    spm_model_file=None for a WordPiece vocabulary.
+    `spm_model_file` or `vocab_file` (see the module docstring). The training steps are
+    derived from `num_train_epochs` and `warmup_proportion` (the original's flags), so
+    `train_step` / `warmup_step` are not read; there is no separate evaluation: every
+    checkpoint is scored on `predict_file` when it has gold answers.
     """
 
-    albert_config: AlbertConfig
-    spm_model_file: Optional[str]
-    output_dir: str
     train_file: Optional[str] = None
     predict_file: Optional[str] = None
     train_feature_file: Optional[str] = None
     predict_feature_file: Optional[str] = None
-    init_checkpoint: Optional[str] = None
-    init_from_group0: bool = False
-    do_lower_case: bool = True
     max_seq_length: int = 384
     doc_stride: int = 128
     max_query_length: int = 64
-    do_train: bool = False
-    do_predict: bool = False
-    train_batch_size: int = 32
-    predict_batch_size: int = 8
-    learning_rate: float = 5e-5
     num_train_epochs: float = 3.0
     warmup_proportion: float = 0.1
-    save_checkpoints_steps: int = 1000
-    keep_checkpoint_max: int = 5
-    iterations_per_loop: int = 1000
     n_best_size: int = 20
     max_answer_length: int = 30
     version_2_with_negative: bool = False
@@ -127,25 +115,11 @@ class SquadOptions:
     end_n_top: int = 5
     dropout_prob: float = 0.1
     null_score_diff_threshold: Optional[float] = None
-    optimizer: str = "adamw"
-    mixed_precision: str = "float32"
-    jit_compile: bool = False
-    gradient_accumulation_steps: int = 1
-    seed: Optional[int] = None
-    export_dir: Optional[str] = None
-    export_layer_norm: str = "auto"
-    export_format: Tuple[str, ...] = onnx_export.DEFAULT_EXPORT_FORMATS
-    export_int8: bool = False
-    vocab_file: Optional[str] = None
     metric: str = "auto"
 
-    def validate(self) -> None:
-        fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
-        onnx_export.check_export_formats(self.export_format, self.export_int8,
-                                         mixed_precision=self.mixed_precision,
-                                         export_dir=self.export_dir)
-        if not self.spm_model_file and not self.vocab_file:
-            raise ValueError("give --spm_model_file (SentencePiece) or --vocab_file (WordPiece)")
+    def validate(self, num_replicas: int = 1) -> None:
+        """Raises ValueError naming the flag that is wrong."""
+        self.validate_task_options(num_replicas)
         if self.metric not in METRICS:
             raise ValueError(f"--metric must be one of {', '.join(METRICS)}, got {self.metric!r}")
         if self.metric == "cmrc2018" and self.version_2_with_negative:
@@ -161,9 +135,6 @@ class SquadOptions:
             check_file(self.train_file, "--train_file", "SQuAD JSON file")
         if self.do_predict:
             check_file(self.predict_file, "--predict_file", "SQuAD JSON file")
-        if self.max_seq_length > self.albert_config.max_position_embeddings:
-            raise ValueError(f"--max_seq_length {self.max_seq_length} exceeds the model's "
-                             f"max_position_embeddings {self.albert_config.max_position_embeddings}")
         for name in ("n_best_size", "max_answer_length", "start_n_top", "end_n_top",
                      "predict_batch_size"):
             if getattr(self, name) <= 0:
@@ -191,11 +162,8 @@ def build_model(options: SquadOptions, dtype_policy: str = "float32"):
 
 
 def load_tokenizer(options: SquadOptions) -> tokenization.Tokenizer:
-    """The Python tokenizer of options (SentencePiece when spm_model_file is given); its
-    errors are TokenizerErrors, user errors naming the flag."""
-    return tokenization.load_tokenizer(vocab_file=options.vocab_file,
-                                       spm_model_file=options.spm_model_file,
-                                       do_lower_case=options.do_lower_case)
+    """The Python tokenizer of options (SentencePiece when spm_model_file is given)."""
+    return options.load_tokenizer()
 
 
 def resolve_metric(metric: str, dataset: list, version_2_with_negative: bool) -> str:
@@ -247,30 +215,16 @@ def predict_raw(model, path: str, max_seq_length: int, batch_size: int, v2: bool
     names = V2_OUTPUTS if v2 else V1_OUTPUTS
     ds = tf.data.TFRecordDataset(path).batch(batch_size).map(
         lambda s: squad_features.parse_features(s, max_seq_length, False))
-    dist = strategy.experimental_distribute_dataset(ds)
 
-    @tf.function
-    def step(features):
-        def replica(features):
-            inputs = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids",
-                                               "p_mask")}
-            outputs = model(inputs, training=False)
-            return [features["unique_ids"]] + [outputs[name] for name in names]
-        values = strategy.run(replica, args=(features,))
-        return [strategy.gather(v, axis=0) for v in values]
+    def outputs_of(model, features):
+        inputs = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids", "p_mask")}
+        outputs = model(inputs, training=False)
+        return dict({name: outputs[name] for name in names}, unique_ids=features["unique_ids"])
 
-    columns = {name: [] for name in ("unique_ids",) + names}
-    count = 0
-    for features in dist:
-        values = step(features)
-        for name, value in zip(columns, values):
-            columns[name].append(value.numpy())
-        count += len(columns["unique_ids"][-1])
-        if len(columns["unique_ids"]) % 50 == 0:
-            logging.info("predicted %d features", count)
-    if not columns["unique_ids"]:
+    outputs = predict.predict_outputs(strategy, model, ds, outputs_of, "features", log_every=50)
+    if "unique_ids" not in outputs:
         raise UserValueError(f"{path}: no features to predict")
-    return {name: np.concatenate(parts) for name, parts in columns.items()}
+    return outputs
 
 
 def score(dataset, predictions: squad_postprocess.SquadPredictions, options: SquadOptions,
@@ -311,136 +265,158 @@ def score(dataset, predictions: squad_postprocess.SquadPredictions, options: Squ
     return answers, metrics
 
 
-def run_squad(options: SquadOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
-    """Runs the job; returns run_finetuning's results plus `predict_metrics` / `paths`."""
-    options.validate()
-    strategy = strategy or tf.distribute.get_strategy()
-    # Another task's (or model's) run in --output_dir is refused before anything is written.
-    identity = run_dir.RunIdentity.of(
-        run_dir.FINETUNING, "squad v2.0" if options.version_2_with_negative else "squad v1.1",
-        options.albert_config, metric=METRIC)
-    run_dir.check_output_dir(options.output_dir, identity)
-    tokenizer = load_tokenizer(options)
-    # Another model's vocabulary (e.g. the Chinese vocab with an English checkpoint) would
-    # train silently on the wrong embeddings: the sizes must agree.
-    checkpoints.check_vocab_size(tokenizer, options.albert_config, "--albert_config_file",
-                                 options.init_checkpoint)
-    v2 = options.version_2_with_negative
-    seq = options.max_seq_length
-    train_fn = evaluate_fn = predict_fn = None
-    train_step, warmup_step = 1, 0
-    if options.do_train:
-        train_examples = squad_data.read_squad_examples(options.train_file, True, v2)
-        train_path = options.train_feature_file or os.path.join(options.output_dir,
-                                                                "train.tf_record")
-        prepare_features(train_path, squad_features.shuffle_for_training(train_examples),
-                         tokenizer, options, True, options.train_file)
-        train_step = max(1, int(len(train_examples) / options.train_batch_size
-                                * options.num_train_epochs))
-        warmup_step = int(train_step * options.warmup_proportion)
-        logging.info("SQuAD training: %d examples, batch %d, %d steps (%d warmup)",
-                     len(train_examples), options.train_batch_size, train_step, warmup_step)
+class SquadJob(finetuning.FinetuningJob):
+    """run_squad.py's job: SQuAD v1.1 / v2.0 or CMRC 2018, best checkpoint by `f1` on
+    predict_file when it has gold answers."""
 
-        def train_fn(input_context):
+    metric = METRIC
+
+    def __init__(self, options: SquadOptions, strategy=None):
+        super().__init__(options, strategy)
+        self.v2 = options.version_2_with_negative
+        self.train_step, self.warmup_step = 1, 0
+
+    def identity(self):
+        task = "squad v2.0" if self.v2 else "squad v1.1"
+        return run_dir.RunIdentity.of(run_dir.FINETUNING, task, self.options.albert_config,
+                                      metric=METRIC)
+
+    def validate(self, num_replicas: int) -> None:
+        self.options.validate(num_replicas)
+
+    def check_weights_to_predict_with(self) -> None:
+        """Prediction alone needs weights: --init_checkpoint or a trained output_dir."""
+        options = self.options
+        if not options.do_train and not options.init_checkpoint and not tf.io.gfile.exists(
+                os.path.join(options.output_dir, finetuning.BEST_PREFIX + ".index")) and \
+                tf.train.latest_checkpoint(os.path.join(options.output_dir,
+                                                        finetuning.CHECKPOINT_SUBDIR)) is None:
+            raise UserValueError(f"--do_predict without --do_train needs --init_checkpoint or a "
+                                 f"trained model in {options.output_dir}")
+
+    def build_model(self, dtype_policy: str = "float32"):
+        return build_model(self.options, dtype_policy)
+
+    def training_task(self):
+        return SquadTask(self.v2)
+
+    def finetuning_options(self):
+        return finetuning.FinetuningOptions.from_fields(
+            self.options, do_eval=self.evaluate_fn is not None, train_step=self.train_step,
+            warmup_step=self.warmup_step)
+
+    def prepare(self, tokenizer) -> None:
+        self.check_weights_to_predict_with()
+        if self.options.do_train:
+            self.prepare_training(tokenizer)
+        if self.options.do_predict:
+            self.prepare_prediction(tokenizer)
+
+    def prepare_training(self, tokenizer) -> None:
+        """The training cache, the step count from the epochs, and train_dataset_fn."""
+        options = self.options
+        examples = squad_data.read_squad_examples(options.train_file, True, self.v2)
+        path = options.train_feature_file or os.path.join(options.output_dir, "train.tf_record")
+        prepare_features(path, squad_features.shuffle_for_training(examples), tokenizer,
+                         options, True, options.train_file)
+        self.train_step = max(1, int(len(examples) / options.train_batch_size
+                                     * options.num_train_epochs))
+        self.warmup_step = int(self.train_step * options.warmup_proportion)
+        logging.info("SQuAD training: %d examples, batch %d, %d steps (%d warmup)",
+                     len(examples), options.train_batch_size, self.train_step, self.warmup_step)
+
+        def train_dataset_fn(input_context):
             batch = options.train_batch_size // options.gradient_accumulation_steps
             if input_context is not None:
                 batch = input_context.get_per_replica_batch_size(batch)
-            return train_dataset(train_path, seq, batch * options.gradient_accumulation_steps,
-                                 input_context, options.seed)
+            return train_dataset(path, options.max_seq_length,
+                                 batch * options.gradient_accumulation_steps, input_context,
+                                 options.seed)
+        self.train_dataset_fn = train_dataset_fn
 
-    has_gold = False
-    results_extra: Dict = {}
-    if options.do_predict:
-        dataset = squad_data.load_squad_json(options.predict_file)
-        predict_examples = squad_data.read_squad_examples(options.predict_file, False, v2,
-                                                          data=dataset)
-        has_gold = any(e.answers or e.is_impossible for e in predict_examples)
-        metric = resolve_metric(options.metric, dataset, v2)
-        predict_path = options.predict_feature_file or os.path.join(options.output_dir,
-                                                                    "predict.tf_record")
-        prepare_features(predict_path, predict_examples, tokenizer, options, False,
+    def prepare_prediction(self, tokenizer) -> None:
+        """The prediction cache; evaluate_fn (each checkpoint scored, when training on data
+        with gold answers) and predict_fn (the best weights' predictions files)."""
+        options = self.options
+        self.dataset = squad_data.load_squad_json(options.predict_file)
+        self.examples = squad_data.read_squad_examples(options.predict_file, False, self.v2,
+                                                       data=self.dataset)
+        self.has_gold = any(e.answers or e.is_impossible for e in self.examples)
+        self.metric_name = resolve_metric(options.metric, self.dataset, self.v2)
+        self.predict_path = options.predict_feature_file or os.path.join(options.output_dir,
+                                                                         "predict.tf_record")
+        prepare_features(self.predict_path, self.examples, tokenizer, options, False,
                          options.predict_file)
-        feature_arrays = squad_features.read_feature_arrays(predict_path, seq)
+        self.feature_arrays = squad_features.read_feature_arrays(self.predict_path,
+                                                                 options.max_seq_length)
+        if self.has_gold and options.do_train:
+            self.evaluate_fn = self.evaluate
+        self.predict_fn = self.predict
 
-        def predictions_of(model):
-            raw = predict_raw(model, predict_path, seq, options.predict_batch_size, v2,
-                              strategy)
-            return squad_postprocess.postprocess(predict_examples, feature_arrays, raw,
-                                                 options.postprocess_options())
+    def predictions_of(self, model) -> squad_postprocess.SquadPredictions:
+        raw = predict_raw(model, self.predict_path, self.options.max_seq_length,
+                          self.options.predict_batch_size, self.v2, self.strategy)
+        return squad_postprocess.postprocess(self.examples, self.feature_arrays, raw,
+                                             self.options.postprocess_options())
 
-        def write(predictions, answers):
-            if distribute_is_chief(strategy):
-                return squad_postprocess.write_predictions(options.output_dir, predictions,
-                                                           answers)
+    def write(self, predictions, answers) -> Dict:
+        if not self.chief:
             return {}
+        return squad_postprocess.write_predictions(self.options.output_dir, predictions,
+                                                   answers)
 
-        if has_gold and options.do_train:
-            def evaluate_fn(model, step):
-                predictions = predictions_of(model)
-                answers, metrics = score(dataset, predictions, options, metric)
-                write(predictions, answers)
-                return metrics
+    def evaluate(self, model, step) -> Dict:
+        predictions = self.predictions_of(model)
+        answers, metrics = score(self.dataset, predictions, self.options, self.metric_name)
+        self.write(predictions, answers)
+        return metrics
 
-        def predict_fn(model):
-            predictions = predictions_of(model)
-            if has_gold:
-                answers, metrics = score(dataset, predictions, options, metric)
-                results_extra["predict_metrics"] = metrics
-                if distribute_is_chief(strategy):
-                    fileio.atomic_write_text(
-                        os.path.join(options.output_dir, "predict_results.json"),
-                        json.dumps(metrics, indent=2) + "\n")
-                logging.info("predictions of the best weights: %s", json.dumps(metrics))
-            else:
-                answers = predictions.answers if not v2 else predictions.with_threshold(
-                    options.null_score_diff_threshold)
-            results_extra["paths"] = write(predictions, answers)
-            results_extra["predictions"] = predictions
-            results_extra["answers"] = answers
-            return answers
+    def predict(self, model):
+        predictions = self.predictions_of(model)
+        if self.has_gold:
+            answers, metrics = score(self.dataset, predictions, self.options, self.metric_name)
+            self.results["predict_metrics"] = metrics
+            if self.chief:
+                fileio.atomic_write_text(
+                    os.path.join(self.options.output_dir, "predict_results.json"),
+                    json.dumps(metrics, indent=2) + "\n")
+            logging.info("predictions of the best weights: %s", json.dumps(metrics))
+        else:
+            answers = predictions.answers if not self.v2 else predictions.with_threshold(
+                self.options.null_score_diff_threshold)
+        self.results.update(paths=self.write(predictions, answers), predictions=predictions,
+                            answers=answers)
+        return answers
 
-    finetune = finetuning.FinetuningOptions.from_fields(
-        options, do_eval=evaluate_fn is not None, train_step=train_step,
-        warmup_step=warmup_step)
-    if not options.do_train and not options.init_checkpoint and not tf.io.gfile.exists(
-            os.path.join(options.output_dir, finetuning.BEST_PREFIX + ".index")) and \
-            tf.train.latest_checkpoint(os.path.join(options.output_dir,
-                                                    finetuning.CHECKPOINT_SUBDIR)) is None:
-        raise UserValueError(f"--do_predict without --do_train needs --init_checkpoint or a "
-                         f"trained model in {options.output_dir}")
-    results = finetuning.run_finetuning(
-        finetune, lambda policy: build_model(options, policy), SquadTask(v2), METRIC,
-        train_dataset_fn=train_fn, evaluate_fn=evaluate_fn, predict_fn=predict_fn,
-        strategy=strategy, identity=identity)
-    results.update(results_extra)
-    if options.export_dir:
-        from albert_tf.tasks.span_qa import export as squad_export
+    def export_options(self) -> squad_export.ExportOptions:
+        """The serving settings: the null threshold given, or the one tuned on predict_file."""
+        options = self.options
+        threshold = options.null_score_diff_threshold
+        if threshold is None and "predict_metrics" in self.results and self.v2:
+            threshold = self.results["predict_metrics"]["null_score_diff_threshold"]
+        return squad_export.ExportOptions(
+            max_seq_length=options.max_seq_length, doc_stride=options.doc_stride,
+            max_query_length=options.max_query_length, do_lower_case=options.do_lower_case,
+            n_best_size=options.n_best_size, max_answer_length=options.max_answer_length,
+            version_2_with_negative=self.v2, null_score_diff_threshold=threshold,
+            layer_norm=options.export_layer_norm)
 
-        if distribute_is_chief(strategy):
-            threshold = options.null_score_diff_threshold
-            if threshold is None and "predict_metrics" in results_extra and v2:
-                threshold = results_extra["predict_metrics"]["null_score_diff_threshold"]
-            export_options = squad_export.ExportOptions(
-                max_seq_length=seq, doc_stride=options.doc_stride,
-                max_query_length=options.max_query_length,
-                do_lower_case=options.do_lower_case, n_best_size=options.n_best_size,
-                max_answer_length=options.max_answer_length,
-                version_2_with_negative=v2, null_score_diff_threshold=threshold,
-                layer_norm=options.export_layer_norm)
-            if "saved_model" in options.export_format:
-                squad_export.export_saved_model(
-                    results["model"], options.export_dir, options.spm_model_file,
-                    vocab_file=options.vocab_file, options=export_options)
-            if "onnx" in options.export_format:
-                results.update(squad_export.export_onnx(
-                    results["model"], options.export_dir, export_options,
-                    int8=options.export_int8,
-                    spm_model_file=options.spm_model_file, vocab_file=options.vocab_file))
-        results["export_dir"] = options.export_dir
-    return results
+    def exporters(self):
+        return {"saved_model": self.export_saved_model, "onnx": self.export_onnx}
+
+    def export_saved_model(self, model) -> None:
+        squad_export.export_saved_model(model, self.options.export_dir,
+                                        self.options.spm_model_file,
+                                        vocab_file=self.options.vocab_file,
+                                        options=self.export_options())
+
+    def export_onnx(self, model) -> Dict[str, str]:
+        return squad_export.export_onnx(model, self.options.export_dir, self.export_options(),
+                                        int8=self.options.export_int8,
+                                        spm_model_file=self.options.spm_model_file,
+                                        vocab_file=self.options.vocab_file)
 
 
-def distribute_is_chief(strategy) -> bool:
-    from albert_tf.training import distribute
-
-    return distribute.is_chief(strategy)
+def run_squad(options: SquadOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
+    """Runs the job; returns run_finetuning's results plus `predict_metrics` / `paths`."""
+    return SquadJob(options, strategy).run()

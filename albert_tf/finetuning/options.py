@@ -1,0 +1,136 @@
+"""The options of a fine-tuning job: the run's (FinetuningOptions) and every task's (TaskOptions).
+
+Configuration flows one way: a CLI's flags -> a task's options (a TaskOptions subclass:
+GlueOptions, SquadOptions, RaceOptions) -> the job. Fields are keyword-only.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Tuple
+
+import tensorflow as tf
+
+from albert_tf import tokenization
+from albert_tf.config import AlbertConfig
+from albert_tf.export import onnx
+from albert_tf.kernels import fused_ops, precision
+
+
+@dataclasses.dataclass(kw_only=True)
+class FinetuningOptions:
+    """Options of a fine-tuning job; defaults are the original run_classifier's flags.
+
+    Batch sizes are global. `train_step` / `warmup_step` count optimizer updates.
+    """
+
+    output_dir: str
+    init_checkpoint: Optional[str] = None
+    init_from_group0: bool = False
+    do_train: bool = False
+    do_eval: bool = False
+    do_predict: bool = False
+    train_batch_size: int = 32
+    learning_rate: float = 5e-5
+    train_step: int = 1000
+    warmup_step: int = 0
+    save_checkpoints_steps: int = 1000
+    keep_checkpoint_max: int = 5
+    iterations_per_loop: int = 1000
+    optimizer: str = "adamw"
+    mixed_precision: str = "float32"
+    jit_compile: bool = False
+    gradient_accumulation_steps: int = 1
+    seed: Optional[int] = None
+
+    @classmethod
+    def from_fields(cls, source, **overrides) -> "FinetuningOptions":
+        """Options taken field by field from a task's own options object `source`.
+
+        Every field not in `overrides` must exist on `source` (AttributeError otherwise).
+        """
+        values = {f.name: getattr(source, f.name) for f in dataclasses.fields(cls)
+                  if f.name not in overrides}
+        values.update(overrides)
+        return cls(**values)
+
+    def validate(self, num_replicas: int) -> None:
+        if not (self.do_train or self.do_eval or self.do_predict):
+            raise ValueError("at least one of --do_train, --do_eval, --do_predict must be set")
+        precision.check(self.mixed_precision)
+        for name in ("train_step", "save_checkpoints_steps", "iterations_per_loop",
+                     "train_batch_size", "gradient_accumulation_steps"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"--{name} must be positive, got {getattr(self, name)}")
+        per_step = num_replicas * self.gradient_accumulation_steps
+        if self.do_train and self.train_batch_size % per_step:
+            raise ValueError(
+                f"--train_batch_size {self.train_batch_size} must be divisible by replicas "
+                f"({num_replicas}) x --gradient_accumulation_steps "
+                f"({self.gradient_accumulation_steps})")
+
+
+@dataclasses.dataclass(kw_only=True)
+class TaskOptions(FinetuningOptions):
+    """What every task family's job needs besides the run: the model's config, the vocabulary,
+    the sequence length, the evaluation batch sizes and the export.
+
+    The vocabulary: `spm_model_file` (SentencePiece, the English models) or `vocab_file`
+    (WordPiece, the Chinese models); SentencePiece wins when both are given, as in the
+    original. Batch sizes are global. `export_dir`: where the best weights are exported as
+    `export_format` ("saved_model", "onnx"), int8 ONNX too with `export_int8`.
+    """
+
+    albert_config: AlbertConfig
+    spm_model_file: Optional[str] = None
+    vocab_file: Optional[str] = None
+    do_lower_case: bool = True
+    max_seq_length: int = 512
+    eval_batch_size: int = 8
+    predict_batch_size: int = 8
+    export_dir: Optional[str] = None
+    export_layer_norm: str = "auto"
+    export_format: Tuple[str, ...] = onnx.DEFAULT_EXPORT_FORMATS
+    export_int8: bool = False
+
+    def validate_task_options(self, num_replicas: int = 1) -> None:
+        """Raises ValueError naming the flag that is wrong (the checks every task shares)."""
+        fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
+        onnx.check_export_formats(self.export_format, self.export_int8,
+                                  mixed_precision=self.mixed_precision,
+                                  export_dir=self.export_dir)
+        if not self.spm_model_file and not self.vocab_file:
+            raise ValueError("give --spm_model_file (SentencePiece) or --vocab_file (WordPiece)")
+        limit = self.albert_config.max_position_embeddings
+        if self.max_seq_length > limit:
+            raise ValueError(f"--max_seq_length {self.max_seq_length} exceeds the model's "
+                             f"max_position_embeddings {limit} (--albert_config_file)")
+        for flag in ("eval_batch_size", "predict_batch_size"):
+            value = getattr(self, flag)
+            if value <= 0 or value % num_replicas:
+                raise ValueError(f"--{flag} {value} must be a positive multiple of the number "
+                                 f"of replicas ({num_replicas})")
+
+    def check_vocabulary_exists(self) -> None:
+        """The vocabulary file that will be read exists (not vocab_file when a SentencePiece
+        model is given: the original's rule)."""
+        flag = "spm_model_file" if self.spm_model_file else "vocab_file"
+        path = getattr(self, flag)
+        if not tf.io.gfile.exists(path):
+            raise ValueError(f"--{flag} {path!r} does not exist")
+
+    def load_tokenizer(self) -> tokenization.Tokenizer:
+        """The Python tokenizer (SentencePiece when spm_model_file is given); its errors are
+        user errors naming the flag."""
+        return tokenization.load_tokenizer(vocab_file=self.vocab_file,
+                                           spm_model_file=self.spm_model_file,
+                                           do_lower_case=self.do_lower_case)
+
+    def in_graph_tokenizer(self):
+        """The same tokenizer as TensorFlow ops, for serving signatures that take raw text."""
+        return tokenization.in_graph_tokenizer(vocab_file=self.vocab_file,
+                                               spm_model_file=self.spm_model_file,
+                                               do_lower_case=self.do_lower_case)
+
+    def finetuning_options(self) -> FinetuningOptions:
+        """The run's options alone (what run_finetuning takes)."""
+        return FinetuningOptions.from_fields(self)
