@@ -9,7 +9,7 @@ Public API:
                      the original scripts' fine-tuning models (GLUE, SQuAD v1, v2, RACE)
   load_tf1_checkpoint, save_tf1_checkpoint, from_official_dir, restore_for_training
                      official TF1 checkpoints in and out (albert_tf.checkpoints);
-                     Hugging Face weights in albert_tf.hf_weights
+                     Hugging Face weights in albert_tf.checkpoints.hf
 """
 import importlib
 
