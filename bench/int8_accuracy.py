@@ -75,11 +75,12 @@ def main(argv=None) -> int:
     # fine-tuning run, so that a broken install fails before it.
     import numpy as np  # noqa: F401
 
-    from albert_tf import precision, tokenization  # noqa: F401
+    from albert_tf import tokenization  # noqa: F401
+    from albert_tf.kernels import precision  # noqa: F401
     from albert_tf.config import AlbertConfig  # noqa: F401
     from albert_tf.finetuning import FinetuningOptions  # noqa: F401
-    from albert_tf.tasks import glue  # noqa: F401
-    from albert_tf.tasks.glue_job import GlueOptions, run_glue  # noqa: F401
+    from albert_tf.tasks.classification import glue  # noqa: F401
+    from albert_tf.tasks.classification.job import GlueOptions, run_glue  # noqa: F401
 
     work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="albert_int8_"))
     split_sst2(source, work / "data")
@@ -113,7 +114,7 @@ def glue_options(args: argparse.Namespace, data_dir: pathlib.Path, out: pathlib.
     model.onnx and model.int8.onnx; the small config unless --albert_config_file."""
     from albert_tf.config import AlbertConfig
     from albert_tf.finetuning import FinetuningOptions
-    from albert_tf.tasks.glue_job import GlueOptions
+    from albert_tf.tasks.classification.job import GlueOptions
 
     config = (AlbertConfig.from_json_file(args.albert_config_file) if args.albert_config_file
               else AlbertConfig.from_dict(SMALL_CONFIG))
@@ -137,8 +138,9 @@ def heldout_figures(args: argparse.Namespace, data_dir: pathlib.Path, export_dir
     times (ms per batch of 32)."""
     import numpy as np
 
-    from albert_tf import precision, tokenization
-    from albert_tf.tasks import glue
+    from albert_tf.kernels import precision
+    from albert_tf import tokenization
+    from albert_tf.tasks.classification import glue
 
     spec = glue.TASKS["sst-2"]
     tokenizer = tokenization.FullTokenizer(spm_model_file=args.spm_model_file)

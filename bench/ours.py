@@ -23,7 +23,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer, export, optimization, training  # noqa: E402,E501
+from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer, export, training  # noqa: E402
+from albert_tf.training import optimization  # noqa: E402
 from albert_tf.pretraining import PretrainingTask  # noqa: E402
 
 WARMUP_STEPS = 2
@@ -113,7 +114,7 @@ class InferRunner:
         elif case["mode"] == "saved_model":
             if case["jit"]:
                 raise NotImplementedError("the albert_tf SavedModel is exported without XLA")
-            from albert_tf import hub_export
+            from albert_tf.export import hub as hub_export
             model = AlbertPretrainer(config, dtype=case["precision"])
             model.build()
             self._export_dir = tempfile.mkdtemp(prefix="albert_bench_export_")
@@ -131,7 +132,7 @@ class InferRunner:
             if case["jit"] or case["precision"] == "mixed_bfloat16":
                 raise NotImplementedError("the ONNX rows run float32 and int8")
             import onnxruntime
-            from albert_tf import onnx_export
+            from albert_tf.export import onnx as onnx_export
             encoder = AlbertEncoder(config)
             encoder.build()
             self._export_dir = tempfile.mkdtemp(prefix="albert_bench_onnx_")
@@ -177,7 +178,7 @@ class InputPipelineRunner:
     """
 
     def __init__(self, case: dict):
-        from albert_tf import inputs
+        from albert_tf.pretraining import inputs
         config = inputs.PretrainingInputConfig(
             file_patterns=case["files"], max_seq_length=case["seq_length"],
             max_predictions_per_seq=case["max_predictions"], is_training=True, seed=0)

@@ -52,7 +52,7 @@ sys.path.insert(0, str(BENCH_DIR))
 sys.path.insert(1, str(REPO))
 
 import flops  # noqa: E402
-from albert_tf import precision  # noqa: E402
+from albert_tf.kernels import precision  # noqa: E402
 
 FRAMEWORKS = ("ours", "keras_hub", "hf", "hf_ort")
 PEER_LABELS = {"ours": "albert-tf", "keras_hub": "keras-hub", "hf": "HF torch",
@@ -274,7 +274,7 @@ def speedup(row: Row, results: Dict[str, dict]) -> Optional[dict]:
 def auto_precision() -> precision.PrecisionChoice:
     """What `--mixed_precision=auto` picks here, decided in a child process: on a CPU with
     AVX512-BF16 and no AMX it times GEMMs in TensorFlow, which this process never loads."""
-    code = ("import json; from albert_tf import precision; c = precision.choose('auto'); "
+    code = ("import json; from albert_tf.kernels import precision; c = precision.choose('auto'); "
             "print(json.dumps([c.policy, c.reason]))")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                           text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
