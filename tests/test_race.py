@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertConfig
+from albert_tf.finetuning import feature_cache
 from albert_tf.tasks.multiple_choice import race, job as race_job
 from albert_tf.tokenization import SentencePieceTokenizer
 
@@ -253,7 +254,7 @@ def test_cache_round_trip_reuse_rebuild_and_padding(tmp_path, tokenizer, shared_
     rebuilt = race.prepare_cache(path, examples, tokenizer, 32, 6)
     assert rebuilt["max_qa_length"] == 6
     os.remove(path + ".json")
-    with pytest.raises(race.RaceDataError, match="exists without dev.tf_record.json"):
+    with pytest.raises(feature_cache.FeatureCacheError, match="exists without dev.tf_record.json"):
         race.prepare_cache(path, examples, tokenizer, 32, 8)
 
 

@@ -1,10 +1,12 @@
 """SQuAD reading, aligned feature conversion and post-processing with perfect logits."""
 import json
+import os
 
 import numpy as np
 import pytest
 
 from albert_tf.tokenization import SentencePieceTokenizer, preprocess_text
+from albert_tf.finetuning import feature_cache
 from albert_tf.tasks.span_qa import (alignment, data as squad_data, features as sf, metrics as squad_metrics,
                                      postprocess as squad_postprocess)
 
@@ -208,21 +210,31 @@ def test_gold_answers_as_perfect_logits_score_100(shared_data, tokenizer, name, 
     assert abs(sum(e["probability"] for e in nbest) - 1.0) < 1e-9
 
 
-def test_feature_cache_round_trip_and_flag_check(tmp_path, tokenizer):
+def test_feature_cache_round_trip_reuse_and_rebuild(tmp_path, tokenizer, caplog):
     examples = [squad_data.SquadExample("a", "what", "alpha beta gamma delta " * 10,
                                         answers=[("gamma", 11)])]
     opts = sf.FeatureOptions(32, 8, 6)
     featurizer = sf.SquadFeaturizer(tokenizer, opts)
     path = str(tmp_path / "p.tf_record")
-    stats = sf.write_feature_file(path, featurizer, examples, False, "mem")
+    description = sf.prepare_feature_file(path, featurizer, examples, False, "mem")
     arrays = sf.read_feature_arrays(path, 32)
     direct = []
     featurizer.convert(examples, False, direct.append)
     want = sf.features_to_arrays(direct)
-    assert stats.features == len(direct) > 1
+    assert description["features"] == len(direct) > 1 and description["source"] == "mem"
     for key, value in want.items():
         np.testing.assert_array_equal(arrays[key], value)
-    with pytest.raises(ValueError, match="built with --max_seq_length=32"):
-        sf.check_feature_file(path, sf.FeatureOptions(64, 8, 6), False)
-    with pytest.raises(ValueError, match="holds prediction features"):
-        sf.check_feature_file(path, opts, True)
+    # The one cache policy (finetuning.feature_cache): reused when the identity matches,
+    # rebuilt with a warning naming what changed, refused without its description.
+    stamp = os.stat(path).st_mtime_ns
+    assert sf.prepare_feature_file(path, featurizer, examples, False, "mem") == description
+    assert os.stat(path).st_mtime_ns == stamp
+    longer = sf.SquadFeaturizer(tokenizer, sf.FeatureOptions(64, 8, 6))
+    assert sf.prepare_feature_file(path, longer, examples, False, "mem")["max_seq_length"] == 64
+    assert "rebuilding SQuAD prediction feature cache" in caplog.text
+    assert "max_seq_length changed" in caplog.text
+    training = sf.prepare_feature_file(path, longer, examples, True, "mem")
+    assert training["is_training"] and "is_training changed" in caplog.text
+    os.remove(path + ".json")
+    with pytest.raises(feature_cache.FeatureCacheError, match="exists without p.tf_record.json"):
+        sf.prepare_feature_file(path, longer, examples, True, "mem")

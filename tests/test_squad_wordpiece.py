@@ -234,16 +234,19 @@ def test_metric_choice_and_option_errors(shared_data, cmrc_file, chinese_vocab_f
         squad_job.run_squad(squad_job.SquadOptions(**dict(base, albert_config=small)))
 
 
-def test_feature_cache_records_its_vocabulary(shared_data, tokenizer, tmp_path):
+def test_feature_cache_is_rebuilt_for_another_vocabulary(shared_data, tokenizer, tmp_path):
     examples = [squad_data.SquadExample("a", "什么？", "阿尔伯特模型。" * 20,
                                         answers=[("模型", 4)])]
     opts = sf.FeatureOptions(32, 8, 6)
     path = str(tmp_path / "p.tf_record")
-    sf.write_feature_file(path, sf.SquadFeaturizer(tokenizer, opts), examples, False, "mem")
-    assert sf.check_feature_file(path, opts, False, tokenizer)["features"] > 1
+    chinese = sf.prepare_feature_file(path, sf.SquadFeaturizer(tokenizer, opts), examples, False,
+                                      "mem")
+    assert chinese["features"] > 1 and chinese["vocabulary_file"].endswith("vocab_chinese.txt")
     english = SentencePieceTokenizer(str(shared_data / "spm" / "albert_style_pd8k.model"))
-    with pytest.raises(ValueError, match="built with another vocabulary .*vocab_chinese.txt"):
-        sf.check_feature_file(path, opts, False, english)
+    rebuilt = sf.prepare_feature_file(path, sf.SquadFeaturizer(english, opts), examples, False,
+                                      "mem")
+    assert rebuilt["vocabulary"] != chinese["vocabulary"]
+    assert rebuilt["vocabulary_file"].endswith("albert_style_pd8k.model")
 
 
 ODD_TEXTS = ["", "   ", "Cafe\u0301 na\u00efve", "a\x00b c\u200bd 中文，ＡＢＣ１２３",

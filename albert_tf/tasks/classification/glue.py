@@ -40,7 +40,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 from absl import logging
 
-from albert_tf import fileio
+from albert_tf.finetuning import feature_cache
 from albert_tf.errors import UserError
 from albert_tf.tasks.classification import metrics as glue_metrics
 
@@ -525,27 +525,22 @@ def prepare_features(cached_dir: str, spec: TaskSpec, split: str,
                      tokenizer_fingerprint: str) -> str:
     """Writes (or reuses) the TFRecord cache of `examples`; returns its path.
 
-    A cache is reused only if its sidecar `{path}.json` matches the task,
-    split, sequence length, vocabulary, lower-casing, labels and example
-    contents; the file name carries a hash of all of these. Written atomically.
+    The cache's identity (`cache_key`: task, split, sequence length, vocabulary,
+    lower-casing, labels and example contents) is its description and, hashed, part of
+    its file name; reuse and rebuilding follow `finetuning.feature_cache`.
     """
-    import tensorflow as tf
-
     key = cache_key(spec.name, split, max_seq_length, tokenizer_fingerprint,
                     tokenizer.do_lower_case, examples, spec.labels)
     path = cache_path(cached_dir, key)
-    sidecar = path + ".json"
-    if tf.io.gfile.exists(path) and tf.io.gfile.exists(sidecar):
-        with tf.io.gfile.GFile(sidecar) as handle:
-            if json.load(handle) == key:
-                logging.info("reusing cached features %s (%d examples)", path, len(examples))
-                return path
-    features = convert_examples(examples, tokenizer, max_seq_length, spec.labels)
-    with fileio.atomic_tfrecord_writer(path) as writer:
+
+    def write_records(write):
+        features = convert_examples(examples, tokenizer, max_seq_length, spec.labels)
         for i in range(len(examples)):
-            writer.write(serialize(features, i, spec.is_regression))
-    fileio.atomic_write_text(sidecar, json.dumps(key, indent=2, sort_keys=True) + "\n")
-    logging.info("wrote %d %s features to %s", len(examples), split, path)
+            write(serialize(features, i, spec.is_regression))
+        logging.info("wrote %d %s features to %s", len(examples), split, path)
+
+    feature_cache.prepare(path, key, write_records, f"{spec.name} {split}, "
+                                                    f"{len(examples)} examples")
     return path
 
 

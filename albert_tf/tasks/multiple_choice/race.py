@@ -449,14 +449,12 @@ def record_order(num_examples: int, shuffle_seed: Optional[int]) -> List[int]:
 
 def prepare_cache(path: str, examples: Sequence[RaceExample], tokenizer, max_seq_length: int,
                   max_qa_length: int, shuffle_seed: Optional[int] = None) -> Dict:
-    """Writes the TFRecord `path` (+ `path.json`) unless a matching cache exists.
+    """Writes the TFRecord `path` (+ `path.json`) unless a matching cache exists
+    (`finetuning.feature_cache`); returns its description.
 
     Training caches are written in a seeded shuffled order (`shuffle_seed`): the
     original reads levels and files in order and shuffles with a 100-record
-    buffer, which would feed all middle-school questions first. Returns the
-    sidecar metadata. An existing `path` without a sidecar is refused (it was
-    not written by this module, e.g. a cache of the original), a sidecar that
-    does not match is rebuilt.
+    buffer, which would feed all middle-school questions first.
     """
     settings = cache_settings(examples, tokenizer, max_seq_length, max_qa_length, shuffle_seed)
     return write_cache(path, settings, len(examples), shuffle_seed,
@@ -467,35 +465,17 @@ def prepare_cache(path: str, examples: Sequence[RaceExample], tokenizer, max_seq
 def write_cache(path: str, settings: Dict, num_examples: int, shuffle_seed: Optional[int],
                 features_in_order: Callable[[List[int]], Iterable[Dict[str, np.ndarray]]],
                 what: str = "RACE") -> Dict:
-    """`prepare_cache`'s reuse-or-write logic for any feature generator:
-    `features_in_order(order)` yields the features of those example indices."""
-    import tensorflow as tf
+    """`prepare_cache` for any feature generator: `features_in_order(order)` yields the
+    features of those example indices (RACE's and C3's records)."""
+    from albert_tf.finetuning import feature_cache
 
-    from albert_tf import fileio
-
-    meta_path = path + ".json"
-    if tf.io.gfile.exists(path):
-        if not tf.io.gfile.exists(meta_path):
-            raise RaceDataError(
-                f"{path} exists without {os.path.basename(meta_path)}: it was not written by "
-                "albert_tf (the original's caches lack the level and example index); delete it "
-                "or choose another --train_file/--eval_file/--predict_file")
-        with tf.io.gfile.GFile(meta_path) as handle:
-            found = json.load(handle)
-        if found == settings:
-            logging.info("reusing %s feature cache %s (%d examples)", what, path, num_examples)
-            return settings
-        changed = sorted(k for k in set(settings) | set(found)
-                         if found.get(k) != settings.get(k))
-        logging.warning("rebuilding %s feature cache %s: %s changed", what, path,
-                        ", ".join(changed))
-    order = record_order(num_examples, shuffle_seed)
-    logging.info("writing %s features of %d examples to %s", what, num_examples, path)
-    with fileio.atomic_tfrecord_writer(path) as writer:
+    def write_records(write):
+        order = record_order(num_examples, shuffle_seed)
+        logging.info("writing %s features of %d examples to %s", what, num_examples, path)
         for features in features_in_order(order):
-            writer.write(serialize(features))
-    fileio.atomic_write_text(meta_path, json.dumps(settings, indent=2) + "\n")
-    return settings
+            write(serialize(features))
+
+    return feature_cache.prepare(path, settings, write_records, what)
 
 
 def _padding_features(max_seq_length: int, choice_mask: bool = False) -> Dict[str, np.ndarray]:

@@ -24,6 +24,7 @@ context).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import random
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -31,7 +32,6 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 import numpy as np
 from absl import logging
 
-from albert_tf.errors import UserValueError
 from albert_tf.tokenization import (Tokenizer,
                                     preprocess_text, vocabulary_fingerprint)
 from albert_tf.tasks.span_qa import wordpiece as squad_wordpiece
@@ -377,59 +377,46 @@ def feature_spec(max_seq_length: int, is_training: bool):
     return spec
 
 
-def _meta_path(path: str) -> str:
-    return path + ".json"
-
-
-def write_feature_file(path: str, featurizer: SquadFeaturizer,
-                       examples: Sequence[SquadExample], is_training: bool,
-                       source: str) -> ConversionStats:
-    """Converts and writes features atomically, with a `<path>.json` description."""
-    from albert_tf import fileio
-
-    with fileio.atomic_tfrecord_writer(path) as writer:
-        stats = featurizer.convert(
-            examples, is_training,
-            lambda f: writer.write(feature_to_example(f, is_training).SerializeToString()))
-    tokenizer = featurizer.tokenizer
-    meta = dict(dataclasses.asdict(featurizer.options), is_training=is_training,
-                source=source, vocabulary_file=tokenizer.vocab_file,
+def cache_identity(options: FeatureOptions, is_training: bool, tokenizer: Tokenizer,
+                   examples: Sequence[SquadExample]) -> Dict:
+    """What a SQuAD feature cache must match to be reused: the conversion flags, training
+    or prediction, the vocabulary, and the examples (in their written order)."""
+    digest = hashlib.sha256()
+    for example in examples:
+        digest.update(json.dumps(dataclasses.asdict(example), sort_keys=True, default=str,
+                                 ensure_ascii=False).encode("utf-8"))
+    return dict(dataclasses.asdict(options), is_training=is_training,
                 vocabulary=vocabulary_fingerprint(tokenizer),
-                examples=stats.examples, features=stats.features,
-                unalignable=stats.unalignable, inexact=len(stats.inexact))
-    fileio.atomic_write_text(_meta_path(path), json.dumps(meta, indent=2) + "\n")
-    return stats
+                examples_sha256=digest.hexdigest())
 
 
-def check_feature_file(path: str, options: FeatureOptions, is_training: bool,
-                       tokenizer: Optional[Tokenizer] = None) -> Dict:
-    """Reads `<path>.json` and checks it matches the current flags; returns it.
+def write_features(write: Callable[[bytes], None], featurizer: "SquadFeaturizer",
+                   examples: Sequence[SquadExample], is_training: bool) -> ConversionStats:
+    """Converts `examples` and writes each feature's serialized Example through `write`."""
+    return featurizer.convert(
+        examples, is_training,
+        lambda f: write(feature_to_example(f, is_training).SerializeToString()))
 
-    With `tokenizer`, the cache must also have been built with its vocabulary.
-    """
-    import tensorflow as tf
 
-    meta_path = _meta_path(path)
-    if not tf.io.gfile.exists(meta_path):
-        raise UserValueError(f"{path}: feature cache without its description {meta_path}; delete "
-                         "the cache to rebuild it")
-    with tf.io.gfile.GFile(meta_path) as handle:
-        meta = json.load(handle)
-    for name, value in dataclasses.asdict(options).items():
-        if meta.get(name) != value:
-            raise UserValueError(f"{path} was built with --{name}={meta.get(name)}, but the flags "
-                                 f"say {value}; delete the cache or use the same flag")
-    if meta.get("is_training") != is_training:
-        kind = "training" if meta.get("is_training") else "prediction"
-        raise UserValueError(f"{path} holds {kind} features; use another file name")
-    if tokenizer is not None and meta.get("vocabulary") != vocabulary_fingerprint(tokenizer):
-        if "vocabulary" not in meta:  # written before the description recorded it
-            raise UserValueError(f"{meta_path} does not record the vocabulary the cache was built "
-                             "with; delete the cache to rebuild it")
-        built = meta.get("vocabulary_file")
-        raise UserValueError(f"{path} was built with another vocabulary ({built}) than "
-                         f"{tokenizer.vocab_file}; delete the cache or use the same vocabulary")
-    return meta
+def prepare_feature_file(path: str, featurizer: "SquadFeaturizer",
+                         examples: Sequence[SquadExample], is_training: bool,
+                         source: str) -> Dict:
+    """The feature cache at `path`: reused when its description matches, else (re)built
+    (`finetuning.feature_cache`); returns the description, with the counts of the
+    conversion (`examples`, `features`, `unalignable`, `inexact`) and its `source`."""
+    from albert_tf.finetuning import feature_cache
+
+    tokenizer = featurizer.tokenizer
+
+    def write_records(write):
+        stats = write_features(write, featurizer, examples, is_training)
+        return dict(source=source, vocabulary_file=tokenizer.vocab_file,
+                    examples=stats.examples, features=stats.features,
+                    unalignable=stats.unalignable, inexact=len(stats.inexact))
+
+    what = "SQuAD " + ("training" if is_training else "prediction")
+    identity = cache_identity(featurizer.options, is_training, tokenizer, examples)
+    return feature_cache.prepare(path, identity, write_records, what)
 
 
 def parse_features(serialized, max_seq_length: int, is_training: bool):

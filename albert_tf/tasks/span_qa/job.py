@@ -181,15 +181,10 @@ def resolve_metric(metric: str, dataset: list, version_2_with_negative: bool) ->
 
 def prepare_features(path: str, examples, tokenizer, options: SquadOptions, is_training: bool,
                      source: str) -> Dict:
-    """Builds the feature cache unless a matching one exists; returns its description."""
-    feature_options = options.feature_options()
-    if tf.io.gfile.exists(path):
-        meta = squad_features.check_feature_file(path, feature_options, is_training, tokenizer)
-        logging.info("reusing the feature cache %s (%d features)", path, meta["features"])
-        return meta
-    featurizer = squad_features.SquadFeaturizer(tokenizer, feature_options)
-    squad_features.write_feature_file(path, featurizer, examples, is_training, source)
-    return squad_features.check_feature_file(path, feature_options, is_training, tokenizer)
+    """The feature cache at `path`, built unless a matching one exists; returns its
+    description (`features.prepare_feature_file`)."""
+    featurizer = squad_features.SquadFeaturizer(tokenizer, options.feature_options())
+    return squad_features.prepare_feature_file(path, featurizer, examples, is_training, source)
 
 
 def train_dataset(path: str, max_seq_length: int, batch_size: int, input_context=None,

@@ -1,0 +1,89 @@
+"""Feature caches: one policy for every task family.
+
+A cache is a TFRecord of features plus its description, `<cache>.json`: the settings
+that built it (sequence lengths, lower-casing, the vocabulary's fingerprint, a digest
+of the examples, ...) and counts that are only reported. The task supplies `identity`,
+the settings a reuse must match.
+
+  * description matches `identity`  -> the cache is reused (one log line)
+  * description differs             -> the cache is rebuilt in place, with one warning
+                                       naming the settings that changed
+  * records without a description   -> refused with one line: albert_tf writes the
+                                       description right after the records, so such a
+                                       file is someone else's (e.g. the original's
+                                       scripts' cache) or an interrupted write; it is
+                                       never overwritten silently
+  * no file                         -> built
+
+Both files are written atomically, the records first.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Callable, Dict, List, Mapping, Optional
+
+import tensorflow as tf
+from absl import logging
+
+from albert_tf import fileio
+from albert_tf.errors import UserError
+
+DESCRIPTION_SUFFIX = ".json"
+
+
+class FeatureCacheError(UserError, ValueError):
+    """A file stands where a feature cache goes but albert_tf cannot tell what it holds."""
+
+
+def description_path(cache_path: str) -> str:
+    """`<cache>.json`, the description of the cache at `cache_path`."""
+    return cache_path + DESCRIPTION_SUFFIX
+
+
+def read_description(cache_path: str) -> Optional[Dict]:
+    """The description of an existing cache; None when there is no cache.
+
+    Raises FeatureCacheError for records without a description.
+    """
+    described = description_path(cache_path)
+    if not tf.io.gfile.exists(cache_path):
+        return None
+    if not tf.io.gfile.exists(described):
+        raise FeatureCacheError(
+            f"{cache_path} exists without {os.path.basename(described)}: it was not written by "
+            "albert_tf (or its writing was interrupted), so what it holds is unknown; delete "
+            "it to rebuild it, or choose another cache file")
+    with tf.io.gfile.GFile(described) as handle:
+        return json.load(handle)
+
+
+def changed_settings(description: Mapping, identity: Mapping) -> List[str]:
+    """The names of the identity's settings that the description records otherwise."""
+    return sorted(key for key in identity if description.get(key) != identity[key])
+
+
+def prepare(cache_path: str, identity: Mapping, write_records: Callable[[Callable[[bytes], None]],
+                                                                       Optional[Mapping]],
+            what: str) -> Dict:
+    """Reuses the cache at `cache_path` when its description matches `identity`, else
+    (re)builds it; returns its description.
+
+    write_records(write) writes every serialized record through `write` and returns the
+    counts to record beside the identity (or None). `what` names the cache in the log
+    ("RTE train", "SQuAD prediction", ...).
+    """
+    description = read_description(cache_path)
+    if description is not None:
+        changed = changed_settings(description, identity)
+        if not changed:
+            logging.info("reusing cached features %s (%s)", cache_path, what)
+            return description
+        logging.warning("rebuilding %s feature cache %s: %s changed", what, cache_path,
+                        ", ".join(changed))
+    with fileio.atomic_tfrecord_writer(cache_path) as writer:
+        counts = write_records(writer.write) or {}
+    description = dict(counts, **identity)
+    fileio.atomic_write_text(description_path(cache_path),
+                             json.dumps(description, indent=2, sort_keys=True) + "\n")
+    return description
