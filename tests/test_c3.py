@@ -230,7 +230,7 @@ def test_race_features_with_a_wordpiece_vocabulary(wordpiece, chinese_vocab_file
     for name in ("input_ids", "input_mask", "segment_ids"):
         np.testing.assert_array_equal(out[name].numpy(), np.stack([f[name] for f in python]))
     assert python[0]["input_ids"][0][0] == 101
-    settings = race.cache_settings(examples, wordpiece, 96, 30, None)
+    settings = race.cache_identity(examples, wordpiece, 96, 30, None)
     assert settings["vocabulary"].startswith("wordpiece:") and "spm_model_sha256" not in settings
 
 

@@ -499,9 +499,9 @@ def _sha1(data: bytes) -> str:
     return hashlib.sha1(data).hexdigest()
 
 
-def cache_key(task: str, split: str, max_seq_length: int, tokenizer_fingerprint: str,
-              do_lower_case: bool, examples: Sequence[InputExample],
-              labels: Optional[Sequence[str]]) -> Dict[str, object]:
+def cache_identity(task: str, split: str, max_seq_length: int, tokenizer_fingerprint: str,
+                   do_lower_case: bool, examples: Sequence[InputExample],
+                   labels: Optional[Sequence[str]]) -> Dict[str, object]:
     """Everything the cached features depend on (compared before reusing a cache)."""
     digest = hashlib.sha1()
     for e in examples:
@@ -513,11 +513,11 @@ def cache_key(task: str, split: str, max_seq_length: int, tokenizer_fingerprint:
             "format": 1}
 
 
-def cache_path(cached_dir: str, key: Dict[str, object]) -> str:
+def cache_path(cached_dir: str, identity: Dict[str, object]) -> str:
     """`{task}_{split}_s{S}_{hash}.tf_record`: one file per task/split/length/vocab/data."""
-    short = _sha1(json.dumps(key, sort_keys=True).encode("utf-8"))[:10]
-    return os.path.join(cached_dir, f"{key['task']}_{key['split']}_s{key['max_seq_length']}_"
-                                    f"{short}.tf_record")
+    short = _sha1(json.dumps(identity, sort_keys=True).encode("utf-8"))[:10]
+    return os.path.join(cached_dir, f"{identity['task']}_{identity['split']}_"
+                                    f"s{identity['max_seq_length']}_{short}.tf_record")
 
 
 def prepare_features(cached_dir: str, spec: TaskSpec, split: str,
@@ -525,13 +525,13 @@ def prepare_features(cached_dir: str, spec: TaskSpec, split: str,
                      tokenizer_fingerprint: str) -> str:
     """Writes (or reuses) the TFRecord cache of `examples`; returns its path.
 
-    The cache's identity (`cache_key`: task, split, sequence length, vocabulary,
+    The cache's identity (`cache_identity`: task, split, sequence length, vocabulary,
     lower-casing, labels and example contents) is its description and, hashed, part of
     its file name; reuse and rebuilding follow `finetuning.feature_cache`.
     """
-    key = cache_key(spec.name, split, max_seq_length, tokenizer_fingerprint,
-                    tokenizer.do_lower_case, examples, spec.labels)
-    path = cache_path(cached_dir, key)
+    identity = cache_identity(spec.name, split, max_seq_length, tokenizer_fingerprint,
+                              tokenizer.do_lower_case, examples, spec.labels)
+    path = cache_path(cached_dir, identity)
 
     def write_records(write):
         features = convert_examples(examples, tokenizer, max_seq_length, spec.labels)
@@ -539,7 +539,7 @@ def prepare_features(cached_dir: str, spec: TaskSpec, split: str,
             write(serialize(features, i, spec.is_regression))
         logging.info("wrote %d %s features to %s", len(examples), split, path)
 
-    feature_cache.prepare(path, key, write_records, f"{spec.name} {split}, "
+    feature_cache.prepare(path, identity, write_records, f"{spec.name} {split}, "
                                                     f"{len(examples)} examples")
     return path
 

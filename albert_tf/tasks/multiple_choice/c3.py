@@ -20,7 +20,7 @@ the option, then the question). Texts go through `tokenizer.preprocess` (the
 identity for WordPiece, `preprocess_text` for SentencePiece). Questions with
 fewer than 4 options are padded to 4 with empty options, whose rows are the
 baseline's `[CLS] context [SEP] question [SEP] [SEP]`, and `choice_mask`
-marks them 0: their logits are masked (`race_export.mask_choice_logits`) in the
+marks them 0: the model masks their logits (`AlbertMultipleChoice`'s `choice_mask`) in the
 loss, the metrics, the predictions and the SavedModel, so they can never be
 chosen. An answer is the index of its text among the choices (the first one
 when a text appears twice).
@@ -336,13 +336,13 @@ def prepare_cache(path: str, examples: Sequence[C3Example], tokenizer, max_seq_l
     (as `race.prepare_cache`)."""
     from albert_tf import tokenization
 
-    settings = {"format": CACHE_FORMAT, "max_seq_length": max_seq_length,
+    identity = {"format": CACHE_FORMAT, "max_seq_length": max_seq_length,
                 "do_lower_case": tokenizer.do_lower_case,
                 "vocabulary": tokenization.vocabulary_fingerprint(tokenizer),
                 "shuffle_seed": shuffle_seed, "num_examples": len(examples),
                 "examples_sha256": examples_fingerprint(examples)}
     return race.write_cache(
-        path, settings, len(examples), shuffle_seed,
+        path, identity, len(examples), shuffle_seed,
         lambda order: featurize(examples, tokenizer, max_seq_length, order), what="C3")
 
 

@@ -55,7 +55,8 @@ def mask_choice_logits(logits, choice_mask):
 
 def masked_outputs(outputs, choice_mask) -> Dict[str, tf.Tensor]:
     """`logits`, `probabilities` [B, C] and `predictions` int32 [B] of a multiple-choice
-    model's outputs, with the choices outside `choice_mask` masked."""
+    model's outputs, with the choices outside `choice_mask` masked (what
+    `AlbertMultipleChoice` does itself when its inputs carry `choice_mask`)."""
     logits = mask_choice_logits(outputs["logits"], choice_mask)
     return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
             "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
@@ -260,7 +261,9 @@ class C3ServingModule(tf.Module):
         self.model = model
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
-        self._outputs = export.model_outputs(model, ["logits"], layer_norm)
+        # The model masks the absent choices itself, from the `choice_mask` feature.
+        self._outputs = export.model_outputs(model, ["probabilities", "predictions"],
+                                             layer_norm)
         self.serving_default = tf.function(self._serve_text, input_signature=[
             tf.TensorSpec([None], tf.string, "context"),
             tf.TensorSpec([None], tf.string, "question"),
@@ -285,7 +288,7 @@ class C3ServingModule(tf.Module):
         return features
 
     def _finish(self, features):
-        outputs = masked_outputs(self._outputs(features), features["choice_mask"])
+        outputs = self._outputs(features)
         return {"probabilities": outputs["probabilities"],
                 "prediction_ids": outputs["predictions"]}
 

@@ -7,7 +7,7 @@
 accuracy for middle, high and all (C3: C3-M, C3-D and both), writes
 predictions with the best weights and optionally exports a SavedModel that
 takes raw text (`albert_tf.tasks.race_export`). C3's questions with fewer than
-4 options have their padding options masked (`race_export.masked_outputs`) in
+4 options have their padding options masked (`AlbertMultipleChoice`'s `choice_mask`) in
 the loss, the metrics, the predictions and the export.
 
 Output files in `output_dir` (besides run_finetuning's checkpoints/, train/,

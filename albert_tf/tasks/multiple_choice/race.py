@@ -30,8 +30,8 @@ TFRecords (one `tf.train.Example` per question; S = max_seq_length, C = 4):
   is_real_example                      int64 [1]      0 for batch padding
   level_ids                            int64 [1]      0 = middle, 1 = high (ours)
   example_index                        int64 [1]      position in the example list (ours)
-A sidecar `<file>.json` records the settings and a fingerprint of the examples
-so a cache is reused only when it matches (`prepare_cache`).
+A description `<file>.json` records the settings and a fingerprint of the examples
+so a cache is reused only when it matches (`prepare_cache`, `finetuning.feature_cache`).
 """
 from __future__ import annotations
 
@@ -421,22 +421,22 @@ def examples_fingerprint(examples: Iterable[RaceExample]) -> str:
     return digest.hexdigest()
 
 
-def cache_settings(examples: Sequence[RaceExample], tokenizer, max_seq_length: int,
+def cache_identity(examples: Sequence[RaceExample], tokenizer, max_seq_length: int,
                    max_qa_length: int, shuffle_seed: Optional[int]) -> Dict:
     """What a cache must match to be reused (the vocabulary: `spm_model_sha256` for a
     SentencePiece model, `vocabulary` for a WordPiece one)."""
     from albert_tf import tokenization
 
-    settings = {"format": CACHE_FORMAT, "max_seq_length": max_seq_length,
+    identity = {"format": CACHE_FORMAT, "max_seq_length": max_seq_length,
                 "max_qa_length": max_qa_length, "do_lower_case": tokenizer.do_lower_case}
     if tokenizer.kind == "sentencepiece":
         with open(tokenizer.vocab_file, "rb") as handle:
-            settings["spm_model_sha256"] = hashlib.sha256(handle.read()).hexdigest()
+            identity["spm_model_sha256"] = hashlib.sha256(handle.read()).hexdigest()
     else:
-        settings["vocabulary"] = tokenization.vocabulary_fingerprint(tokenizer)
-    settings.update({"shuffle_seed": shuffle_seed, "num_examples": len(examples),
+        identity["vocabulary"] = tokenization.vocabulary_fingerprint(tokenizer)
+    identity.update({"shuffle_seed": shuffle_seed, "num_examples": len(examples),
                      "examples_sha256": examples_fingerprint(examples)})
-    return settings
+    return identity
 
 
 def record_order(num_examples: int, shuffle_seed: Optional[int]) -> List[int]:
@@ -456,13 +456,13 @@ def prepare_cache(path: str, examples: Sequence[RaceExample], tokenizer, max_seq
     original reads levels and files in order and shuffles with a 100-record
     buffer, which would feed all middle-school questions first.
     """
-    settings = cache_settings(examples, tokenizer, max_seq_length, max_qa_length, shuffle_seed)
-    return write_cache(path, settings, len(examples), shuffle_seed,
+    identity = cache_identity(examples, tokenizer, max_seq_length, max_qa_length, shuffle_seed)
+    return write_cache(path, identity, len(examples), shuffle_seed,
                        lambda order: featurize(examples, tokenizer, max_seq_length,
                                                max_qa_length, order))
 
 
-def write_cache(path: str, settings: Dict, num_examples: int, shuffle_seed: Optional[int],
+def write_cache(path: str, identity: Dict, num_examples: int, shuffle_seed: Optional[int],
                 features_in_order: Callable[[List[int]], Iterable[Dict[str, np.ndarray]]],
                 what: str = "RACE") -> Dict:
     """`prepare_cache` for any feature generator: `features_in_order(order)` yields the
@@ -475,7 +475,7 @@ def write_cache(path: str, settings: Dict, num_examples: int, shuffle_seed: Opti
         for features in features_in_order(order):
             write(serialize(features))
 
-    return feature_cache.prepare(path, settings, write_records, what)
+    return feature_cache.prepare(path, identity, write_records, what)
 
 
 def _padding_features(max_seq_length: int, choice_mask: bool = False) -> Dict[str, np.ndarray]:
