@@ -30,7 +30,7 @@ RANKS = {
     "albert_tf.cli": 7, "albert_tf.convert": 7, "albert_tf.fill_mask": 7,
     "albert_tf.tasks.squad": 7,
 }
-TASK_FAMILIES = ("classification", "span_qa", "multiple_choice")
+TASK_FAMILIES = ("classification", "span_qa", "multiple_choice", "tagging")
 
 
 def module_name(path: pathlib.Path) -> str:
@@ -80,12 +80,23 @@ def family(module: str):
         else None
 
 
+def with_parent_packages(importer: str, imported: str):
+    """`imported` and the packages Python initialises first to import it, except the
+    importer's own ancestors (already initialised when the importer runs)."""
+    parts = imported.split(".")
+    for depth in range(min(2, len(parts)), len(parts) + 1):
+        package = ".".join(parts[:depth])
+        if depth == len(parts) or not (importer == package or importer.startswith(package + ".")):
+            yield package
+
+
 @pytest.fixture(scope="module")
 def graph():
     modules = library_modules()
     edges = {}
     for name, path in modules.items():
-        edges[name] = [(imported, line) for imported, line in import_edges(path, modules)]
+        edges[name] = [(target, line) for imported, line in import_edges(path, modules)
+                       for target in with_parent_packages(name, resolve(imported, modules))]
     return modules, edges
 
 
@@ -187,3 +198,17 @@ def test_old_module_paths_are_the_moved_modules():
     import albert_tf
 
     assert albert_tf.AlbertEncoder.__module__ == "albert_tf.modeling.encoder"
+
+
+def test_light_modules_do_not_load_tensorflow():
+    """Tokenizers, task readers and the cache policy import without TensorFlow (data_prep
+    workers and ONNX clients use them)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import albert_tf.tokenization, albert_tf.tasks.classification.glue, "
+            "albert_tf.finetuning.feature_cache, albert_tf.fileio, albert_tf.config; "
+            "print('tensorflow' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO_ROOT, check=True)
+    assert done.stdout.strip() == "False", done.stderr

@@ -2,7 +2,7 @@
 gold answers on the trial set, and `squad evaluate --metric cmrc2018`.
 
 Expected values are computed by hand from the definitions in
-`albert_tf/tasks/cmrc_metrics.py` (those of `cmrc2018_evaluate.py`). The
+`albert_tf/tasks/span_qa/cmrc_metrics.py` (those of `cmrc2018_evaluate.py`). The
 tokenizer cases are the outputs of `nltk.word_tokenize` in NLTK 3.4.5 under
 Python 2.7 (the environment the official script runs in).
 """

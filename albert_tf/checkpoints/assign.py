@@ -38,7 +38,7 @@ class CheckpointMismatchError(UserError, ValueError):
 
 @dataclasses.dataclass
 class LoadReport:
-    """What a load did. Names are TF1 names (the model's, see `albert_tf.tf1_names`).
+    """What a load did. Names are TF1 names (the model's, see `albert_tf.checkpoints.names`).
 
     loaded:   model variables that received a value
     missing:  model variables left at their initial values (heads absent from the checkpoint)

@@ -1,6 +1,6 @@
 """Hugging Face ALBERT weights (`config.json` + `model.safetensors`) in and out, without torch.
 
-Names are translated to and from the TF1 names (`albert_tf.tf1_names` stays
+Names are translated to and from the TF1 names (`albert_tf.checkpoints.names` stays
 the one table between a format and our variables), following Hugging Face's
 `modeling_albert.py` and its `load_tf_weights_in_albert`:
 

@@ -147,7 +147,7 @@ def variables_for(model) -> "OrderedDict[str, object]":
         if cls in _LAYOUTS:
             return _LAYOUTS[cls](model)
     raise TypeError(f"{type(model).__name__} has no TF1 variable layout; register one with "
-                    "albert_tf.tf1_names.register(cls, layout)")
+                    "albert_tf.checkpoints.names.register(cls, layout)")
 
 
 def is_encoder_name(name: str) -> bool:

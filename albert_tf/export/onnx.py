@@ -1,10 +1,10 @@
 """ONNX export of albert-tf models (token ids in), optionally quantized to int8.
 
-    onnx_export.write_onnx(fn, input_signature, path, metadata)   any token function
-    onnx_export.quantize_int8(path, int8_path)                     dynamic int8 weights
-    onnx_export.export_model_dir(export_dir, fn, signature, ...)   model.onnx (+ int8) and
-                                                                   the vocabulary, as the
-                                                                   run_*.py scripts write
+    write_onnx(fn, input_signature, path, metadata)   any token function
+    quantize_int8(path, int8_path)                     dynamic int8 weights
+    export_model_dir(export_dir, fn, signature, ...)   model.onnx (+ int8) and the
+                                                       vocabulary, as the run_*.py
+                                                       scripts write
 
 The converter is tf2onnx, on a `tf.function` of the model. Keras 3's own
 `model.export(format="onnx")` calls the same converter for the TensorFlow backend, but

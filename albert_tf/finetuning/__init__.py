@@ -1,17 +1,40 @@
 """The one fine-tuning job that every task family runs.
 
-options.py   FinetuningOptions (the run: steps, batch, learning rate, checkpoints, precision)
-             and TaskOptions (what every task adds: config, vocabulary, lengths, export)
-job.py       run_finetuning (train, evaluate every checkpoint, keep the best, predict) and
-             FinetuningJob, the base class of the task families' jobs (run directory,
-             tokenizer, best weights, export)
-predict.py   the distributed prediction loop
+options.py        FinetuningOptions (the run: steps, batch, learning rate, checkpoints,
+                  precision) and TaskOptions (what every task adds: config, vocabulary,
+                  lengths, export)
+job.py            run_finetuning (train, evaluate every checkpoint, keep the best,
+                  predict) and FinetuningJob, the base class of the task families' jobs
+                  (tokenizer, run directory, best weights, export)
+predict.py        the distributed prediction loop
+feature_cache.py  the one feature-cache policy (reuse, rebuild, refuse)
+
+The names below are loaded on first use (PEP 562), so that a task module importing
+`feature_cache` does not load TensorFlow and Keras with the job.
 
 May import everything below it: training, checkpoints, export, modeling, kernels,
 tokenization, and the foundation (config, errors, fileio).
 """
-from albert_tf.finetuning.job import (  # noqa: F401
-    BEST_PREFIX, CHECKPOINT_SUBDIR, BestCheckpointTracker, ExampleMeanTask, FinetuningJob,
-    evaluate_unrecorded_checkpoint, load_best_weights, run_finetuning)
-from albert_tf.finetuning.options import FinetuningOptions, TaskOptions  # noqa: F401
-from albert_tf.finetuning.predict import predict_outputs  # noqa: F401
+import importlib
+
+# Public name -> the module of this package that defines it.
+_EXPORTS = {
+    "BEST_PREFIX": "job", "CHECKPOINT_SUBDIR": "job", "BestCheckpointTracker": "job",
+    "ExampleMeanTask": "job", "FinetuningJob": "job", "evaluate_unrecorded_checkpoint": "job",
+    "load_best_weights": "job", "run_finetuning": "job",
+    "FinetuningOptions": "options", "TaskOptions": "options",
+    "predict_outputs": "predict",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

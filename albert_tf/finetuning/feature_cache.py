@@ -8,14 +8,16 @@ the settings a reuse must match.
   * description matches `identity`  -> the cache is reused (one log line)
   * description differs             -> the cache is rebuilt in place, with one warning
                                        naming the settings that changed
-  * records without a description   -> refused with one line: albert_tf writes the
-                                       description right after the records, so such a
-                                       file is someone else's (e.g. the original's
-                                       scripts' cache) or an interrupted write; it is
-                                       never overwritten silently
+  * records without a description   -> an interrupted write (albert_tf writes the
+                                       description right after the records) at a path
+                                       albert_tf chose (`owned`): rebuilt; at a path the
+                                       user gave: refused with one line, since the file
+                                       may be another program's (e.g. the original's
+                                       scripts' cache) and is never overwritten silently
   * no file                         -> built
 
-Both files are written atomically, the records first.
+Both files are written atomically, the records first. TensorFlow is imported only when
+a cache is read or written, so the task modules stay light to import.
 """
 from __future__ import annotations
 
@@ -23,7 +25,6 @@ import json
 import os
 from typing import Callable, Dict, List, Mapping, Optional
 
-import tensorflow as tf
 from absl import logging
 
 from albert_tf import fileio
@@ -41,15 +42,22 @@ def description_path(cache_path: str) -> str:
     return cache_path + DESCRIPTION_SUFFIX
 
 
-def read_description(cache_path: str) -> Optional[Dict]:
-    """The description of an existing cache; None when there is no cache.
+def read_description(cache_path: str, owned: bool = False) -> Optional[Dict]:
+    """The description of an existing cache; None when there is no cache (or, at an
+    `owned` path, records without a description: an interrupted write, to rebuild).
 
-    Raises FeatureCacheError for records without a description.
+    Raises FeatureCacheError for records without a description at a path the user gave.
     """
+    import tensorflow as tf
+
     described = description_path(cache_path)
     if not tf.io.gfile.exists(cache_path):
         return None
     if not tf.io.gfile.exists(described):
+        if owned:
+            logging.warning("rebuilding the feature cache %s: it has no %s (an interrupted "
+                            "write)", cache_path, os.path.basename(described))
+            return None
         raise FeatureCacheError(
             f"{cache_path} exists without {os.path.basename(described)}: it was not written by "
             "albert_tf (or its writing was interrupted), so what it holds is unknown; delete "
@@ -65,15 +73,16 @@ def changed_settings(description: Mapping, identity: Mapping) -> List[str]:
 
 def prepare(cache_path: str, identity: Mapping, write_records: Callable[[Callable[[bytes], None]],
                                                                        Optional[Mapping]],
-            what: str) -> Dict:
+            what: str, owned: bool = False) -> Dict:
     """Reuses the cache at `cache_path` when its description matches `identity`, else
-    (re)builds it; returns its description.
+    (re)builds it; returns its description. `owned`: albert_tf chose the path (not a
+    user's flag), see the module docstring.
 
     write_records(write) writes every serialized record through `write` and returns the
     counts to record beside the identity (or None). `what` names the cache in the log
     ("RTE train", "SQuAD prediction", ...).
     """
-    description = read_description(cache_path)
+    description = read_description(cache_path, owned)
     if description is not None:
         changed = changed_settings(description, identity)
         if not changed:

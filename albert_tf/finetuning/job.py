@@ -203,10 +203,10 @@ def load_best_weights(model, output_dir: str) -> bool:
 class FinetuningJob:
     """One fine-tuning run of a task family: what every family shares, in one place.
 
-    `run()` validates, claims the output directory for `identity()` (another task's or
-    model's run is refused before anything is written), loads the tokenizer and checks its
-    size against the config and --init_checkpoint, runs `run_finetuning`, and exports the
-    best weights. A subclass supplies:
+    `run()` validates, loads the tokenizer and checks its size against the config and
+    --init_checkpoint, claims the output directory for `identity()` (another task's or
+    model's run is refused before anything is written), runs `run_finetuning`, and exports
+    the best weights. A subclass supplies:
       identity()                          what the run is (run_dir.RunIdentity)
       validate(num_replicas)              its own option checks (ValueError naming the flag)
       build_model(dtype_policy)           the task model
@@ -215,10 +215,12 @@ class FinetuningJob:
       prepare(tokenizer)                  reads the data and builds the feature caches; sets
                                           train_dataset_fn / evaluate_fn / predict_fn
       exporters()                         {"saved_model": fn(model), "onnx": fn(model)}
+    and sets `exports_without_training` when --export_dir alone (no --do_*) is a run.
     """
 
     metric = "eval_accuracy"
     higher_is_better = True
+    exports_without_training = False
 
     def __init__(self, options: TaskOptions, strategy: Optional[tf.distribute.Strategy] = None):
         self.options = options
@@ -235,7 +237,7 @@ class FinetuningJob:
         raise NotImplementedError
 
     def validate(self, num_replicas: int) -> None:
-        self.options.validate_task_options(num_replicas)
+        self.options.validate_task_options()
 
     def build_model(self, dtype_policy: str = "float32") -> keras.Model:
         raise NotImplementedError
@@ -269,7 +271,10 @@ class FinetuningJob:
         run_dir.check_output_dir(self.options.output_dir, identity)
         self.prepare(tokenizer)
         options = self.finetuning_options()
-        if options.do_train or options.do_eval or options.do_predict:
+        # run_finetuning refuses a run without --do_train/--do_eval/--do_predict, unless
+        # the family exports the weights it is given without training.
+        if options.do_train or options.do_eval or options.do_predict or \
+                not (self.exports_without_training and self.options.export_dir):
             self.results.update(run_finetuning(
                 options, self.build_model, self.training_task(), self.metric,
                 train_dataset_fn=self.train_dataset_fn, evaluate_fn=self.evaluate_fn,

@@ -92,7 +92,7 @@ class TaskOptions(FinetuningOptions):
     export_format: Tuple[str, ...] = onnx.DEFAULT_EXPORT_FORMATS
     export_int8: bool = False
 
-    def validate_task_options(self, num_replicas: int = 1) -> None:
+    def validate_task_options(self) -> None:
         """Raises ValueError naming the flag that is wrong (the checks every task shares)."""
         fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
         onnx.check_export_formats(self.export_format, self.export_int8,
@@ -105,10 +105,8 @@ class TaskOptions(FinetuningOptions):
             raise ValueError(f"--max_seq_length {self.max_seq_length} exceeds the model's "
                              f"max_position_embeddings {limit} (--albert_config_file)")
         for flag in ("eval_batch_size", "predict_batch_size"):
-            value = getattr(self, flag)
-            if value <= 0 or value % num_replicas:
-                raise ValueError(f"--{flag} {value} must be a positive multiple of the number "
-                                 f"of replicas ({num_replicas})")
+            if getattr(self, flag) <= 0:
+                raise ValueError(f"--{flag} must be positive, got {getattr(self, flag)}")
 
     def check_vocabulary_exists(self) -> None:
         """The vocabulary file that will be read exists (not vocab_file when a SentencePiece

@@ -97,7 +97,7 @@ class SentenceOrderHead(keras.layers.Layer):
 # --- fine-tuning heads of the original scripts -------------------------------------------------
 #
 # Variable names follow the original's `tf.get_variable` / `tf.layers.dense` scopes; the map to
-# the TF1 names is in `albert_tf.tf1_names`. K = labels, C = choices.
+# the TF1 names is in `albert_tf.checkpoints.names`. K = labels, C = choices.
 
 MASK_NEGATIVE = 1e30  # the original SQuAD v2 masking: x * (1 - p) - 1e30 * p
 

@@ -16,11 +16,12 @@ says otherwise. `--metric cmrc2018` scores Chinese span extraction with the
 official CMRC 2018 definitions instead (`cmrc_metrics`): `{"exact_match",
 "f1", "average", "total", "skip", "missing_predictions"}`.
 
-Modules: `squad_data` (JSON reading), `squad_features` (alignment, windows,
-TFRecord caches), `squad_postprocess` (n-best, predictions files),
-`squad_metrics` (official metrics), `cmrc_metrics` (CMRC 2018 metric),
-`squad_job` (training / prediction job of run_squad.py), `squad_export`
-(SavedModel with raw-text serving).
+The pieces live in `albert_tf.tasks.span_qa`: `data` (JSON reading), `alignment`
+(paragraph tokens to original characters), `features` (windows, TFRecord caches),
+`postprocess` (n-best, predictions files), `metrics` (official metrics),
+`cmrc_metrics` (CMRC 2018 metric), `job` (run_squad.py's job), `export` (SavedModel
+and ONNX with raw-text serving). This module re-exports the common ones under the
+path they had before the packages.
 """
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 loop.py (Trainer, Task, TrainingConfig, evaluate), optimization.py (the original's
 AdamW and LAMB with warmup and linear decay), distribute.py (tf.distribute strategies
 from flags' values), run_dir.py (what an output directory holds, and refusing another
-run's directory).
+run's directory), best_checkpoint.py (every evaluation recorded, the best weights
+exported as model.ckpt-best).
 
 May import: albert_tf.config, albert_tf.errors, albert_tf.fileio, albert_tf.kernels,
 albert_tf.modeling, albert_tf.checkpoints.

@@ -539,8 +539,10 @@ def prepare_features(cached_dir: str, spec: TaskSpec, split: str,
             write(serialize(features, i, spec.is_regression))
         logging.info("wrote %d %s features to %s", len(examples), split, path)
 
-    feature_cache.prepare(path, identity, write_records, f"{spec.name} {split}, "
-                                                    f"{len(examples)} examples")
+    # The name is ours (it carries the identity's hash): records without a description
+    # there are an interrupted write, rebuilt.
+    feature_cache.prepare(path, identity, write_records,
+                          f"{spec.name} {split}, {len(examples)} examples", owned=True)
     return path
 
 

@@ -60,7 +60,13 @@ class GlueOptions(TaskOptions):
 
     def validate(self, num_replicas: int) -> None:
         """Raises ValueError naming the flag that is wrong."""
-        self.validate_task_options(num_replicas)
+        # Evaluation batches are split evenly over the replicas (padded, as the original).
+        for flag in ("eval_batch_size", "predict_batch_size"):
+            value = getattr(self, flag)
+            if value <= 0 or value % num_replicas:
+                raise ValueError(f"--{flag} {value} must be a positive multiple of the number "
+                                 f"of replicas ({num_replicas})")
+        self.validate_task_options()
         name = self.task_name.lower()
         if name != glue.CUSTOM_TASK and name not in glue.TASKS and name not in clue.TASKS:
             raise ValueError(f"--task_name {self.task_name!r} is not one of "
@@ -269,7 +275,8 @@ class GlueJob(finetuning.FinetuningJob):
 
         def evaluate_fn(model, step):
             data = self.dataset(path, self.options.eval_batch_size, False, len(examples))
-            logits = predict_logits(self.strategy, model, data, len(examples), "dev examples")
+            logits = predict_logits(self.strategy, model, data, len(examples),
+                                    f"of {len(examples)} dev examples")
             metrics = glue.compute_metrics(self.spec, logits, gold)
             metrics["eval_examples"] = len(examples)
             return metrics
@@ -279,7 +286,8 @@ class GlueJob(finetuning.FinetuningJob):
         """predict_fn(model) -> logits of the test set, written as the submission files."""
         def predict_fn(model):
             data = self.dataset(path, self.options.predict_batch_size, False, len(examples))
-            logits = predict_logits(self.strategy, model, data, len(examples), "test examples")
+            logits = predict_logits(self.strategy, model, data, len(examples),
+                                    f"of {len(examples)} test examples")
             if not self.chief:
                 return {"logits": logits}
             written = write_predictions(self.options.output_dir, self.spec, examples, logits,

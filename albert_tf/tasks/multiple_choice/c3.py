@@ -331,7 +331,7 @@ def examples_fingerprint(examples: Iterable[C3Example]) -> str:
 
 
 def prepare_cache(path: str, examples: Sequence[C3Example], tokenizer, max_seq_length: int,
-                  shuffle_seed: Optional[int] = None) -> Dict:
+                  shuffle_seed: Optional[int] = None, owned: bool = False) -> Dict:
     """Writes the TFRecord `path` (+ `path.json`) unless a matching cache exists
     (as `race.prepare_cache`)."""
     from albert_tf import tokenization
@@ -343,7 +343,8 @@ def prepare_cache(path: str, examples: Sequence[C3Example], tokenizer, max_seq_l
                 "examples_sha256": examples_fingerprint(examples)}
     return race.write_cache(
         path, identity, len(examples), shuffle_seed,
-        lambda order: featurize(examples, tokenizer, max_seq_length, order), what="C3")
+        lambda order: featurize(examples, tokenizer, max_seq_length, order), what="C3",
+        owned=owned)
 
 
 def accuracy_by_subset(examples: Sequence[C3Example], predictions: Sequence[int]

@@ -1,12 +1,12 @@
 """The RACE and C3 fine-tuning job behind run_race.py: train, evaluate, predict, export.
 
-`run_race(options, strategy)` reads the data (`albert_tf.tasks.race`, or
-`albert_tf.tasks.c3` with task_name "c3"), builds TFRecord caches, fine-tunes an
-`AlbertMultipleChoice` with `finetuning.run_finetuning` (best checkpoint by dev
+`run_race(options, strategy)` (a `RaceJob`) reads the data (`race`, or `c3` with
+task_name "c3"), builds TFRecord caches, fine-tunes an `AlbertMultipleChoice` with
+`finetuning.run_finetuning` (best checkpoint by dev
 `eval_accuracy`, kept as `model.ckpt-best` in the official TF1 format), reports
 accuracy for middle, high and all (C3: C3-M, C3-D and both), writes
 predictions with the best weights and optionally exports a SavedModel that
-takes raw text (`albert_tf.tasks.race_export`). C3's questions with fewer than
+takes raw text (`export`). C3's questions with fewer than
 4 options have their padding options masked (`AlbertMultipleChoice`'s `choice_mask`) in
 the loss, the metrics, the predictions and the export.
 
@@ -127,7 +127,11 @@ class RaceOptions(TaskOptions):
 
     def validate(self, num_replicas: int = 1) -> None:
         """Raises ValueError naming the flag that is wrong."""
-        self.validate_task_options(num_replicas)
+        self.validate_task_options()
+        given = [path for path in (self.train_file, self.eval_file, self.predict_file) if path]
+        if len(set(given)) < len(given):
+            raise ValueError("--train_file, --eval_file and --predict_file must be different "
+                             "files: each split needs a cache of its own")
         if self.task_name not in TASKS:
             raise ValueError(f"--task_name must be one of {', '.join(TASKS)}, got "
                              f"{self.task_name!r}")
@@ -152,13 +156,16 @@ class RaceOptions(TaskOptions):
         """The split read for `purpose` ("train", "eval" or "predict")."""
         return {"train": "train", "eval": "dev", "predict": self.predict_split}[purpose]
 
+    def given_cache_path(self, purpose: str) -> Optional[str]:
+        """--train_file / --eval_file / --predict_file: the cache path the user gave, if any."""
+        return {"train": self.train_file, "eval": self.eval_file,
+                "predict": self.predict_file}[purpose]
+
     def cache_path(self, purpose: str) -> str:
-        """The TFRecord cache for `purpose`: --train_file / --eval_file / --predict_file,
-        else `<output_dir>/<task>_<split>.tf_record`."""
-        given = {"train": self.train_file, "eval": self.eval_file,
-                 "predict": self.predict_file}[purpose]
-        return given or os.path.join(self.output_dir,
-                                     f"{self.task_name}_{self.split_of(purpose)}.tf_record")
+        """The TFRecord cache for `purpose`: the path given (`given_cache_path`), else
+        `<output_dir>/<task>_<split>.tf_record`."""
+        return self.given_cache_path(purpose) or os.path.join(
+            self.output_dir, f"{self.task_name}_{self.split_of(purpose)}.tf_record")
 
 
 def build_model(config: AlbertConfig, dropout_prob: float,
@@ -254,6 +261,7 @@ class RaceJob(finetuning.FinetuningJob):
     """run_race.py's job: RACE or C3 (`options.task_name`), best checkpoint by dev accuracy."""
 
     metric = METRIC
+    exports_without_training = True  # --export_dir alone exports model.ckpt-best
 
     def __init__(self, options: RaceOptions, strategy=None):
         super().__init__(options, strategy)
@@ -281,16 +289,18 @@ class RaceJob(finetuning.FinetuningJob):
         """
         options = self.options
         split, path = options.split_of(purpose), options.cache_path(purpose)
+        owned = not options.given_cache_path(purpose)
         if self.is_c3:
             examples = c3.read_examples(options.data_dir, split)
-            c3.prepare_cache(path, examples, tokenizer, options.max_seq_length, shuffle_seed)
+            c3.prepare_cache(path, examples, tokenizer, options.max_seq_length, shuffle_seed,
+                             owned)
         else:
             examples = race.read_examples(options.data_dir, split, options.do_lower_case,
                                           high_only=options.high_only,
                                           middle_only=options.middle_only,
                                           normalize=tokenizer.preprocess)
             race.prepare_cache(path, examples, tokenizer, options.max_seq_length,
-                               options.max_qa_length, shuffle_seed)
+                               options.max_qa_length, shuffle_seed, owned)
         return examples, path
 
     def prepare(self, tokenizer) -> None:

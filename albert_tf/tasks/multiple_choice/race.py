@@ -448,9 +448,10 @@ def record_order(num_examples: int, shuffle_seed: Optional[int]) -> List[int]:
 
 
 def prepare_cache(path: str, examples: Sequence[RaceExample], tokenizer, max_seq_length: int,
-                  max_qa_length: int, shuffle_seed: Optional[int] = None) -> Dict:
+                  max_qa_length: int, shuffle_seed: Optional[int] = None,
+                  owned: bool = False) -> Dict:
     """Writes the TFRecord `path` (+ `path.json`) unless a matching cache exists
-    (`finetuning.feature_cache`); returns its description.
+    (`finetuning.feature_cache`; `owned`: albert_tf chose the path); returns its description.
 
     Training caches are written in a seeded shuffled order (`shuffle_seed`): the
     original reads levels and files in order and shuffles with a 100-record
@@ -459,12 +460,12 @@ def prepare_cache(path: str, examples: Sequence[RaceExample], tokenizer, max_seq
     identity = cache_identity(examples, tokenizer, max_seq_length, max_qa_length, shuffle_seed)
     return write_cache(path, identity, len(examples), shuffle_seed,
                        lambda order: featurize(examples, tokenizer, max_seq_length,
-                                               max_qa_length, order))
+                                               max_qa_length, order), owned=owned)
 
 
 def write_cache(path: str, identity: Dict, num_examples: int, shuffle_seed: Optional[int],
                 features_in_order: Callable[[List[int]], Iterable[Dict[str, np.ndarray]]],
-                what: str = "RACE") -> Dict:
+                what: str = "RACE", owned: bool = False) -> Dict:
     """`prepare_cache` for any feature generator: `features_in_order(order)` yields the
     features of those example indices (RACE's and C3's records)."""
     from albert_tf.finetuning import feature_cache
@@ -475,7 +476,7 @@ def write_cache(path: str, identity: Dict, num_examples: int, shuffle_seed: Opti
         for features in features_in_order(order):
             write(serialize(features))
 
-    return feature_cache.prepare(path, identity, write_records, what)
+    return feature_cache.prepare(path, identity, write_records, what, owned)
 
 
 def _padding_features(max_seq_length: int, choice_mask: bool = False) -> Dict[str, np.ndarray]:

@@ -1,6 +1,7 @@
 """Span question answering: SQuAD v1.1 / v2.0 and CMRC 2018.
 
-data.py (SQuAD JSON), features.py (windows, alignment, TFRecord caches),
+data.py (SQuAD JSON), alignment.py (paragraph tokens mapped to original characters),
+features.py (windows, labels, TFRecord caches),
 wordpiece.py (WordPiece alignment for Chinese), postprocess.py (n-best and the
 predictions files), metrics.py (the official SQuAD scripts), cmrc_metrics.py and
 cmrc_tokenize.py (the official CMRC 2018 metric), export.py (raw-text SavedModel and

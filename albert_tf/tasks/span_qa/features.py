@@ -400,9 +400,9 @@ def write_features(write: Callable[[bytes], None], featurizer: "SquadFeaturizer"
 
 def prepare_feature_file(path: str, featurizer: "SquadFeaturizer",
                          examples: Sequence[SquadExample], is_training: bool,
-                         source: str) -> Dict:
+                         source: str, owned: bool = False) -> Dict:
     """The feature cache at `path`: reused when its description matches, else (re)built
-    (`finetuning.feature_cache`); returns the description, with the counts of the
+    (`finetuning.feature_cache`; `owned`: albert_tf chose the path); returns the description, with the counts of the
     conversion (`examples`, `features`, `unalignable`, `inexact`) and its `source`."""
     from albert_tf.finetuning import feature_cache
 
@@ -416,7 +416,7 @@ def prepare_feature_file(path: str, featurizer: "SquadFeaturizer",
 
     what = "SQuAD " + ("training" if is_training else "prediction")
     identity = cache_identity(featurizer.options, is_training, tokenizer, examples)
-    return feature_cache.prepare(path, identity, write_records, what)
+    return feature_cache.prepare(path, identity, write_records, what, owned)
 
 
 def parse_features(serialized, max_seq_length: int, is_training: bool):

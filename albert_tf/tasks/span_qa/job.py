@@ -119,7 +119,11 @@ class SquadOptions(TaskOptions):
 
     def validate(self, num_replicas: int = 1) -> None:
         """Raises ValueError naming the flag that is wrong."""
-        self.validate_task_options(num_replicas)
+        self.validate_task_options()
+        if self.train_feature_file and self.train_feature_file == self.predict_feature_file:
+            raise ValueError("--train_feature_file and --predict_feature_file are the same file "
+                             f"({self.train_feature_file}): training and prediction features "
+                             "need a cache each")
         if self.metric not in METRICS:
             raise ValueError(f"--metric must be one of {', '.join(METRICS)}, got {self.metric!r}")
         if self.metric == "cmrc2018" and self.version_2_with_negative:
@@ -180,11 +184,12 @@ def resolve_metric(metric: str, dataset: list, version_2_with_negative: bool) ->
 
 
 def prepare_features(path: str, examples, tokenizer, options: SquadOptions, is_training: bool,
-                     source: str) -> Dict:
+                     source: str, owned: bool = False) -> Dict:
     """The feature cache at `path`, built unless a matching one exists; returns its
-    description (`features.prepare_feature_file`)."""
+    description (`features.prepare_feature_file`; `owned`: albert_tf chose the path)."""
     featurizer = squad_features.SquadFeaturizer(tokenizer, options.feature_options())
-    return squad_features.prepare_feature_file(path, featurizer, examples, is_training, source)
+    return squad_features.prepare_feature_file(path, featurizer, examples, is_training, source,
+                                               owned)
 
 
 def train_dataset(path: str, max_seq_length: int, batch_size: int, input_context=None,
@@ -313,7 +318,8 @@ class SquadJob(finetuning.FinetuningJob):
         examples = squad_data.read_squad_examples(options.train_file, True, self.v2)
         path = options.train_feature_file or os.path.join(options.output_dir, "train.tf_record")
         prepare_features(path, squad_features.shuffle_for_training(examples), tokenizer,
-                         options, True, options.train_file)
+                         options, True, options.train_file,
+                         owned=not options.train_feature_file)
         self.train_step = max(1, int(len(examples) / options.train_batch_size
                                      * options.num_train_epochs))
         self.warmup_step = int(self.train_step * options.warmup_proportion)
@@ -341,7 +347,7 @@ class SquadJob(finetuning.FinetuningJob):
         self.predict_path = options.predict_feature_file or os.path.join(options.output_dir,
                                                                          "predict.tf_record")
         prepare_features(self.predict_path, self.examples, tokenizer, options, False,
-                         options.predict_file)
+                         options.predict_file, owned=not options.predict_feature_file)
         self.feature_arrays = squad_features.read_feature_arrays(self.predict_path,
                                                                  options.max_seq_length)
         if self.has_gold and options.do_train:

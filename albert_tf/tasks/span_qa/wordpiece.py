@@ -26,7 +26,7 @@ token gets the inclusive range of *original* characters it comes from:
   position in its per-character word; otherwise the paragraph is unaligned
   (the original's MISMATCH: its questions are skipped and counted).
 
-`squad_export.WordPieceSquadServingModule` does the same steps as TensorFlow ops, except
+`export.WordPieceSquadServingModule` does the same steps as TensorFlow ops, except
 the fallback: its lower-casing has no final-sigma rule (an upper-case word-final "Σ" can
 tokenize differently there; docs/squad.md).
 """
