@@ -4,7 +4,9 @@ layers.py (embeddings, attention, the post-LN block), encoder.py (AlbertEncoder:
 factorized embedding + groups of shared blocks + pooler), heads.py (masked-LM,
 sentence-order, classification, span and multiple-choice heads), models.py (the
 pretrainer and the task models, outputs as dicts, and their losses),
-parameter_counts.py (the paper's table, `python -m albert_tf.parameter_counts`).
+crf.py (a linear-chain CRF: log-likelihood and constrained Viterbi decoding, for
+token classification), parameter_counts.py (the paper's table, `python -m
+albert_tf.parameter_counts`).
 
 May import: albert_tf.config, albert_tf.errors, albert_tf.kernels.
 """
