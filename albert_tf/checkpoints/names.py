@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Callable, Dict
 
-from albert_tf.modeling import models
+from albert_tf.modeling import models, token_classifier
 from albert_tf.modeling.encoder import AlbertEncoder
 
 ENCODER_SCOPE = "bert"
@@ -133,6 +133,17 @@ def multiple_choice_variables(model) -> "OrderedDict[str, object]":
     return classifier_variables(model)
 
 
+def token_classifier_variables(model) -> "OrderedDict[str, object]":
+    """Encoder names plus the per-token `output_weights` [K, H], `output_bias` [K] (named as
+    run_classifier's: the original has no tagging head) and, with a CRF, `crf/transitions`
+    [K, K], `crf/start_transitions` [K], `crf/end_transitions` [K]."""
+    names = classifier_variables(model)
+    if model.crf is not None:
+        for name in ("transitions", "start_transitions", "end_transitions"):
+            names[f"crf/{name}"] = getattr(model.crf, name)
+    return names
+
+
 _LAYOUTS: Dict[type, Callable] = {}
 
 
@@ -161,3 +172,4 @@ register(models.AlbertClassifier, classifier_variables)
 register(models.AlbertSpanLabeler, span_labeler_variables)
 register(models.AlbertSquadV2, squad_v2_variables)
 register(models.AlbertMultipleChoice, multiple_choice_variables)
+register(token_classifier.AlbertTokenClassifier, token_classifier_variables)

@@ -212,6 +212,8 @@ class FinetuningJob:
       build_model(dtype_policy)           the task model
       training_task()                     the loss (a training.Task)
       metric, higher_is_better            how the best checkpoint is chosen
+      read_data()                         (optional) reads what identity() needs, writing
+                                          nothing (e.g. a label list from the data)
       prepare(tokenizer)                  reads the data and builds the feature caches; sets
                                           train_dataset_fn / evaluate_fn / predict_fn
       exporters()                         {"saved_model": fn(model), "onnx": fn(model)}
@@ -245,6 +247,9 @@ class FinetuningJob:
     def training_task(self) -> training.Task:
         raise NotImplementedError
 
+    def read_data(self) -> None:
+        """Reads what `identity()` depends on; runs before output_dir is claimed."""
+
     def prepare(self, tokenizer) -> None:
         raise NotImplementedError
 
@@ -266,6 +271,7 @@ class FinetuningJob:
         # would train silently on the wrong embeddings: the sizes must agree.
         checkpoints.check_vocab_size(tokenizer, self.options.albert_config,
                                      "--albert_config_file", self.options.init_checkpoint)
+        self.read_data()
         # Another task's (or model's) run in output_dir is refused before anything is written.
         identity = self.identity()
         run_dir.check_output_dir(self.options.output_dir, identity)

@@ -154,7 +154,7 @@ def read_sentences(task_name: str, path: str, *, skip_bad_lines: bool = False,
     if task_name not in TASKS:
         raise UserValueError(f"unknown tagging task {task_name!r}; expected one of "
                              f"{', '.join(TASKS)}")
-    if given and (task_name != "custom" or _is_json_file(path)):
+    if given and (task_name != "custom" or is_json_file(path)):
         what = (f"{path} is read as JSON lines" if task_name == "custom"
                 else f"--task_name={task_name} has a fixed layout")
         raise UserValueError(f"{', '.join(given)}: for custom column files only ({what})")
@@ -164,7 +164,7 @@ def read_sentences(task_name: str, path: str, *, skip_bad_lines: bool = False,
         return read_cluener(path, skip_bad_lines=skip_bad_lines)
     if task_name == "msra":
         return read_msra(path, skip_bad_lines=skip_bad_lines)
-    if _is_json_file(path):
+    if is_json_file(path):
         return read_custom_json(path, skip_bad_lines=skip_bad_lines)
     return read_custom_columns(path, skip_bad_lines=skip_bad_lines,
                                token_column=0 if token_column is None else token_column,
@@ -523,7 +523,7 @@ def _read_column_file(path: str, fields: Callable[[str], Tuple[str, Optional[str
 # --- JSON lines ----------------------------------------------------------------------------------
 
 
-def _is_json_file(path: str) -> bool:
+def is_json_file(path: str) -> bool:
     return os.path.splitext(path)[1].lower() in JSON_EXTENSIONS
 
 

@@ -1,0 +1,142 @@
+"""Token classification (named-entity recognition): a label per word, softmax or CRF.
+
+Words are scored at their first sub-token (`word_mask`); the other sub-tokens, [CLS],
+[SEP] and padding carry no label and no loss. With `use_crf`, a linear-chain CRF links
+the labels of consecutive words (not sub-tokens). Decoding is Viterbi over the words for
+both heads when `allowed` transitions are given (a tag scheme's hard constraints, e.g.
+no `I-PER` after `O`): the softmax head then decodes its log-probabilities with no
+transition scores, under the same constraints.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional, Sequence, Tuple
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from albert_tf.config import AlbertConfig
+from albert_tf.modeling import crf, heads
+from albert_tf.modeling.models import _FineTuningModel
+
+# Transition constraints: (allowed [K, K], allowed_start [K], allowed_end [K]) as booleans.
+Allowed = Tuple[Sequence[Sequence[bool]], Sequence[bool], Sequence[bool]]
+
+
+def words_first(word_mask):
+    """(order int32 [B, S], lengths int32 [B]): each row's word positions first, in order.
+
+    `tf.gather(x, order, batch_dims=1)[:, :n]` are the n words of a row; `inverse_order`
+    maps word-ordered values back to positions.
+    """
+    mask = tf.cast(word_mask, tf.int32)
+    order = tf.argsort(1 - mask, axis=-1, stable=True)
+    return tf.cast(order, tf.int32), tf.reduce_sum(mask, axis=-1)
+
+
+def inverse_order(order):
+    """The permutation that undoes `order` [B, S] (row by row)."""
+    return tf.argsort(order, axis=-1, stable=True)
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertTokenClassifier(_FineTuningModel):
+    """Encoder -> dropout(sequence_output) -> logits = h W^T + b, W `output_weights` [K, H].
+
+    Inputs: the encoder's dict, plus optionally
+      `word_mask` int [B, S]  1 at each word's first sub-token (default: `label_ids >= 0`
+                              when labels are given, else `input_mask`)
+      `label_ids` int [B, S]  gold label id at word starts, -1 elsewhere: adds the loss
+    Returns the encoder's outputs plus
+      `logits`       float32 [B, S, K]
+      `predictions`  int32 [B, S]: the decoded label id at word starts, -1 elsewhere
+                     (not computed when training)
+      with `label_ids`: `loss_sum` float32 [B] (the example's summed cross-entropy, or its
+      CRF negative log-likelihood) and `scored` float32 [B] (its number of labelled words).
+    `allowed`: hard transition constraints for decoding (see the module docstring).
+    """
+
+    _EXTRA_ARGS = ("num_labels", "dropout_rate", "use_crf", "allowed")
+
+    def __init__(self, config: AlbertConfig, num_labels: int, dropout_rate: float = 0.1,
+                 use_crf: bool = False, allowed: Optional[Allowed] = None, **kwargs):
+        super().__init__(config, **kwargs)
+        self.num_labels = num_labels
+        self.dropout_rate = dropout_rate
+        self.use_crf = use_crf
+        self.allowed = None if allowed is None else tuple(
+            [[bool(v) for v in row] for row in allowed[0]] if i == 0 else
+            [bool(v) for v in allowed[i]] for i in range(3))
+        self.classifier = heads.ClassificationHead(num_labels, self.config.hidden_size,
+                                                   self.config.initializer_range, dropout_rate,
+                                                   name="classifier", dtype=self.dtype_policy)
+        self.crf = crf.CRF(num_labels, name="crf") if use_crf else None
+
+    def build(self, input_shape=None):
+        self.encoder.build()
+        self.classifier.build()
+        self.built = True
+
+    def call(self, inputs: Dict, training=False):
+        outputs = dict(self.encoder(inputs, training=training))
+        logits = self.classifier(outputs["sequence_output"], training=training)
+        outputs["logits"] = logits
+        word_mask = self._word_mask(inputs)
+        order, lengths = words_first(word_mask)
+        word_logits = tf.gather(logits, order, batch_dims=1)
+        if inputs.get("label_ids") is not None:
+            outputs.update(self._loss_terms(logits, word_logits, order, lengths, inputs))
+        if not training:
+            outputs["predictions"] = self._decode_words(word_logits, order, lengths, word_mask)
+        return outputs
+
+    def _word_mask(self, inputs):
+        if inputs.get("word_mask") is not None:
+            return tf.cast(inputs["word_mask"], tf.int32)
+        if inputs.get("label_ids") is not None:
+            return tf.cast(inputs["label_ids"] >= 0, tf.int32)
+        return tf.cast(inputs["input_mask"], tf.int32)
+
+    def _loss_terms(self, logits, word_logits, order, lengths, inputs) -> Dict[str, tf.Tensor]:
+        label_ids = tf.cast(inputs["label_ids"], tf.int32)
+        labelled = tf.cast(label_ids >= 0, tf.float32)
+        scored = tf.reduce_sum(labelled, axis=-1)
+        if self.use_crf:
+            word_labels = tf.maximum(tf.gather(label_ids, order, batch_dims=1), 0)
+            loss_sum = -self.crf.log_likelihood(word_logits, word_labels, lengths)
+        else:
+            log_probs = tf.nn.log_softmax(logits, axis=-1)
+            gold = tf.gather(log_probs, tf.maximum(label_ids, 0), batch_dims=2)
+            loss_sum = -tf.reduce_sum(gold * labelled, axis=-1)
+        return {"loss_sum": loss_sum, "scored": scored}
+
+    def _decode_words(self, word_logits, order, lengths, word_mask):
+        if self.use_crf:
+            tags, _ = self.crf.decode(word_logits, lengths, allowed=self._allowed_tensors())
+        elif self.allowed is not None:
+            zeros = tf.zeros([self.num_labels, self.num_labels], tf.float32)
+            tags, _ = crf.crf_decode(tf.nn.log_softmax(word_logits, axis=-1), lengths, zeros,
+                                     zeros[0], zeros[0], allowed=self._allowed_tensors())
+        else:
+            tags = tf.argmax(word_logits, axis=-1, output_type=tf.int32)
+        at_positions = tf.gather(tags, inverse_order(order), batch_dims=1)
+        return tf.where(tf.cast(word_mask, tf.bool), at_positions, -1)
+
+    def _allowed_tensors(self):
+        if self.allowed is None:
+            return None
+        return tuple(tf.constant(value, tf.bool) for value in self.allowed)
+
+    def get_config(self):
+        values = super().get_config()
+        values["allowed"] = None if self.allowed is None else [list(v) for v in self.allowed]
+        return values
+
+
+def token_classifier_losses(outputs: Dict, labels: Optional[Dict] = None) -> Dict:
+    """The mean loss per labelled word over a batch (`loss_sum` and `scored` come from the
+    model called with `label_ids`)."""
+    del labels
+    total = ops.sum(outputs["loss_sum"])
+    return {"loss": total / ops.maximum(ops.sum(outputs["scored"]), 1.0),
+            "per_example_loss": outputs["loss_sum"]}

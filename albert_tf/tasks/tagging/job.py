@@ -1,0 +1,338 @@
+"""The token-classification (NER) job behind run_ner.py: train, evaluate, predict.
+
+`run_ner(options, strategy)` (a `TaggingJob`) reads the task's files (`readers`),
+converts their tags to IOB2 (IOB1 files such as CoNLL-2003's are converted, invalid
+sequences repaired by the conlleval rule and counted in the log) and then to the
+training scheme (`tag_scheme`: IOB2 or BIOES), builds the windowed sub-token features
+(`features`, cached by the one cache policy), fine-tunes an `AlbertTokenClassifier`
+(softmax, or a CRF with `use_crf`) with `finetuning.run_finetuning`, keeps the best
+checkpoint by dev entity F1 (seqeval's default mode, `metrics`), and writes the
+predictions of the best weights in the data file's own format and scheme
+(`predictions`).
+
+Files in output_dir besides run_finetuning's (checkpoints/, train/, eval_results.txt,
+best_eval.json, best_trial.txt, model.ckpt-best.*):
+  labels.txt                  the label list, one per line (tag id = line number)
+  <task>_<split>_s<S>.tf_record (+ .json)   feature caches
+  predictions.txt / cluener_predict.json / entities.jsonl   the predicted split
+  predict_results.json        its scores when it has gold tags
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import tensorflow as tf
+from absl import logging
+
+from albert_tf import fileio
+from albert_tf.finetuning import job as finetuning_job
+from albert_tf.finetuning import predict
+from albert_tf.finetuning.options import TaskOptions
+from albert_tf.modeling.token_classifier import AlbertTokenClassifier
+from albert_tf.tasks.tagging import features, metrics, predictions, readers, schemes
+from albert_tf.tasks.tagging.readers import TaggedSentence, TaggingDataError
+from albert_tf.training import loop, run_dir
+
+METRIC = "f1"
+LABELS_FILE = "labels.txt"
+TRAINING_SCHEMES = ("iob2", "bioes")
+
+
+@dataclasses.dataclass(kw_only=True)
+class TaggingOptions(TaskOptions):
+    """run_ner.py's settings.
+
+    task_name: conll2003, cluener, msra or custom (`readers`). tag_scheme: the scheme the
+    model is trained and decodes in (the files' own scheme is detected and kept in the
+    predictions). labels: the label list (default: read from the training data).
+    constrain_decoding: decode only sequences valid in tag_scheme (both heads).
+    token_column / label_column / delimiter: custom column files. predict_split: the
+    split --do_predict reads.
+    """
+
+    task_name: str
+    data_dir: str
+    max_seq_length: int = 128
+    doc_stride: int = 64
+    tag_scheme: str = "iob2"
+    use_crf: bool = False
+    constrain_decoding: bool = True
+    labels: Optional[Tuple[str, ...]] = None
+    token_column: Optional[int] = None
+    label_column: Optional[int] = None
+    delimiter: Optional[str] = None
+    skip_bad_lines: bool = False
+    classifier_dropout: float = 0.1
+    predict_split: str = "test"
+
+    def validate(self, num_replicas: int = 1) -> None:
+        """Raises ValueError naming the flag that is wrong."""
+        self.validate_task_options()
+        if self.task_name not in readers.TASKS:
+            raise ValueError(f"--task_name must be one of {', '.join(readers.TASKS)}, got "
+                             f"{self.task_name!r}")
+        if schemes.normalize_scheme(self.tag_scheme) not in TRAINING_SCHEMES:
+            raise ValueError(f"--tag_scheme must be iob2 (bio) or bioes, got {self.tag_scheme!r}")
+        if not 0 < self.doc_stride <= self.max_seq_length - 2:
+            raise ValueError(f"--doc_stride must be in [1, max_seq_length - 2 = "
+                             f"{self.max_seq_length - 2}], got {self.doc_stride}")
+        if self.max_seq_length < 3:
+            raise ValueError(f"--max_seq_length must be at least 3, got {self.max_seq_length}")
+        if not 0.0 <= self.classifier_dropout < 1.0:
+            raise ValueError(f"--classifier_dropout must be in [0, 1), got "
+                             f"{self.classifier_dropout}")
+        if self.predict_split not in readers.SPLITS:
+            raise ValueError(f"--predict_split must be one of {', '.join(readers.SPLITS)}, got "
+                             f"{self.predict_split!r}")
+        if self.task_name != "custom" and any(
+                value is not None for value in (self.token_column, self.label_column,
+                                                self.delimiter)):
+            raise ValueError("--token_column, --label_column and --delimiter are for "
+                             "--task_name=custom column files")
+
+    def reader_options(self) -> Dict:
+        return {name: getattr(self, name) for name in ("token_column", "label_column",
+                                                      "delimiter")
+                if getattr(self, name) is not None}
+
+
+@dataclasses.dataclass
+class SplitData:
+    """One split: its file, sentences (tags in the training scheme), the files' own
+    scheme, and the cached features."""
+
+    path: str
+    sentences: List[TaggedSentence]
+    file_scheme: str
+    feature_path: str = ""
+    num_features: int = 0
+    windows: Optional[List[features.TaggingFeature]] = None
+
+
+class TaggingTask(loop.Task):
+    """The mean loss per labelled word of the global batch (cross-entropy, or the CRF's
+    negative log-likelihood summed over a sentence's words)."""
+
+    metric_names = ("loss_total", "words", "examples")
+
+    def normalizers(self, features_):
+        labelled = tf.cast(tf.cast(features_["label_ids"], tf.int32) >= 0, tf.float32)
+        return {"words": tf.reduce_sum(labelled)}
+
+    def loss(self, model, features_, normalizers, training):
+        outputs = model(features_, training=training)
+        total = tf.reduce_sum(tf.cast(outputs["loss_sum"], tf.float32))
+        sums = {"loss_total": total, "words": tf.reduce_sum(outputs["scored"]),
+                "examples": tf.cast(tf.shape(outputs["scored"])[0], tf.float32)}
+        return tf.math.divide_no_nan(total, normalizers["words"]), sums
+
+    def finalize(self, sums):
+        return {"eval_loss": sums["loss_total"] / max(sums["words"], 1.0)}
+
+
+class TaggingJob(finetuning_job.FinetuningJob):
+    """run_ner.py's job (see the module docstring)."""
+
+    metric = METRIC
+
+    def __init__(self, options: TaggingOptions, strategy=None):
+        super().__init__(options, strategy)
+        self.scheme = schemes.normalize_scheme(options.tag_scheme)
+        self.labels: List[str] = list(options.labels or [])
+        self.splits: Dict[str, SplitData] = {}
+
+    def identity(self):
+        return run_dir.RunIdentity.of(
+            run_dir.FINETUNING, f"ner {self.options.task_name}", self.options.albert_config,
+            labels=self.labels, metric=METRIC, tag_scheme=self.scheme,
+            use_crf=self.options.use_crf)
+
+    def validate(self, num_replicas: int) -> None:
+        self.options.validate(num_replicas)
+
+    def build_model(self, dtype_policy: str = "float32"):
+        allowed = (schemes.allowed_transitions(self.labels, self.scheme)
+                   if self.options.constrain_decoding else None)
+        return AlbertTokenClassifier(self.options.albert_config, num_labels=len(self.labels),
+                                     dropout_rate=self.options.classifier_dropout,
+                                     use_crf=self.options.use_crf, allowed=allowed,
+                                     dtype=dtype_policy)
+
+    def training_task(self):
+        return TaggingTask()
+
+    # --- data ----------------------------------------------------------------------------
+
+    def read_split(self, split: str) -> SplitData:
+        """The split's sentences with their tags in the training scheme (repairs logged)."""
+        options = self.options
+        path = readers.find_split_file(options.data_dir, split, options.task_name)
+        sentences = readers.read_sentences(options.task_name, path,
+                                           skip_bad_lines=options.skip_bad_lines,
+                                           **options.reader_options())
+        labelled = [s.tags for s in sentences if s.tags is not None]
+        file_scheme = schemes.detect_scheme(labelled) if labelled else "iob2"
+        converted, repairs = [], 0
+        for sentence in sentences:
+            if sentence.tags is not None:
+                iob2, fixed = schemes.repair(schemes.to_iob2(sentence.tags, file_scheme), "iob2")
+                repairs += fixed
+                sentence = dataclasses.replace(sentence,
+                                               tags=schemes.convert(iob2, "iob2", self.scheme))
+            converted.append(sentence)
+        logging.info("%s: %d sentences, tags read as %s%s", path, len(converted), file_scheme,
+                     f"; {repairs} invalid tags repaired by the conlleval rule" if repairs
+                     else "")
+        return SplitData(path, converted, file_scheme)
+
+    def settle_labels(self) -> None:
+        """The label list: --labels, else the training data's, else the run's record."""
+        if self.labels:
+            self.labels = list(self.labels)
+        elif "train" in self.splits:
+            self.labels = schemes.labels_from([s.tags for s in self.splits["train"].sentences],
+                                              self.scheme)
+        else:
+            record = run_dir.read_record(self.options.output_dir)
+            if record is None or not record.details.get("labels"):
+                raise TaggingDataError(
+                    f"{self.options.output_dir} records no label list (no training run "
+                    "there): give --labels or train first")
+            self.labels = list(record.details["labels"])
+        if "O" not in self.labels:
+            raise TaggingDataError(f"the label list has no 'O': {', '.join(self.labels)}")
+
+    def check_labels(self, data: SplitData) -> None:
+        """Every tag of a split is a known label (one line naming the sentence)."""
+        known = set(self.labels)
+        unknown = [(s.source, tag) for s in data.sentences if s.tags for tag in s.tags
+                   if tag not in known]
+        if unknown:
+            source, tag = unknown[0]
+            raise TaggingDataError(f"{source}: label {tag} is not one of the training labels "
+                                   f"({', '.join(self.labels)}); {len(unknown)} such tags in "
+                                   f"{data.path}")
+
+    def build_features(self, tokenizer, split: str, data: SplitData) -> None:
+        options = self.options
+        label_to_id = {label: i for i, label in enumerate(self.labels)}
+        data.windows, _ = features.convert(data.sentences, tokenizer, label_to_id,
+                                           options.max_seq_length, options.doc_stride)
+        data.feature_path = os.path.join(
+            options.output_dir, f"{options.task_name}_{split}_s{options.max_seq_length}"
+                                ".tf_record")
+        features.prepare_feature_file(data.feature_path, data.windows, data.sentences,
+                                      tokenizer, self.labels, options.max_seq_length,
+                                      options.doc_stride, owned=True)
+        data.num_features = len(data.windows)
+
+    def wanted_splits(self) -> List[Tuple[str, str]]:
+        """(purpose, split) pairs the run reads: train, dev, and the predicted split."""
+        options = self.options
+        return ([("train", "train")] if options.do_train else []) + \
+               ([("dev", "dev")] if options.do_eval else []) + \
+               ([("predict", options.predict_split)] if options.do_predict else [])
+
+    def read_data(self) -> None:
+        """Reads the splits and settles the label list (the run's identity), before
+        output_dir is claimed; every tag must be a known label."""
+        for purpose, split in self.wanted_splits():
+            self.splits[purpose] = self.read_split(split)
+        self.settle_labels()
+        for data in self.splits.values():
+            self.check_labels(data)
+
+    def prepare(self, tokenizer) -> None:
+        options = self.options
+        for purpose, split in self.wanted_splits():
+            self.build_features(tokenizer, split, self.splits[purpose])
+        if self.chief and options.do_train:
+            fileio.atomic_write_text(os.path.join(options.output_dir, LABELS_FILE),
+                                     "".join(label + "\n" for label in self.labels))
+        if options.do_train:
+            self.train_dataset_fn = self.training_batches
+        if options.do_eval:
+            self.evaluate_fn = lambda model, step: self.scores(model, self.splits["dev"])
+        if options.do_predict:
+            self.predict_fn = self.predict
+
+    def training_batches(self, input_context):
+        options, data = self.options, self.splits["train"]
+        batch = options.train_batch_size // options.gradient_accumulation_steps
+        if input_context is not None:
+            batch = input_context.get_per_replica_batch_size(batch)
+        return features.dataset(data.feature_path, options.max_seq_length,
+                                batch * options.gradient_accumulation_steps, True,
+                                data.num_features, options.seed, input_context)
+
+    # --- prediction ----------------------------------------------------------------------
+
+    def predicted_tags(self, model, data: SplitData) -> List[List[str]]:
+        """IOB2 tags per word of every sentence of a split, from the best window of each."""
+        batches = features.dataset(data.feature_path, self.options.max_seq_length,
+                                   self.options.predict_batch_size, False, data.num_features)
+
+        def outputs_of(model, batch):
+            inputs = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
+            inputs["word_mask"] = tf.cast(batch["word_index"] >= 0, tf.int32)
+            return {"predictions": model(inputs, training=False)["predictions"]}
+
+        outputs = predict.predict_outputs(self.strategy, model, batches, outputs_of,
+                                          f"of {data.num_features} windows")
+        ids = outputs["predictions"][:data.num_features]
+        outside = self.labels.index("O")
+        per_word = features.merge_predictions(data.windows, ids,
+                                              [len(s.words) for s in data.sentences], outside)
+        return [schemes.repair(schemes.convert([self.labels[i] for i in sentence], self.scheme,
+                                               "iob2"), "iob2")[0]
+                for sentence in per_word]
+
+    def scores(self, model, data: SplitData, predicted=None) -> Dict:
+        """Entity precision / recall / F1 (micro and per type) and token accuracy."""
+        predicted = self.predicted_tags(model, data) if predicted is None else predicted
+        gold = [schemes.convert(s.tags, self.scheme, "iob2") for s in data.sentences]
+        found = metrics.entity_scores(gold, predicted)
+        result = {key: found[key] for key in ("precision", "recall", "f1", "token_accuracy")}
+        for kind, figures in sorted(found["per_type"].items()):
+            for name in ("precision", "recall", "f1"):
+                result[f"{name}_{kind}"] = figures[name]
+        result["eval_examples"] = len(data.sentences)
+        return result
+
+    def predict(self, model):
+        data = self.splits["predict"]
+        predicted = self.predicted_tags(model, data)
+        if not self.chief:
+            return predicted
+        path = predictions.write_predictions(
+            self.options.output_dir, self.options.task_name, data.path,
+            [dataclasses.replace(s, tags=None if s.tags is None else schemes.convert(
+                s.tags, self.scheme, data.file_scheme)) for s in data.sentences],
+            predicted, data.file_scheme)
+        logging.info("wrote the predictions of %d sentences to %s", len(predicted), path)
+        self.results["predictions_file"] = path
+        if all(s.tags is not None for s in data.sentences):
+            figures = self.scores(model, data, predicted)
+            self.results["predict_metrics"] = figures
+            fileio.atomic_write_text(os.path.join(self.options.output_dir,
+                                                  "predict_results.json"),
+                                     json.dumps(figures, indent=2, sort_keys=True) + "\n")
+            logging.info("predictions of the best weights: f1 %.4f", figures["f1"])
+        return predicted
+
+
+def run_ner(options: TaggingOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
+    """Runs the job; returns run_finetuning's results plus `predictions_file` and
+    `predict_metrics` (when the predicted split has gold tags)."""
+    return TaggingJob(options, strategy).run()
+
+
+def labels_of(output_dir: str) -> Sequence[str]:
+    """The label list a run in output_dir trained with (labels.txt)."""
+    with tf.io.gfile.GFile(os.path.join(output_dir, LABELS_FILE)) as handle:
+        return [line.strip() for line in handle if line.strip()]
+
+

@@ -1,0 +1,183 @@
+"""Prediction files of token classification, written and scored.
+
+  predictions.txt       column formats (CoNLL-2003, MSRA, custom columns): one line per
+                        word, `word gold predicted` separated by single spaces (`word
+                        predicted` for unlabelled data), a blank line after each
+                        sentence, no -DOCSTART- lines: conlleval's input. Tags are in the
+                        data file's own scheme (IOB1 for CoNLL-2003's files).
+  cluener_predict.json  CLUENER: CLUE's submission lines `{"id": ..., "label": {type:
+                        {entity text: [[start, end]]}}}` with inclusive ends, one per
+                        input line, in order.
+  entities.jsonl        custom JSON lines: `{"id", "text", "entities": [{"type", "start",
+                        "end", "text"}]}` with exclusive ends.
+
+`score_prediction_file` reads a predictions file back against the gold data file
+(what `python -m albert_tf.tasks.tagging evaluate` runs).
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Dict, List, Sequence
+
+from albert_tf import fileio
+from albert_tf.tasks.tagging import metrics, readers, schemes
+from albert_tf.tasks.tagging.readers import TaggedSentence, TaggingDataError
+
+PREDICTIONS_FILE = "predictions.txt"
+CLUENER_FILE = "cluener_predict.json"
+ENTITIES_FILE = "entities.jsonl"
+
+
+def prediction_file_name(task_name: str, data_path: str) -> str:
+    """The predictions file a task writes (see the module docstring)."""
+    if task_name == "cluener":
+        return CLUENER_FILE
+    if task_name == "custom" and readers.is_json_file(data_path):
+        return ENTITIES_FILE
+    return PREDICTIONS_FILE
+
+
+def column_lines(sentences: Sequence[TaggedSentence], predicted: Sequence[Sequence[str]],
+                 scheme: str) -> str:
+    """predictions.txt's text; `predicted` holds IOB2 tags, written in `scheme`."""
+    lines: List[str] = []
+    for sentence, tags in zip(sentences, predicted):
+        tags = schemes.convert(tags, "iob2", scheme)
+        gold = sentence.tags
+        for i, word in enumerate(sentence.words):
+            lines.append(f"{word} {gold[i]} {tags[i]}" if gold is not None
+                         else f"{word} {tags[i]}")
+        lines.append("")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def entity_records(sentences: Sequence[TaggedSentence], predicted: Sequence[Sequence[str]]
+                   ) -> List[Dict]:
+    """Per sentence: the predicted entities with their character spans in its text."""
+    records = []
+    for index, (sentence, tags) in enumerate(zip(sentences, predicted)):
+        entities = []
+        for entity in schemes.entities(tags):
+            start, end = sentence.char_span(entity.start, entity.end)
+            entities.append({"type": entity.type, "start": start, "end": end,
+                             "text": sentence.text[start:end]})
+        example_id = sentence.example_id if sentence.example_id is not None else index
+        records.append({"id": example_id, "text": sentence.text, "entities": entities})
+    return records
+
+
+def cluener_lines(records: Sequence[Dict]) -> str:
+    """cluener_predict.json's text from `entity_records` (inclusive ends, as CLUE wants)."""
+    lines = []
+    for record in records:
+        label: Dict[str, Dict[str, List[List[int]]]] = {}
+        for entity in record["entities"]:
+            label.setdefault(entity["type"], {}).setdefault(entity["text"], []).append(
+                [entity["start"], entity["end"] - 1])
+        lines.append(json.dumps({"id": record["id"], "label": label}, ensure_ascii=False))
+    return "".join(line + "\n" for line in lines)
+
+
+def write_predictions(output_dir: str, task_name: str, data_path: str,
+                      sentences: Sequence[TaggedSentence], predicted: Sequence[Sequence[str]],
+                      scheme: str) -> str:
+    """Writes the task's predictions file (atomically) into output_dir; returns its path.
+
+    predicted: IOB2 tags per word per sentence; `scheme` is the data file's own.
+    """
+    name = prediction_file_name(task_name, data_path)
+    if name == PREDICTIONS_FILE:
+        text = column_lines(sentences, predicted, scheme)
+    elif name == CLUENER_FILE:
+        text = cluener_lines(entity_records(sentences, predicted))
+    else:
+        text = "".join(json.dumps(record, ensure_ascii=False) + "\n"
+                       for record in entity_records(sentences, predicted))
+    path = os.path.join(output_dir, name)
+    fileio.atomic_write_text(path, text)
+    return path
+
+
+def _predicted_from_columns(path: str, gold: Sequence[TaggedSentence]) -> List[List[str]]:
+    """The predicted column of predictions.txt, checked word by word against the gold file."""
+    blocks: List[List[List[str]]] = [[]]
+    with open(path, encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            fields = line.rstrip("\n").split(" ")
+            if fields == [""]:
+                if blocks[-1]:
+                    blocks.append([])
+                continue
+            if len(fields) != 3:
+                raise TaggingDataError(f"{path}:{line_no}: expected `word gold predicted` "
+                                       f"separated by single spaces, got {len(fields)} fields")
+            blocks[-1].append(fields + [str(line_no)])
+    blocks = [block for block in blocks if block]
+    if len(blocks) != len(gold):
+        raise TaggingDataError(f"{path}: {len(blocks)} sentences, but the data file has "
+                               f"{len(gold)}")
+    predicted = []
+    for block, sentence in zip(blocks, gold):
+        words = [fields[0] for fields in block]
+        if words != list(sentence.words):
+            first = next(i for i, (a, b) in enumerate(zip(words + [None], sentence.words))
+                         if a != b)
+            line_no = block[min(first, len(block) - 1)][3]
+            raise TaggingDataError(f"{path}:{line_no}: the words differ from the data file's "
+                                   f"sentence at {sentence.source}")
+        predicted.append([fields[2] for fields in block])
+    return predicted
+
+
+def _predicted_from_entities(path: str, gold: Sequence[TaggedSentence], inclusive: bool
+                             ) -> List[List[str]]:
+    """Per-word IOB2 tags of a CLUENER / entities.jsonl predictions file (one line per
+    gold sentence, in order)."""
+    with open(path, encoding="utf-8") as handle:
+        lines = [line for line in handle if line.strip()]
+    if len(lines) != len(gold):
+        raise TaggingDataError(f"{path}: {len(lines)} lines, but the data file has "
+                               f"{len(gold)} sentences")
+    predicted = []
+    for line_no, (line, sentence) in enumerate(zip(lines, gold), start=1):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise TaggingDataError(f"{path}:{line_no}: not valid JSON ({err.msg})") from err
+        spans = _record_spans(record, inclusive)
+        starts = {start: i for i, (start, _) in enumerate(sentence.offsets)}
+        ends = {end: i + 1 for i, (_, end) in enumerate(sentence.offsets)}
+        chunks = []
+        for kind, start, end in spans:
+            if start not in starts or end not in ends:
+                raise TaggingDataError(f"{path}:{line_no}: entity {kind} [{start}, {end}) does "
+                                       "not begin and end at word boundaries of the text")
+            chunks.append((kind, starts[start], ends[end]))
+        predicted.append(schemes.from_entities(chunks, len(sentence.words), "iob2"))
+    return predicted
+
+
+def _record_spans(record: Dict, inclusive: bool):
+    if inclusive:  # CLUENER: {"label": {type: {text: [[start, end]]}}}
+        return [(kind, start, end + 1) for kind, found in (record.get("label") or {}).items()
+                for spans in found.values() for start, end in spans]
+    return [(e["type"], e["start"], e["end"]) for e in record.get("entities") or []]
+
+
+def score_prediction_file(task_name: str, data_file: str, prediction_file: str,
+                          **reader_options) -> Dict:
+    """Entity-level figures (`metrics.entity_scores`) of a predictions file against the
+    gold data file it was predicted from."""
+    gold = readers.read_sentences(task_name, data_file, **reader_options)
+    if any(sentence.tags is None for sentence in gold):
+        raise TaggingDataError(f"{data_file}: unlabelled data: nothing to score against")
+    scheme = schemes.detect_scheme([s.tags for s in gold])
+    name = prediction_file_name(task_name, data_file)
+    if name == PREDICTIONS_FILE:
+        predicted = [schemes.to_iob2(tags, scheme)
+                     for tags in _predicted_from_columns(prediction_file, gold)]
+    else:
+        predicted = _predicted_from_entities(prediction_file, gold, name == CLUENER_FILE)
+    gold_tags = [schemes.to_iob2(s.tags, scheme) for s in gold]
+    return metrics.entity_scores(gold_tags, predicted)
