@@ -11,9 +11,7 @@ Public API:
                      official TF1 checkpoints in and out (albert_tf.checkpoints);
                      Hugging Face weights in albert_tf.checkpoints.hf
 """
-import importlib
-
-from albert_tf import _moved
+from albert_tf import _lazy, _moved
 
 _moved.install()
 
@@ -27,6 +25,8 @@ _EXPORTS = {
     "AlbertMultipleChoice": "modeling.models", "pretraining_losses": "modeling.models",
     "classifier_losses": "modeling.models", "span_losses": "modeling.models",
     "squad_v2_losses": "modeling.models", "multiple_choice_losses": "modeling.models",
+    "AlbertTokenClassifier": "modeling.token_classifier",
+    "token_classifier_losses": "modeling.token_classifier",
     "LoadReport": "checkpoints", "load_tf1_checkpoint": "checkpoints",
     "save_tf1_checkpoint": "checkpoints", "from_official_dir": "checkpoints",
     "restore_for_training": "checkpoints",
@@ -34,16 +34,7 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f"albert_tf.{_EXPORTS[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'albert_tf' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = _lazy.lazy_attributes(__name__, _EXPORTS, globals())
 
 
 __version__ = "0.1.0"

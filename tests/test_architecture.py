@@ -18,7 +18,7 @@ PACKAGE = REPO_ROOT / "albert_tf"
 
 # Longest prefix wins. A module may import its own rank or below.
 RANKS = {
-    "albert_tf": 0, "albert_tf._moved": 0, "albert_tf.config": 0, "albert_tf.errors": 0,
+    "albert_tf": 0, "albert_tf._moved": 0, "albert_tf._lazy": 0, "albert_tf.config": 0, "albert_tf.errors": 0,
     "albert_tf.fileio": 0,
     "albert_tf.kernels": 1, "albert_tf.tokenization": 1,
     "albert_tf.modeling": 2,

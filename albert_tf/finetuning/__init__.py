@@ -15,7 +15,7 @@ The names below are loaded on first use (PEP 562), so that a task module importi
 May import everything below it: training, checkpoints, export, modeling, kernels,
 tokenization, and the foundation (config, errors, fileio).
 """
-import importlib
+from albert_tf import _lazy
 
 # Public name -> the module of this package that defines it.
 _EXPORTS = {
@@ -28,13 +28,4 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = _lazy.lazy_attributes(__name__, _EXPORTS, globals())

@@ -42,7 +42,10 @@ from albert_tf.tokenization.wordpiece import (CJK_RANGES, MAX_INPUT_CHARS_PER_WO
                                               is_wordpiece_whitespace, load_vocab,
                                               normalize_word)
 
-# The names of `in_graph`, which need TensorFlow.
+from albert_tf import _lazy
+
+# The names of `in_graph`, which need TensorFlow: loaded on first use, so that the rest
+# is importable without TensorFlow (its classes derive from `tf.Module`).
 _IN_GRAPH_NAMES = ("InGraphTokenizer", "InGraphWordPieceTokenizer", "in_graph_tokenizer")
 
 __all__ = [
@@ -57,20 +60,5 @@ __all__ = [
 ]  # without the in-graph names, so that `import *` does not load TensorFlow
 
 
-def __getattr__(name):
-    """Loads `in_graph` on first access to one of its names (PEP 562).
-
-    Its classes derive from `tf.Module`, so importing it imports TensorFlow;
-    doing that lazily keeps the rest importable without TensorFlow.
-    """
-    if name in _IN_GRAPH_NAMES:
-        from albert_tf.tokenization import in_graph
-
-        value = getattr(in_graph, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_IN_GRAPH_NAMES))
+__getattr__, __dir__ = _lazy.lazy_attributes(
+    __name__, {name: "in_graph" for name in _IN_GRAPH_NAMES}, globals())
