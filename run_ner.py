@@ -23,6 +23,10 @@ Example:
 Outputs: eval_results.txt (f1, precision, recall, token_accuracy, and per type),
 model.ckpt-best.*, labels.txt, predictions.txt (column formats: word gold predicted) or
 cluener_predict.json (CLUE's submission format) or entities.jsonl, predict_results.json.
+--export_dir writes the best weights as a SavedModel (`serving_default`: raw text ->
+entities with character offsets; `serve_tokens`: token ids -> tag ids) and/or model.onnx
+(logits; `albert_tf.tasks.tagging.export.decode_onnx_logits` decodes them), as
+--export_format says.
 Score a predictions file: python -m albert_tf.tasks.tagging evaluate --task_name ...
 """
 import os
@@ -82,7 +86,10 @@ flags.DEFINE_integer("keep_checkpoint_max", 5, "Training checkpoints kept.")
 flags.DEFINE_integer("iterations_per_loop", 1000,
                      "Steps per host round trip (min with --save_checkpoints_steps).")
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
+flags.DEFINE_string("export_dir", None, "Export the best weights here: a SavedModel (raw text "
+                    "-> entities, and token ids) and/or model.onnx, as --export_format says.")
 cli.define_runtime_flags()
+cli.define_export_flags()
 flags.adopt_module_key_flags(cli)  # list them in --help
 
 
@@ -107,14 +114,16 @@ def main(argv):
              "predict_batch_size", "learning_rate", "train_step", "warmup_step",
              "save_checkpoints_steps", "keep_checkpoint_max", "iterations_per_loop",
              "optimizer", "mixed_precision", "jit_compile", "gradient_accumulation_steps",
-             "seed")
+             "seed", "export_dir", "export_layer_norm", "export_int8")
     options = TaggingOptions(albert_config=albert_config,
                              labels=tuple(FLAGS.labels) if FLAGS.labels else None,
+                             export_format=tuple(FLAGS.export_format),
                              **{name: getattr(FLAGS, name) for name in names})
     cli.check_options(options.validate, strategy.num_replicas_in_sync)
     cli.check_options(options.finetuning_options().validate, strategy.num_replicas_in_sync)
     results = run_ner(options, strategy)
     logging.info("done at step %s; best: %s", results.get("global_step"), results.get("best"))
+    cli.report_export(results, FLAGS.export_format)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from albert_tf.finetuning import job as finetuning_job
 from albert_tf.finetuning import predict
 from albert_tf.finetuning.options import TaskOptions
 from albert_tf.modeling.token_classifier import AlbertTokenClassifier
+from albert_tf.tasks.tagging import export as tagging_export
 from albert_tf.tasks.tagging import features, metrics, predictions, readers, schemes
 from albert_tf.tasks.tagging.readers import TaggedSentence, TaggingDataError
 from albert_tf.training import loop, run_dir
@@ -323,6 +324,27 @@ class TaggingJob(finetuning_job.FinetuningJob):
             logging.info("predictions of the best weights: f1 %.4f", figures["f1"])
         return predicted
 
+
+    # --- export --------------------------------------------------------------------------
+
+    def exporters(self):
+        return {"saved_model": self.export_saved_model, "onnx": self.export_onnx}
+
+    def export_saved_model(self, model) -> None:
+        options = self.options
+        tagging_export.export_saved_model(
+            model, options.export_dir, self.labels, self.scheme,
+            spm_model_file=options.spm_model_file, vocab_file=options.vocab_file,
+            do_lower_case=options.do_lower_case, max_seq_length=options.max_seq_length,
+            doc_stride=options.doc_stride, layer_norm=options.export_layer_norm)
+
+    def export_onnx(self, model) -> Dict[str, str]:
+        options = self.options
+        return tagging_export.export_onnx(
+            model, options.export_dir, self.labels, self.scheme,
+            max_seq_length=options.max_seq_length, do_lower_case=options.do_lower_case,
+            int8=options.export_int8, spm_model_file=options.spm_model_file,
+            vocab_file=options.vocab_file, doc_stride=options.doc_stride)
 
 def run_ner(options: TaggingOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
     """Runs the job; returns run_finetuning's results plus `predictions_file` and
