@@ -563,12 +563,35 @@ def report(cfg, out, elapsed, stage_seconds):
     return summary
 
 
+def resolved_precision(requested: str, out: str) -> str:
+    """The dtype policy of `requested`, "auto" measured once per output directory.
+
+    auto times the CPU's bf16 and float32 GEMMs; on a CPU whose ratio lies near the
+    threshold (or on a busy machine) two measurements can disagree, which would make a
+    rerun of the same command a run of other settings. The first choice is kept in
+    <out>/precision.json; delete it to measure again.
+    """
+    from albert_tf import fileio
+    from albert_tf.kernels import precision
+    if requested != "auto":
+        return precision.resolve(requested)
+    path = os.path.join(out, "precision.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as handle:
+            chosen = json.load(handle)["auto"]
+        logging.info("--mixed_precision=auto: %s, as measured by the first run in %s (delete "
+                     "%s to measure again)", chosen, out, os.path.basename(path))
+        return chosen
+    chosen = precision.resolve("auto")
+    fileio.atomic_write_text(path, json.dumps({"auto": chosen}) + "\n")
+    return chosen
+
+
 def run(cfg: DemoConfig, out: str):
     """Runs every stage; returns (summary dict, Stages)."""
-    from albert_tf.kernels import precision
     start = time.time()
-    cfg = dataclasses.replace(cfg, mixed_precision=precision.resolve(cfg.mixed_precision))
     os.makedirs(out, exist_ok=True)
+    cfg = dataclasses.replace(cfg, mixed_precision=resolved_precision(cfg.mixed_precision, out))
     stages = Stages(out)
     spm_fp = cfg.fingerprint("train_glob", "vocab_size")
     stages.run("spm", spm_fp, [os.path.join(out, "demo.model")], lambda: stage_spm(cfg, out))

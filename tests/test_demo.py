@@ -246,3 +246,17 @@ def test_rerun_skips_completed_stages_and_recovers_an_interrupted_one(tmp_path):
     assert third.stdout.count("[MASK] #1:") == 4
     reader = tf.train.load_checkpoint(str(out / "model.ckpt-best"))
     assert reader.get_tensor("global_step") in (10, 20)
+
+
+def test_auto_precision_is_measured_once_per_output_directory(tmp_path, monkeypatch):
+    """auto's GEMM timing can flip near its threshold on a busy machine: a rerun in the same
+    output directory keeps the first choice instead of becoming a run of other settings."""
+    import demo
+    from albert_tf.kernels import precision
+
+    choices = iter(["mixed_bfloat16", "float32"])
+    monkeypatch.setattr(precision, "resolve", lambda requested, strategy=None: next(choices))
+    assert demo.resolved_precision("auto", str(tmp_path)) == "mixed_bfloat16"
+    assert demo.resolved_precision("auto", str(tmp_path)) == "mixed_bfloat16"
+    assert json.loads((tmp_path / "precision.json").read_text()) == {"auto": "mixed_bfloat16"}
+    assert demo.resolved_precision("auto", str(tmp_path / "other")) == "float32"
