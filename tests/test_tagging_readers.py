@@ -188,7 +188,7 @@ def test_cluener_unlabelled_test_lines(tmp_path):
                                           {"id": 1, "text": "不 至于"}])
     sentences = read_sentences("cluener", path)
     assert [(s.example_id, s.words, s.tags, s.spans) for s in sentences] == [
-        ("0", list("四川敦煌学"), None, None), ("1", ["不", " ", "至", "于"], None, None)]
+        (0, list("四川敦煌学"), None, None), (1, ["不", " ", "至", "于"], None, None)]
     assert label_set(sentences) == []
 
 

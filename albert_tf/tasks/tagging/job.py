@@ -88,11 +88,26 @@ class TaggingOptions(TaskOptions):
         if self.predict_split not in readers.SPLITS:
             raise ValueError(f"--predict_split must be one of {', '.join(readers.SPLITS)}, got "
                              f"{self.predict_split!r}")
+        if self.labels is not None:
+            self.check_labels_flag()
         if self.task_name != "custom" and any(
                 value is not None for value in (self.token_column, self.label_column,
                                                 self.delimiter)):
             raise ValueError("--token_column, --label_column and --delimiter are for "
                              "--task_name=custom column files")
+
+    def check_labels_flag(self) -> None:
+        """--labels: no repeats, an "O", every label a tag of --tag_scheme."""
+        labels = list(self.labels)
+        repeated = sorted({label for label in labels if labels.count(label) > 1})
+        if repeated:
+            raise ValueError(f"--labels repeats {', '.join(repeated)}")
+        if "O" not in labels:
+            raise ValueError("--labels has no O")
+        try:
+            schemes.allowed_transitions(labels, schemes.normalize_scheme(self.tag_scheme))
+        except ValueError as err:
+            raise ValueError(f"--labels: {err} (--tag_scheme={self.tag_scheme})") from None
 
     def reader_options(self) -> Dict:
         return {name: getattr(self, name) for name in ("token_column", "label_column",

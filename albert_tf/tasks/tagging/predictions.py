@@ -4,7 +4,9 @@
                         word, `word gold predicted` separated by single spaces (`word
                         predicted` for unlabelled data), a blank line after each
                         sentence, no -DOCSTART- lines: conlleval's input. Tags are in the
-                        data file's own scheme (IOB1 for CoNLL-2003's files).
+                        data file's own scheme (IOB1 for CoNLL-2003's files). White space
+                        inside a word (MSRA has space characters as words) is written as
+                        `_`, so that every line keeps three fields.
   cluener_predict.json  CLUENER: CLUE's submission lines `{"id": ..., "label": {type:
                         {entity text: [[start, end]]}}}` with inclusive ends, one per
                         input line, in order.
@@ -38,6 +40,11 @@ def prediction_file_name(task_name: str, data_path: str) -> str:
     return PREDICTIONS_FILE
 
 
+def column_word(word: str) -> str:
+    """A word as predictions.txt writes it: white space (which would add fields) as `_`."""
+    return "".join("_" if char.isspace() else char for char in word) or "_"
+
+
 def column_lines(sentences: Sequence[TaggedSentence], predicted: Sequence[Sequence[str]],
                  scheme: str) -> str:
     """predictions.txt's text; `predicted` holds IOB2 tags, written in `scheme`."""
@@ -46,6 +53,7 @@ def column_lines(sentences: Sequence[TaggedSentence], predicted: Sequence[Sequen
         tags = schemes.convert(tags, "iob2", scheme)
         gold = sentence.tags
         for i, word in enumerate(sentence.words):
+            word = column_word(word)
             lines.append(f"{word} {gold[i]} {tags[i]}" if gold is not None
                          else f"{word} {tags[i]}")
         lines.append("")
@@ -99,8 +107,10 @@ def write_predictions(output_dir: str, task_name: str, data_path: str,
     return path
 
 
-def _predicted_from_columns(path: str, gold: Sequence[TaggedSentence]) -> List[List[str]]:
-    """The predicted column of predictions.txt, checked word by word against the gold file."""
+def _predicted_from_columns(path: str, gold: Sequence[TaggedSentence], scheme: str
+                            ) -> List[List[str]]:
+    """The predicted column of predictions.txt (in the data file's `scheme`) as IOB2 tags,
+    checked word by word against the gold file."""
     blocks: List[List[List[str]]] = [[]]
     with open(path, encoding="utf-8") as handle:
         for line_no, line in enumerate(handle, start=1):
@@ -120,14 +130,28 @@ def _predicted_from_columns(path: str, gold: Sequence[TaggedSentence]) -> List[L
     predicted = []
     for block, sentence in zip(blocks, gold):
         words = [fields[0] for fields in block]
-        if words != list(sentence.words):
-            first = next(i for i, (a, b) in enumerate(zip(words + [None], sentence.words))
-                         if a != b)
+        expected = [column_word(word) for word in sentence.words]
+        if words != expected:
+            first = next((i for i, (a, b) in enumerate(zip(words, expected)) if a != b),
+                         min(len(words), len(expected)))
             line_no = block[min(first, len(block) - 1)][3]
             raise TaggingDataError(f"{path}:{line_no}: the words differ from the data file's "
                                    f"sentence at {sentence.source}")
-        predicted.append([fields[2] for fields in block])
+        for fields in block:
+            _check_tag(fields[2], path, fields[3])
+        try:
+            predicted.append(schemes.to_iob2([fields[2] for fields in block], scheme))
+        except ValueError as err:  # e.g. S-PER against IOB1 gold
+            raise TaggingDataError(f"{path}:{block[0][3]}: {err} (the data file's tags are "
+                                   f"{scheme})") from None
     return predicted
+
+
+def _check_tag(tag: str, path: str, line_no) -> None:
+    try:
+        schemes.split_tag(tag)
+    except ValueError as err:
+        raise TaggingDataError(f"{path}:{line_no}: {err}") from None
 
 
 def _predicted_from_entities(path: str, gold: Sequence[TaggedSentence], inclusive: bool
@@ -145,24 +169,39 @@ def _predicted_from_entities(path: str, gold: Sequence[TaggedSentence], inclusiv
             record = json.loads(line)
         except json.JSONDecodeError as err:
             raise TaggingDataError(f"{path}:{line_no}: not valid JSON ({err.msg})") from err
-        spans = _record_spans(record, inclusive)
+        try:
+            spans = _record_spans(record, inclusive)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            shape = ('{"label": {type: {entity text: [[start, end]]}}}' if inclusive
+                     else '{"entities": [{"type", "start", "end"}]}')
+            raise TaggingDataError(f"{path}:{line_no}: expected {shape}") from None
         starts = {start: i for i, (start, _) in enumerate(sentence.offsets)}
         ends = {end: i + 1 for i, (_, end) in enumerate(sentence.offsets)}
         chunks = []
-        for kind, start, end in spans:
+        for kind, start, end, text in sorted(set(spans), key=lambda span: span[1:3]):
             if start not in starts or end not in ends:
                 raise TaggingDataError(f"{path}:{line_no}: entity {kind} [{start}, {end}) does "
                                        "not begin and end at word boundaries of the text")
+            if text is not None and sentence.text[start:end] != text:
+                raise TaggingDataError(f"{path}:{line_no}: entity {kind} {text!r} [{start}, "
+                                       f"{end}) is {sentence.text[start:end]!r} in the text")
             chunks.append((kind, starts[start], ends[end]))
-        predicted.append(schemes.from_entities(chunks, len(sentence.words), "iob2"))
+        try:
+            predicted.append(schemes.from_entities(chunks, len(sentence.words), "iob2"))
+        except ValueError as err:  # overlapping entities: flat tags cannot hold them
+            raise TaggingDataError(f"{path}:{line_no}: {err}") from None
     return predicted
 
 
 def _record_spans(record: Dict, inclusive: bool):
+    """(type, start, end exclusive, entity text or None) of a predictions line (malformed
+    shapes raise)."""
     if inclusive:  # CLUENER: {"label": {type: {text: [[start, end]]}}}
-        return [(kind, start, end + 1) for kind, found in (record.get("label") or {}).items()
-                for spans in found.values() for start, end in spans]
-    return [(e["type"], e["start"], e["end"]) for e in record.get("entities") or []]
+        return [(str(kind), int(start), int(end) + 1, str(text))
+                for kind, found in (record.get("label") or {}).items()
+                for text, spans in found.items() for start, end in spans]
+    return [(str(e["type"]), int(e["start"]), int(e["end"]), e.get("text"))
+            for e in record.get("entities") or []]
 
 
 def score_prediction_file(task_name: str, data_file: str, prediction_file: str,
@@ -175,8 +214,7 @@ def score_prediction_file(task_name: str, data_file: str, prediction_file: str,
     scheme = schemes.detect_scheme([s.tags for s in gold])
     name = prediction_file_name(task_name, data_file)
     if name == PREDICTIONS_FILE:
-        predicted = [schemes.to_iob2(tags, scheme)
-                     for tags in _predicted_from_columns(prediction_file, gold)]
+        predicted = _predicted_from_columns(prediction_file, gold, scheme)
     else:
         predicted = _predicted_from_entities(prediction_file, gold, name == CLUENER_FILE)
     gold_tags = [schemes.to_iob2(s.tags, scheme) for s in gold]

@@ -55,7 +55,8 @@ import collections
 import dataclasses
 import json
 import os
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import (Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple,
+                    Union)
 
 from absl import logging
 
@@ -113,7 +114,7 @@ class TaggedSentence:
     text: Optional[str] = None
     offsets: Optional[List[Tuple[int, int]]] = None
     spans: Optional[List[EntitySpan]] = None
-    example_id: Optional[str] = None
+    example_id: Optional[Union[int, str]] = None
 
     def char_span(self, first_word: int, end_word: int) -> Tuple[int, int]:
         """(start, end) in `text` of words `first_word` to `end_word` (exclusive): where a
@@ -571,8 +572,9 @@ def _text_field(obj: dict) -> str:
     return text
 
 
-def _example_id(obj: dict) -> Optional[str]:
-    return None if obj.get("id") is None else str(obj["id"])
+def _example_id(obj: dict):
+    """The line's "id" as the file has it (CLUE's test ids are integers), or None."""
+    return obj.get("id")
 
 
 def _is_int(value) -> bool:
