@@ -92,19 +92,35 @@ class TaskOptions(FinetuningOptions):
     export_format: Tuple[str, ...] = onnx.DEFAULT_EXPORT_FORMATS
     export_int8: bool = False
 
+    # The checks every task shares, each raising ValueError naming the flag. A task calls
+    # them where its own checks interleave, so that the first error a user sees stays the
+    # one the task always reported first.
+
     def validate_task_options(self) -> None:
-        """Raises ValueError naming the flag that is wrong (the checks every task shares)."""
+        """All the shared checks, in order."""
+        self.check_export()
+        self.check_vocabulary_given()
+        self.check_max_seq_length()
+        self.check_batch_sizes()
+
+    def check_export(self) -> None:
         fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
         onnx.check_export_formats(self.export_format, self.export_int8,
                                   mixed_precision=self.mixed_precision,
                                   export_dir=self.export_dir)
+
+    def check_vocabulary_given(self) -> None:
         if not self.spm_model_file and not self.vocab_file:
             raise ValueError("give --spm_model_file (SentencePiece) or --vocab_file (WordPiece)")
+
+    def check_max_seq_length(self) -> None:
         limit = self.albert_config.max_position_embeddings
         if self.max_seq_length > limit:
             raise ValueError(f"--max_seq_length {self.max_seq_length} exceeds the model's "
                              f"max_position_embeddings {limit} (--albert_config_file)")
-        for flag in ("eval_batch_size", "predict_batch_size"):
+
+    def check_batch_sizes(self, flags=("eval_batch_size", "predict_batch_size")) -> None:
+        for flag in flags:
             if getattr(self, flag) <= 0:
                 raise ValueError(f"--{flag} must be positive, got {getattr(self, flag)}")
 

@@ -60,13 +60,7 @@ class GlueOptions(TaskOptions):
 
     def validate(self, num_replicas: int) -> None:
         """Raises ValueError naming the flag that is wrong."""
-        # Evaluation batches are split evenly over the replicas (padded, as the original).
-        for flag in ("eval_batch_size", "predict_batch_size"):
-            value = getattr(self, flag)
-            if value <= 0 or value % num_replicas:
-                raise ValueError(f"--{flag} {value} must be a positive multiple of the number "
-                                 f"of replicas ({num_replicas})")
-        self.validate_task_options()
+        self.check_export()
         name = self.task_name.lower()
         if name != glue.CUSTOM_TASK and name not in glue.TASKS and name not in clue.TASKS:
             raise ValueError(f"--task_name {self.task_name!r} is not one of "
@@ -78,9 +72,17 @@ class GlueOptions(TaskOptions):
             raise ValueError("--data_dir is required")
         if not self.output_dir:
             raise ValueError("--output_dir is required")
+        self.check_vocabulary_given()
         self.check_vocabulary_exists()
+        self.check_max_seq_length()
         if self.max_seq_length < 3:
             raise ValueError(f"--max_seq_length must be at least 3, got {self.max_seq_length}")
+        # Evaluation batches are split evenly over the replicas (padded, as the original).
+        for flag in ("eval_batch_size", "predict_batch_size"):
+            value = getattr(self, flag)
+            if value <= 0 or value % num_replicas:
+                raise ValueError(f"--{flag} {value} must be a positive multiple of the number "
+                                 f"of replicas ({num_replicas})")
         if not 0.0 <= self.classifier_dropout < 1.0:
             raise ValueError(f"--classifier_dropout must be in [0, 1), got "
                              f"{self.classifier_dropout}")

@@ -127,14 +127,11 @@ class RaceOptions(TaskOptions):
 
     def validate(self, num_replicas: int = 1) -> None:
         """Raises ValueError naming the flag that is wrong."""
-        self.validate_task_options()
-        given = [path for path in (self.train_file, self.eval_file, self.predict_file) if path]
-        if len(set(given)) < len(given):
-            raise ValueError("--train_file, --eval_file and --predict_file must be different "
-                             "files: each split needs a cache of its own")
+        self.check_export()
         if self.task_name not in TASKS:
             raise ValueError(f"--task_name must be one of {', '.join(TASKS)}, got "
                              f"{self.task_name!r}")
+        self.check_vocabulary_given()
         if self.task_name == "c3":
             if self.high_only or self.middle_only:
                 raise ValueError("--high_only and --middle_only are RACE's levels; C3 reads "
@@ -143,14 +140,20 @@ class RaceOptions(TaskOptions):
         else:
             race.levels_for(self.high_only, self.middle_only)
             race.validate_lengths(self.max_seq_length, self.max_qa_length)
+        self.check_max_seq_length()
         if not 0.0 <= self.dropout_prob < 1.0:
             raise ValueError(f"--dropout_prob must be in [0, 1), got {self.dropout_prob}")
+        self.check_batch_sizes()
         if self.predict_split not in race.SPLITS:
             raise ValueError(f"--predict_split must be one of {', '.join(race.SPLITS)}, got "
                              f"{self.predict_split!r}")
         if not (self.do_train or self.do_eval or self.do_predict or self.export_dir):
             raise ValueError("at least one of --do_train, --do_eval, --do_predict, "
                              "--export_dir must be set")
+        given = [path for path in (self.train_file, self.eval_file, self.predict_file) if path]
+        if len(set(given)) < len(given):
+            raise ValueError("--train_file, --eval_file and --predict_file must be different "
+                             "files: each split needs a cache of its own")
 
     def split_of(self, purpose: str) -> str:
         """The split read for `purpose` ("train", "eval" or "predict")."""

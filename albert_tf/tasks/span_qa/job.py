@@ -119,7 +119,8 @@ class SquadOptions(TaskOptions):
 
     def validate(self, num_replicas: int = 1) -> None:
         """Raises ValueError naming the flag that is wrong."""
-        self.validate_task_options()
+        self.check_export()
+        self.check_vocabulary_given()
         if self.train_feature_file and self.train_feature_file == self.predict_feature_file:
             raise ValueError("--train_feature_file and --predict_feature_file are the same file "
                              f"({self.train_feature_file}): training and prediction features "
@@ -139,6 +140,7 @@ class SquadOptions(TaskOptions):
             check_file(self.train_file, "--train_file", "SQuAD JSON file")
         if self.do_predict:
             check_file(self.predict_file, "--predict_file", "SQuAD JSON file")
+        self.check_max_seq_length()
         for name in ("n_best_size", "max_answer_length", "start_n_top", "end_n_top",
                      "predict_batch_size"):
             if getattr(self, name) <= 0:
