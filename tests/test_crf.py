@@ -239,6 +239,42 @@ def test_constrained_decode_matches_brute_force(num_tags, mode):
     assert min(seen.values()) > 0, seen
 
 
+# ----------------------------------------------------------------------------- ONNX
+
+def test_decode_converts_to_onnx_with_the_path_in_order():
+    """ONNX Runtime runs tf2onnx's conversion of crf_decode to TensorFlow's tags and scores,
+    with and without constraints, on every length 0..6 (tf2onnx 1.17 stacks a reverse=True
+    scan's outputs in the order it runs them, so a backtracking reverse scan came out
+    reversed: the backtracking is a forward scan over the reversed back-pointers). The
+    padding's garbage is finite here: tf2onnx turns a float tf.where into multiply-adds."""
+    pytest.importorskip("tf2onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from albert_tf.export import onnx as onnx_export
+
+    num_tags = 4
+    emissions, _, lengths, transitions, start, end = make_case(7, num_tags, batch_lengths(7))
+    emissions = np.nan_to_num(emissions, nan=-1e6)
+    allowed = random_allowed(np.random.default_rng(7), num_tags, plant_path=True)
+    signature = {"emissions": tf.TensorSpec([None, None, num_tags], tf.float32),
+                 "lengths": tf.TensorSpec([None], tf.int32)}
+    for constraints in (None, allowed):
+        def decode(features, constraints=constraints):
+            tags, best = crf_decode(features["emissions"], features["lengths"], transitions,
+                                    start, end, allowed=constraints)
+            return {"tags": tags, "best": best}
+
+        proto = onnx_export.to_onnx_proto(decode, signature)
+        session = ort.InferenceSession(proto.SerializeToString(),
+                                       providers=["CPUExecutionProvider"])
+        tags, best = session.run(["tags", "best"], {"emissions": emissions, "lengths": lengths})
+        want = decode({"emissions": emissions, "lengths": lengths})
+        np.testing.assert_array_equal(tags, want["tags"].numpy())
+        np.testing.assert_allclose(best, want["best"].numpy(), rtol=1e-5, atol=1e-5)
+        if constraints is None:
+            check_decoded(tf.constant(tags), tf.constant(best), emissions, lengths, transitions,
+                          start, end, num_tags)
+
+
 # ----------------------------------------------------------------------------- gradients
 
 @pytest.mark.parametrize("mode", MODES)

@@ -247,7 +247,8 @@ def test_conll2003_softmax_train_eval_predict_score(setup, tmp_path):
 def test_cluener_crf_submission_file_and_constrained_viterbi(setup, tmp_path):
     out = tmp_path / "cluener"
     done = run_cli(setup, "cluener", out, use_crf=True, train_step=100,
-                   save_checkpoints_steps=50)
+                   save_checkpoints_steps=50, export_dir=out / "export",
+                   export_format="saved_model,onnx")
     assert done.returncode == 0, done.stderr[-3000:]
     labels = read_lines(out / "labels.txt")
     assert labels == ["O"] + [f"{p}-{t}" for t in CLUENER_TYPES for p in "BI"]
@@ -273,8 +274,7 @@ def test_cluener_crf_submission_file_and_constrained_viterbi(setup, tmp_path):
     found = []
     for index, (record, text) in enumerate(zip(submission, texts)):
         assert set(record) == {"id", "label"}
-        # test.json's ids are integers; they come back as strings (reported as a bug).
-        assert str(record["id"]) == str(index)
+        assert record["id"] == index  # test.json's integer ids, as CLUE's baseline writes them
         spans = sorted((start, end, kind, entity) for kind, entities in record["label"].items()
                        for entity, places in entities.items() for start, end in places)
         for (start, end, kind, entity), following in zip(spans, spans[1:] + [None]):
@@ -299,6 +299,18 @@ def test_cluener_crf_submission_file_and_constrained_viterbi(setup, tmp_path):
     last = sentences[-1]
     spaces = [i for i, word in enumerate(last.words) if word == " "]
     assert spaces and all(merged[-1][i] == "O" for i in spaces)
+
+    # The exported SavedModel finds, from the raw texts, the entities of the submission.
+    import tensorflow_text  # noqa: F401  (registers the tokenizers' ops for loading)
+
+    assert (out / "export" / "model.onnx").exists()
+    served = tf.saved_model.load(str(out / "export")).signatures["serving_default"](
+        text=tf.constant(texts))
+    for row, want in enumerate(found):
+        count = int(served["num_entities"][row])
+        got = [(served["entity_type"][row, k].numpy().decode(), int(served["start"][row, k]),
+                int(served["end"][row, k])) for k in range(count)]
+        assert sorted(got, key=lambda e: e[1]) == sorted(want, key=lambda e: e[1]), row
 
 
 # --- default suite: refusals (one line, exit 2, nothing written) ---------------------

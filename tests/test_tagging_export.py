@@ -1,8 +1,10 @@
 """Tagging (NER) exports: the raw-text SavedModel finds exactly the entities of the Python
 prediction path (split_words -> features.convert -> model -> merge_predictions ->
 schemes.entities -> character spans), loaded where only TensorFlow and tensorflow-text are
-imported; its graph pieces (word split, windows, max context, chunks) equal the Python
-functions; ONNX gives the same logits, and decode_onnx_logits the model's tags."""
+imported, and its serve_words signature the tags and entities of the Python path of
+pre-split (CoNLL-style) words; its graph pieces (word split, windows, max context, chunks)
+equal the Python functions; ONNX gives the same logits and predictions, and
+decode_onnx_logits the model's tags."""
 import json
 import os
 import subprocess
@@ -47,6 +49,25 @@ def english_texts(shared_data, count=24):
 def chinese_texts(shared_data, count=24):
     sentences = readers.read_cluener(ner_file(shared_data, "cluener/train.json"))
     return [s.text for s in sentences[:count]] + TRICKY
+
+
+# Pre-split sentences beyond the files': a long word, words that are white space (MSRA's
+# space characters), empty, without sub-tokens or with punctuation inside, an empty row.
+TRICKY_WORDS = [["Pneumonoultramicroscopicsilicovolcanoconiosis"] * 3 + ["is", "long", "."],
+                ["New\u00a0York", " ", "", "\u200b", "U.S.A.", "na\u00efve", "1,000,000", "!!"],
+                ["\U0001F600", "\u3000", "ＡＢＣ", "上海", "\u0301", "e.g.", "CSOL《变形金刚》"],
+                [], ["x"]]
+
+
+def word_sentences(shared_data, language, count=24):
+    """Sentences as lists of words: CoNLL-2003's words (English) or CLUENER's characters
+    (Chinese), as the readers give them, and TRICKY_WORDS."""
+    if language == "english":
+        sentences = readers.read_conll2003(ner_file(shared_data, "conll2003/eng.train"))
+        sentences = [s for s in sentences if len(s.words) > 4][:count]
+    else:
+        sentences = readers.read_cluener(ner_file(shared_data, "cluener/train.json"))[:count]
+    return [list(s.words) for s in sentences] + TRICKY_WORDS
 
 
 # --- the graph pieces against the Python functions ---------------------------------------------
@@ -160,14 +181,9 @@ def build_model(language, use_crf, labels, scheme, seed):
     return model
 
 
-def python_path(model, tokenizer, labels, texts, max_seq_length, doc_stride):
-    """The entities `TaggingJob` predicts for the texts, and the windows' features."""
-    sentences = []
-    for text in texts:
-        offsets = readers.split_words(text)
-        sentences.append(readers.TaggedSentence(words=[text[s:e] for s, e in offsets],
-                                                tags=None, source="test", text=text,
-                                                offsets=offsets))
+def predict_words(model, tokenizer, labels, sentences, max_seq_length, doc_stride):
+    """`TaggingJob`'s prediction of TaggedSentences: (the label ids of each sentence's words,
+    the windows' features, the model's outputs on them)."""
     windows, _ = features.convert(sentences, tokenizer, {l: i for i, l in enumerate(labels)},
                                   max_seq_length, doc_stride)
     arrays = features.features_to_arrays(windows)
@@ -176,6 +192,19 @@ def python_path(model, tokenizer, labels, texts, max_seq_length, doc_stride):
     outputs = model(inputs, training=False)
     merged = features.merge_predictions(windows, outputs["predictions"].numpy(),
                                         [len(s.words) for s in sentences], labels.index("O"))
+    return merged, inputs, outputs
+
+
+def python_path(model, tokenizer, labels, texts, max_seq_length, doc_stride):
+    """The entities `TaggingJob` predicts for the texts, and the windows' features."""
+    sentences = []
+    for text in texts:
+        offsets = readers.split_words(text)
+        sentences.append(readers.TaggedSentence(words=[text[s:e] for s, e in offsets],
+                                                tags=None, source="test", text=text,
+                                                offsets=offsets))
+    merged, inputs, outputs = predict_words(model, tokenizer, labels, sentences,
+                                            max_seq_length, doc_stride)
     found = []
     for sentence, ids in zip(sentences, merged):
         spans = [(e.type, *sentence.char_span(e.start, e.end))
@@ -191,16 +220,20 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  registers the tokenizer ops
 def strings(tensor):
     return [[item.decode("utf-8") for item in row] for row in tensor.numpy().tolist()]
+def lists(outputs):
+    return {k: strings(v) if v.dtype == tf.string else v.numpy().tolist()
+            for k, v in outputs.items()}
 out = {}
 for name, case in json.loads(open(sys.argv[1]).read()).items():
     loaded = tf.saved_model.load(case["dir"])
     text = loaded.signatures["serving_default"](text=tf.constant(case["texts"]))
+    words = loaded.signatures["serve_words"](words=tf.constant(case["words"], tf.string))
     tokens = loaded.signatures["serve_tokens"](**{k: tf.constant(v, tf.int32)
                                                   for k, v in case["tokens"].items()})
     out[name] = {
         "signatures": sorted(loaded.signatures),
-        "text": {k: strings(v) if v.dtype == tf.string else v.numpy().tolist()
-                 for k, v in text.items()},
+        "text": lists(text),
+        "words": lists(words),
         "tokens": {k: v.numpy().tolist() for k, v in tokens.items()},
         "labels": strings(loaded.labels[None])[0],
         "tag_scheme": loaded.tag_scheme.numpy().decode(),
@@ -226,14 +259,21 @@ def exported(tmp_path_factory, shared_data, spm_model, chinese_vocab_file):
         tokenizer = tokenization.FullTokenizer(**vocabulary)
         texts = (english_texts if language == "english" else chinese_texts)(shared_data)
         want, inputs, outputs = python_path(model, tokenizer, labels, texts, seq, stride)
+        sentences = word_sentences(shared_data, language)
+        tagged = [readers.TaggedSentence(words=words, tags=None, source="test")
+                  for words in sentences]
+        word_ids, _, _ = predict_words(model, tokenizer, labels, tagged, seq, stride)
+        width = max(len(words) for words in sentences)
         export_dir = str(root / name)
         tagging_export.export_saved_model(model, export_dir, labels, scheme,
                                           max_seq_length=seq, doc_stride=stride,
                                           **vocabulary)
         cases[name] = dict(model=model, labels=labels, scheme=scheme, seq=seq, stride=stride,
                            vocabulary=vocabulary, texts=texts, want=want, inputs=inputs,
-                           outputs=outputs, dir=export_dir)
+                           outputs=outputs, dir=export_dir, sentences=sentences,
+                           want_tags=[[labels[i] for i in ids] for ids in word_ids])
         requests[name] = {"dir": export_dir, "texts": texts,
+                          "words": [words + [""] * (width - len(words)) for words in sentences],
                           "tokens": {k: v.tolist() for k, v in inputs.items()}}
     request_file = root / "request.json"
     request_file.write_text(json.dumps(requests))
@@ -253,7 +293,7 @@ def exported(tmp_path_factory, shared_data, spm_model, chinese_vocab_file):
 def test_saved_model_finds_the_python_paths_entities(exported, name):
     case = exported[name]
     served = case["served"]
-    assert served["signatures"] == ["serve_tokens", "serving_default"]
+    assert served["signatures"] == ["serve_tokens", "serve_words", "serving_default"]
     assert served["labels"] == case["labels"] and served["tag_scheme"] == case["scheme"]
     assert served["settings"] == [case["seq"], case["stride"], True]
     out = served["text"]
@@ -277,6 +317,33 @@ def test_saved_model_finds_the_python_paths_entities(exported, name):
     found = sum(len(entities) for entities in got)
     assert found >= len(case["texts"]) // 2  # the weights give entities, of several types
     assert len({kind for entities in got for kind, *_ in entities}) >= 2
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_serve_words_tags_the_words_as_the_python_path(exported, name):
+    """Each word's tag equals the Python path's (features.convert of the reader's words ->
+    the model -> merge_predictions), the entities `schemes.entities` of those tags."""
+    case = exported[name]
+    out = case["served"]["words"]
+    assert sorted(out) == ["end_word", "entity_type", "num_entities", "score", "start_word",
+                           "tags"]
+    width = max(len(words) for words in case["sentences"])
+    got_tags, got_entities = [], []
+    for row, words in enumerate(case["sentences"]):
+        assert len(out["tags"][row]) == width
+        assert out["tags"][row][len(words):] == [""] * (width - len(words))
+        got_tags.append(out["tags"][row][:len(words)])
+        count = out["num_entities"][row]
+        columns = zip(out["entity_type"][row], out["start_word"][row], out["end_word"][row])
+        got_entities.append([tuple(c) for c in columns][:count])
+        assert out["entity_type"][row][count:] == [""] * (len(out["entity_type"][row]) - count)
+        for padding in ("start_word", "end_word", "score"):
+            assert out[padding][row][count:] == [-1] * (len(out[padding][row]) - count)
+        assert all(0 < score <= 1 for score in out["score"][row][:count])
+    assert got_tags == case["want_tags"]
+    assert got_entities == [[(e.type, e.start, e.end) for e in schemes.entities(tags)]
+                            for tags in case["want_tags"]]
+    assert sum(len(entities) for entities in got_entities) >= len(case["sentences"]) // 2
 
 
 def test_scores_are_mean_word_probabilities_and_empty_inputs_serve(exported):
@@ -304,6 +371,16 @@ def test_scores_are_mean_word_probabilities_and_empty_inputs_serve(exported):
                                                                ).items()}
         assert out["num_entities"].tolist() == [0] * len(texts)
         assert all(v.shape == (len(texts), 0) for k, v in out.items() if k != "num_entities")
+    # Pre-split words: no row with a sub-token (no window to run); padding and empty words.
+    for words, tags in (([], []), ([[]], [[]]), ([["", ""]], [["", ""]]),
+                        ([["", "\u0301", ""], ["\u0301", "", ""]], [["O", "O", ""],
+                                                                     ["O", "", ""]])):
+        batch = tf.constant(words, tf.string, shape=[len(words), len(tags[0]) if tags else 0])
+        out = {k: v.numpy() for k, v in module.serve_words(batch).items()}
+        assert out["num_entities"].tolist() == [0] * len(words)
+        assert [[t.decode() for t in row] for row in out["tags"].tolist()] == tags
+        assert all(v.shape == (len(words), 0) for k, v in out.items()
+                   if k not in ("num_entities", "tags"))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -316,7 +393,7 @@ def test_serve_tokens_equals_the_model(exported, name):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_onnx_logits_and_decoded_tags_equal_the_model(exported, name, tmp_path):
+def test_onnx_predictions_and_decoded_logits_equal_the_model(exported, name, tmp_path):
     ort = pytest.importorskip("onnxruntime")
     case = exported[name]
     model, inputs, outputs = case["model"], case["inputs"], case["outputs"]
@@ -328,14 +405,11 @@ def test_onnx_logits_and_decoded_tags_equal_the_model(exported, name, tmp_path):
     vocabulary = os.path.basename(next(iter(case["vocabulary"].values())))
     assert sorted(os.listdir(tmp_path)) == sorted(
         ["model.onnx", vocabulary] + (["model.int8.onnx"] if int8 else []))
-    if int8:
-        quantized = ort.InferenceSession(written["onnx_int8"], providers=["CPUExecutionProvider"])
-        error = np.abs(quantized.run(["logits"], inputs)[0] - outputs["logits"]).max()
-        assert 0 < error < 0.1 * np.abs(outputs["logits"]).max()
     session = ort.InferenceSession(written["onnx"], providers=["CPUExecutionProvider"])
     assert sorted(i.name for i in session.get_inputs()) == [
         "input_ids", "input_mask", "segment_ids", "word_mask"]
-    logits, = session.run(["logits"], inputs)
+    assert sorted(o.name for o in session.get_outputs()) == ["logits", "predictions"]
+    logits, predictions = session.run(["logits", "predictions"], inputs)
     np.testing.assert_allclose(logits, outputs["logits"], atol=1e-4)
     metadata = onnx_export.read_metadata(written["onnx"])
     assert {k: metadata[k] for k in ("task", "labels", "tag_scheme", "max_seq_length",
@@ -345,11 +419,20 @@ def test_onnx_logits_and_decoded_tags_equal_the_model(exported, name, tmp_path):
         "max_seq_length": case["seq"], "doc_stride": case["stride"], "do_lower_case": True,
         "use_crf": model.use_crf, "decoding": "viterbi", "vocabulary_file": vocabulary}
     want = outputs["predictions"]
+    assert predictions.dtype == np.int32
+    np.testing.assert_array_equal(predictions, want)
     np.testing.assert_array_equal(
         tagging_export.decode_onnx_logits(logits, inputs["word_mask"], metadata), want)
     np.testing.assert_array_equal(  # TensorFlow's logits: the same tags
         tagging_export.decode_onnx_logits(outputs["logits"], inputs["word_mask"], metadata),
         want)
+    if int8:  # its logits differ a little; its predictions are the decoding of its logits
+        quantized = ort.InferenceSession(written["onnx_int8"], providers=["CPUExecutionProvider"])
+        int8_logits, int8_predictions = quantized.run(["logits", "predictions"], inputs)
+        error = np.abs(int8_logits - outputs["logits"]).max()
+        assert 0 < error < 0.1 * np.abs(outputs["logits"]).max()
+        np.testing.assert_array_equal(int8_predictions, tagging_export.decode_onnx_logits(
+            int8_logits, inputs["word_mask"], metadata))
 
 
 def test_decode_onnx_logits_equals_the_model_on_random_emissions():

@@ -16,8 +16,11 @@ paths. The empty sequence (n = 0) has one path, of score 0, so its log-likelihoo
 
 Everything is computed in float32, whatever the inputs' dtype. Padding never matters:
 padded emissions and tags are replaced before use, so they may hold anything (even NaN or
-out-of-range ids). The loops over time are `tf.foldl` / `tf.scan`, so the functions run
-eagerly, in graph mode (the sequence length may be unknown) and under XLA (jit_compile).
+out-of-range ids). Converted to ONNX, padded emissions must be finite: tf2onnx 1.17 turns
+a float `tf.where` into multiply-adds, where a NaN or an infinity spreads. The loops over
+time are `tf.foldl` / `tf.scan`, so the functions run eagerly, in graph mode (the sequence
+length may be unknown), under XLA (jit_compile) and, converted by tf2onnx, in ONNX Runtime
+(`crf_decode`'s backtracking is a forward scan for it; see there).
 
 `crf_log_likelihood` is the training loss (negated); `crf_decode` is Viterbi decoding,
 optionally under hard constraints (e.g. a BIO scheme's "I-X only after B-X or I-X").
@@ -179,9 +182,12 @@ def crf_decode(emissions, lengths, transitions, start_transitions, end_transitio
     final = best[-1] + end
     last_tag = tf.argmax(final, axis=1, output_type=tf.int32)  # [B]
 
-    # Backward over t = L-1..0: previous[t] = pointers[t][tag_t] is the tag at t - 1.
-    previous = tf.scan(lambda tag, pointer: tf.gather(pointer, tag, batch_dims=1),
-                       pointers, initializer=last_tag, reverse=True)  # [L, B]
+    # Backward over t = L-1..0: previous[t] = pointers[t][tag_t] is the tag at t - 1. A
+    # forward scan over the reversed pointers, not `reverse=True`: tf2onnx 1.17 stacks a
+    # reverse scan's outputs in the order it runs them, which would reverse the path in ONNX.
+    backward = tf.scan(lambda tag, pointer: tf.gather(pointer, tag, batch_dims=1),
+                       tf.reverse(pointers, [0]), initializer=last_tag)  # [L, B], t = L-1..0
+    previous = tf.reverse(backward, [0])  # [L, B], t = 0..L-1
     tags = tf.transpose(tf.concat([previous[1:], last_tag[None]], axis=0))  # [B, L]
     tags = tf.where(mask, tags, PADDING_TAG)[:, :out_length]
     best_score = tf.where(lengths > 0, tf.reduce_max(final, axis=1), 0.0)

@@ -1,4 +1,5 @@
-"""Token-classification (NER) exports: a SavedModel that finds entities in raw text, and ONNX.
+"""Token-classification (NER) exports: a SavedModel that finds entities in raw text or in
+pre-split words, and ONNX.
 
 SavedModel (`TaggingServingModule`, written by `export_saved_model`):
 
@@ -14,6 +15,20 @@ SavedModel (`TaggingServingModule`, written by `export_saved_model`):
                                        first sub-token (with a CRF: the softmax of the
                                        emissions, not the CRF's path probability); pad -1
         num_entities int32 [B]         how many of the K columns of the row are entities
+  serve_words(words: tf.string [B, W]) -> the entities of pre-split sentences (CoNLL-style
+      input: a row is a sentence's words, padded with ""; its words end at its last
+      non-empty one, and an empty word before that is a word without sub-tokens):
+        entity_type  tf.string [B, K]  as serving_default
+        start_word,  int32 [B, K]      word indices in the row, end exclusive:
+        end_word                       words[start_word:end_word] is the entity; pad -1
+        score        float32 [B, K]    as serving_default
+        num_entities int32 [B]         as serving_default
+        tags         tf.string [B, W]  each word's predicted label ("B-PER", "O", ...);
+                                       "" for padding
+      Each word is tokenized alone, as `features.word_ids` does for the words of a CoNLL
+      file (no word split: a word is never cut further into words), then windowed,
+      labelled and read into entities exactly as below. A dense string matrix, not a
+      RaggedTensor, so TF Serving's REST API takes it as a JSON list of lists.
   serve_tokens(input_ids, input_mask, segment_ids, word_mask: int32 [B, S]) ->
         predictions int32 [B, S] (label id at word starts, -1 elsewhere), logits float32
         [B, S, num_labels]: the model's own outputs, for callers that featurize.
@@ -38,27 +53,34 @@ written as graph ops, step by step:
     BIOES alike: a chunk starts at B-X / S-X, or at an I-X / E-X that does not continue the
     previous word's B-X / I-X chunk).
 
+`serve_words` is the same path from the second step on, for the given words (the Python
+path of a CoNLL file's sentence: `features.convert` of the reader's words, the model,
+`features.merge_predictions`, `schemes.entities`).
+
 What is exact and what may differ from the Python path: the words, their offsets, the
 windows and the entity reading are exact; the ids are those of the in-graph tokenizers,
 exact but for their documented limit (NFKD from ICU in the graph, Python's `unicodedata`
 outside, for SentencePiece). The model is the same graph on the same features, run on a
 batch of windows; tags equal the Python path's unless two tag sequences score within float
-rounding of each other. Texts must be valid UTF-8 (JSON strings always are).
+rounding of each other. Texts and words must be valid UTF-8 (JSON strings always are).
 
 The module also carries, as non-trainable variables, `labels` (tf.string [L]),
 `tag_scheme`, `max_seq_length`, `doc_stride` and `do_lower_case`. Loading needs only
 TensorFlow and tensorflow-text.
 
 ONNX (`export_onnx`): model.onnx takes int32 [B, S] `input_ids`, `input_mask`,
-`segment_ids`, `word_mask` and returns `logits` only. The model's tags come from Viterbi
-decoding (the CRF's, or the softmax head's under the scheme's constraints) in `tf.scan`
-loops, and tf2onnx 1.17 converts the backtracking scan (`crf.crf_decode`'s reverse=True
-scan) into a loop that stacks its outputs in the order it runs them, last position first,
-so ONNX Runtime's tags would be wrong. The decoding therefore rides in the model's metadata
+`segment_ids`, `word_mask` (the features of `serve_tokens`; the caller tokenizes and
+windows) and returns `logits` float32 [B, S, K] and `predictions` int32 [B, S] (label id
+at word starts, -1 elsewhere: `serve_tokens`' predictions). The Viterbi decoding (the
+CRF's, or the softmax head's under the scheme's constraints) is in the graph: its
+backtracking is a forward `tf.scan` over the reversed back-pointers (`crf.crf_decode`),
+because tf2onnx 1.17 stacks the outputs of a reverse=True scan in the order it runs them,
+which reversed the path. The decoding also rides in the model's metadata
 (`decoding_metadata`: the CRF's transition, start and end scores and the scheme's allowed
-masks), and `decode_onnx_logits` (numpy) decodes the logits as the model does. The metadata
-also holds the labels, tag scheme, max_seq_length, doc_stride, do_lower_case and the
-vocabulary file's name.
+masks), and `decode_onnx_logits` (numpy) decodes logits as the model does: for callers
+that keep only the logits, or to check model.int8.onnx, whose quantized logits may decode
+to other tags than the float model's. The metadata also holds the labels, tag scheme,
+max_seq_length, doc_stride, do_lower_case and the vocabulary file's name.
 """
 from __future__ import annotations
 
@@ -82,11 +104,22 @@ _INT32_MAX = np.iinfo(np.int32).max
 # --- words -----------------------------------------------------------------------------------
 
 
-def word_split_patterns() -> Tuple[str, str]:
+# How a raw text is split into words, as the task's reader splits its files: "basic"
+# (`readers.split_words`: CoNLL-2003, custom) or "characters" (every character a word, white
+# space included: CLUENER and MSRA, whose words are characters).
+WORD_SPLITS = ("basic", "characters")
+
+
+def word_split_patterns(word_split: str = "basic") -> Tuple[str, str]:
     """(delimiters, kept delimiters): RE2 patterns with which tensorflow-text's
-    `regex_split_with_offsets` splits a text as `readers.split_words` does: at runs of
-    `str.isspace` characters (dropped) and at every CJK or punctuation character (kept,
-    each a word)."""
+    `regex_split_with_offsets` splits a text into words. "basic", as `readers.split_words`:
+    at runs of `str.isspace` characters (dropped) and at every CJK or punctuation
+    character (kept, each a word); "characters": every character a word."""
+    if word_split not in WORD_SPLITS:
+        raise ValueError(f"word_split must be one of {', '.join(WORD_SPLITS)}, got "
+                         f"{word_split!r}")
+    if word_split == "characters":
+        return "(?s).", "(?s)."
     from albert_tf.tokenization.regex_patterns import regex_class, whitespace_regex
     from albert_tf.tokenization.wordpiece import CJK_RANGES, BasicTokenizerTables
 
@@ -235,18 +268,21 @@ def check_settings(labels: Sequence[str], scheme: str, max_seq_length: int,
 
 class TaggingServingModule(tf.Module):
     """Serving wrapper of an `AlbertTokenClassifier`: `serving_default` (raw text ->
-    entities) and `serve_tokens` (ids -> predictions, logits); see the module docstring.
+    entities), `serve_words` (pre-split words -> entities as word indices, tags) and
+    `serve_tokens` (ids -> predictions, logits); see the module docstring.
 
     tokenizer: `tokenization.in_graph_tokenizer(...)` of the model's vocabulary and
     do_lower_case. labels: the label list (index = label id), with 'O'; scheme: the tag
     scheme the model was trained in (iob2 or bioes; entities are read from any).
     doc_stride: the window step (run_ner.py's --doc_stride; default min(64,
-    max_seq_length - 2)).
+    max_seq_length - 2)). word_split: how `serving_default` splits a text into words, as
+    the training files were (`WORD_SPLITS`).
     """
 
     def __init__(self, model, tokenizer, labels: Sequence[str], scheme: str,
                  max_seq_length: int, doc_stride: Optional[int] = None,
-                 name: Optional[str] = None, layer_norm: str = "auto"):
+                 name: Optional[str] = None, layer_norm: str = "auto",
+                 word_split: str = "basic"):
         super().__init__(name=name)
         labels = list(labels)
         if doc_stride is None:
@@ -260,18 +296,23 @@ class TaggingServingModule(tf.Module):
                                          name="do_lower_case")
         self.labels = tf.Variable(labels, trainable=False, name="labels")
         self.tag_scheme = tf.Variable(scheme, trainable=False, name="tag_scheme")
+        self._label_names = labels
         self._settings = (max_seq_length, doc_stride, labels.index(schemes.OUTSIDE))
         prefixes, type_ids, types = label_tables(labels)
         self._prefixes, self._type_ids = prefixes, type_ids
         self._types = types or [""]
-        self._patterns = word_split_patterns()
+        self._patterns = word_split_patterns(word_split)
+        self.word_split = tf.Variable(word_split, trainable=False, name="word_split")
         self._outputs = export.model_outputs(model, ["predictions", "logits"], layer_norm)
         self.serving_default = tf.function(self._serve_text, input_signature=[
             tf.TensorSpec([None], tf.string, name="text")])
+        self.serve_words = tf.function(self._serve_words, input_signature=[
+            tf.TensorSpec([None, None], tf.string, name="words")])
         self.serve_tokens = tf.function(self._serve_tokens, input_signature=[token_signature()])
 
     def signatures(self) -> Dict[str, Callable]:
-        return {"serving_default": self.serving_default, "serve_tokens": self.serve_tokens}
+        return {"serving_default": self.serving_default, "serve_words": self.serve_words,
+                "serve_tokens": self.serve_tokens}
 
     def _serve_tokens(self, features):
         return self._outputs(features)
@@ -307,11 +348,17 @@ class TaggingServingModule(tf.Module):
                 "word_mask": tf.cast(inside & word_start, tf.int32)}
 
     def word_labels(self, texts):
-        """The Python path's label of every word: (words, byte begin, byte end: RaggedTensors
-        [B, (W)] of `split_words`, label int32 [N] and its softmax probability float32 [N]
-        per flat word; 'O' and 0 for a word without sub-tokens)."""
-        max_seq_length, doc_stride, outside = self._settings
+        """The Python path's label of every word of raw texts tf.string [B]: (words, byte
+        begin, byte end: RaggedTensors [B, (W)] of `split_words`, then `label_words`' label
+        int32 [N] and probability float32 [N] per flat word)."""
         words, begin, end = split_words(texts, self._patterns)
+        return (words, begin, end) + self.label_words(words)
+
+    def label_words(self, words):
+        """The Python path's label of every word of `words` (tf.string RaggedTensor [B, (W)],
+        each row a sentence, each word tokenized alone): (label int32 [N], its softmax
+        probability float32 [N]) per flat word; 'O' and 0 for a word without sub-tokens."""
+        max_seq_length, doc_stride, outside = self._settings
         ids = self.word_ids(words.flat_values)                                 # [N, (P)]
         counts = tf.cast(ids.row_lengths(), tf.int32)
         word_row = tf.cast(words.value_rowids(), tf.int32)
@@ -344,10 +391,13 @@ class TaggingServingModule(tf.Module):
                                              label)
         probabilities = tf.tensor_scatter_nd_update(tf.zeros(num_words), scored[:, None],
                                                     probability)
-        return words, begin, end, labels, probabilities
+        return labels, probabilities
 
-    def entities(self, texts, words, begin, end, labels, probabilities):
-        """The entities of `word_labels`' output as the dense `serving_default` outputs."""
+    def chunks(self, words, labels, probabilities):
+        """The entities in labelled words (words: RaggedTensor [B, (W)]; labels int32 [N],
+        probabilities float32 [N] per flat word), in order: (row int64 [E], first and last
+        word int64 [E] (flat indices, last inclusive), score float32 [E] (the mean of the
+        words' probabilities), entity_type tf.string [E])."""
         word_row = words.value_rowids()
         flat = tf.range(tf.shape(labels)[0], dtype=tf.int64)
         first_in_row = tf.equal(flat, tf.gather(words.row_starts(), word_row))
@@ -359,7 +409,13 @@ class TaggingServingModule(tf.Module):
         last = tf.math.unsorted_segment_max(member, member_entity, count)
         score = tf.math.unsorted_segment_mean(tf.gather(probabilities, member), member_entity,
                                               count)
-        row = tf.gather(word_row, first)
+        kind = tf.gather(self._types, tf.gather(self._type_ids, tf.gather(labels, first)))
+        first = tf.cast(first, tf.int64)
+        return tf.gather(word_row, first), first, last, score, kind
+
+    def entities(self, texts, words, begin, end, labels, probabilities):
+        """The entities of `word_labels`' output as the dense `serving_default` outputs."""
+        row, first, last, score, kind = self.chunks(words, labels, probabilities)
         row_text = tf.gather(texts, row)
         byte_begin = tf.gather(begin.flat_values, first)
         entity_text = tf.strings.substr(row_text, byte_begin,
@@ -367,34 +423,69 @@ class TaggingServingModule(tf.Module):
         before = tf.strings.substr(row_text, tf.zeros_like(byte_begin), byte_begin)
         start = tf.strings.length(before, unit="UTF8_CHAR")
         stop = start + tf.strings.length(entity_text, unit="UTF8_CHAR")
-        kind = tf.gather(self._types, tf.gather(self._type_ids, tf.gather(labels, first)))
         batch = tf.shape(texts, out_type=tf.int64)[0]
-
-        def dense(values, padding):
-            return tf.RaggedTensor.from_value_rowids(values, row, nrows=batch,
-                                                     validate=False).to_tensor(padding)
-
-        return {"entity_type": dense(kind, ""), "start": dense(start, PAD_OFFSET),
-                "end": dense(stop, PAD_OFFSET), "entity_text": dense(entity_text, ""),
-                "score": dense(score, PAD_SCORE),
-                "num_entities": tf.math.bincount(tf.cast(row, tf.int32),
-                                                 minlength=tf.cast(batch, tf.int32),
-                                                 maxlength=tf.cast(batch, tf.int32))}
+        return {"entity_type": dense_rows(kind, row, batch, ""),
+                "start": dense_rows(start, row, batch, PAD_OFFSET),
+                "end": dense_rows(stop, row, batch, PAD_OFFSET),
+                "entity_text": dense_rows(entity_text, row, batch, ""),
+                "score": dense_rows(score, row, batch, PAD_SCORE),
+                "num_entities": count_rows(row, batch)}
 
     def _serve_text(self, text):
         return self.entities(text, *self.word_labels(text))
+
+    # -- pre-split words --
+
+    def _serve_words(self, words):
+        """`serve_words`: words tf.string [B, W], each row a sentence's words padded with ""
+        (a row's words end at its last non-empty one) -> the entities as word indices and
+        each word's label (see the module docstring)."""
+        width = tf.shape(words)[1]
+        position = tf.range(width, dtype=tf.int64)[None, :]
+        count = tf.reduce_max(tf.where(tf.not_equal(words, ""), position + 1, 0), axis=1)
+        ragged = tf.RaggedTensor.from_tensor(words, lengths=tf.maximum(count, 0))
+        labels, probabilities = self.label_words(ragged)
+        row, first, last, score, kind = self.chunks(ragged, labels, probabilities)
+        row_start = tf.gather(ragged.row_starts(), row)
+        batch = tf.shape(words, out_type=tf.int64)[0]
+        tags = ragged.with_flat_values(tf.gather(self._label_names, labels)).to_tensor("")
+        return {"entity_type": dense_rows(kind, row, batch, ""),
+                "start_word": dense_rows(tf.cast(first - row_start, tf.int32), row, batch,
+                                         PAD_OFFSET),
+                "end_word": dense_rows(tf.cast(last + 1 - row_start, tf.int32), row, batch,
+                                       PAD_OFFSET),
+                "score": dense_rows(score, row, batch, PAD_SCORE),
+                "num_entities": count_rows(row, batch),
+                "tags": tf.pad(tags, [[0, 0], [0, width - tf.shape(tags)[1]]],
+                               constant_values="")}
+
+
+def dense_rows(values, row, batch, padding) -> tf.Tensor:
+    """Values [E] of rows `row` int64 [E] (non-decreasing) as a dense [batch, K] tensor,
+    each row's values first, in order, then `padding` (K = the most values of a row)."""
+    return tf.RaggedTensor.from_value_rowids(values, row, nrows=batch,
+                                             validate=False).to_tensor(padding)
+
+
+def count_rows(row, batch) -> tf.Tensor:
+    """int32 [batch]: how many of `row` int64 [E] are each row."""
+    batch = tf.cast(batch, tf.int32)
+    return tf.math.bincount(tf.cast(row, tf.int32), minlength=batch, maxlength=batch)
 
 
 def export_saved_model(model, export_dir: str, labels: Sequence[str], scheme: str, *,
                        spm_model_file: Optional[str] = None, vocab_file: Optional[str] = None,
                        do_lower_case: bool = True, max_seq_length: int = 128,
-                       doc_stride: Optional[int] = None, layer_norm: str = "auto") -> str:
+                       doc_stride: Optional[int] = None, layer_norm: str = "auto",
+                       word_split: str = "basic") -> str:
     """Writes `model` (an `AlbertTokenClassifier` with its final weights) as a SavedModel
-    with `serving_default` (raw text -> entities) and `serve_tokens`, atomically; returns
+    with `serving_default` (raw text -> entities), `serve_words` (pre-split words ->
+    entities, tags) and `serve_tokens`, atomically; returns
     export_dir. The vocabulary: `spm_model_file` (SentencePiece, wins when both are given)
     or `vocab_file` (WordPiece). `labels`: the label list (index = label id); `scheme`: the
     model's tag scheme; `doc_stride`: run_ner.py's (default min(64, max_seq_length - 2));
-    `layer_norm` as in `export.call_for_export`."""
+    `layer_norm` as in `export.call_for_export`; `word_split`: how raw text becomes words
+    (`WORD_SPLITS`: "characters" for CLUENER and MSRA models)."""
     from albert_tf.tokenization import in_graph_tokenizer
 
     if not spm_model_file and not vocab_file:
@@ -402,7 +493,7 @@ def export_saved_model(model, export_dir: str, labels: Sequence[str], scheme: st
     tokenizer = in_graph_tokenizer(vocab_file=vocab_file, spm_model_file=spm_model_file,
                                    do_lower_case=do_lower_case)
     module = TaggingServingModule(model, tokenizer, labels, scheme, max_seq_length,
-                                  doc_stride, layer_norm=layer_norm)
+                                  doc_stride, layer_norm=layer_norm, word_split=word_split)
     return export.save_serving_model(export_dir, module, module.signatures())
 
 
@@ -442,10 +533,12 @@ def export_onnx(model, export_dir: str, labels: Sequence[str], scheme: str, *,
                 doc_stride: Optional[int] = None) -> Dict[str, str]:
     """Writes model.onnx (and model.int8.onnx with `int8`) to export_dir: int32 [B, S]
     `input_ids`, `input_mask`, `segment_ids`, `word_mask` (1 at each word's first sub-token)
-    -> `logits` float32 [B, S, K]; tags: `decode_onnx_logits(logits, word_mask,
-    onnx.read_metadata(path))`. The metadata: task "tagging", labels, tag_scheme,
-    max_seq_length, doc_stride, do_lower_case, use_crf, `decoding_metadata`, and the
-    vocabulary file (copied beside model.onnx). Returns {"onnx": path[, "onnx_int8": path]}."""
+    -> `logits` float32 [B, S, K] and `predictions` int32 [B, S] (the model's decoded label
+    id at word starts, -1 elsewhere, as `serve_tokens`). `decode_onnx_logits(logits,
+    word_mask, onnx.read_metadata(path))` gives the same tags from the logits alone. The
+    metadata: task "tagging", labels, tag_scheme, max_seq_length, doc_stride,
+    do_lower_case, use_crf, `decoding_metadata`, and the vocabulary file (copied beside
+    model.onnx). Returns {"onnx": path[, "onnx_int8": path]}."""
     from albert_tf.export import onnx as onnx_export
 
     labels = list(labels)
@@ -456,7 +549,8 @@ def export_onnx(model, export_dir: str, labels: Sequence[str], scheme: str, *,
                 "max_seq_length": max_seq_length, "doc_stride": doc_stride,
                 "do_lower_case": do_lower_case, "use_crf": bool(model.use_crf)}
     metadata.update(decoding_metadata(model))
-    fn = onnx_export.model_function(model, ["logits"])  # `word_mask` stays an input
+    # The model reads `word_mask` (it decodes the words of each row as one sequence).
+    fn = export.model_outputs(model, ["logits", "predictions"], layer_norm="plain")
     return onnx_export.export_model_dir(export_dir, fn, token_signature(), metadata,
                                         int8=int8, spm_model_file=spm_model_file,
                                         vocab_file=vocab_file)

@@ -351,7 +351,8 @@ class TaggingJob(finetuning_job.FinetuningJob):
             model, options.export_dir, self.labels, self.scheme,
             spm_model_file=options.spm_model_file, vocab_file=options.vocab_file,
             do_lower_case=options.do_lower_case, max_seq_length=options.max_seq_length,
-            doc_stride=options.doc_stride, layer_norm=options.export_layer_norm)
+            doc_stride=options.doc_stride, layer_norm=options.export_layer_norm,
+            word_split="characters" if options.task_name in ("cluener", "msra") else "basic")
 
     def export_onnx(self, model) -> Dict[str, str]:
         options = self.options
