@@ -293,19 +293,16 @@ class FinetuningJob:
     def export(self, model: Optional[keras.Model]) -> None:
         """Exports the best weights (model.ckpt-best in output_dir; without a trained model in
         this process, else --init_checkpoint) in each of export_format."""
-        if model is None:
+        trained_here = model is not None
+        if not trained_here:
             model = self.build_model()
             model.build()
-            best = os.path.join(self.options.output_dir, BEST_PREFIX)
-            source = best if tf.io.gfile.exists(best + ".index") \
-                else self.options.init_checkpoint
-            if not source:
+        if not load_best_weights(model, self.options.output_dir) and not trained_here:
+            if not self.options.init_checkpoint:
                 raise errors.UserValueError("--export_dir without training needs "
                                             "model.ckpt-best in --output_dir or an "
                                             "--init_checkpoint")
-            checkpoints.restore_for_training(model, source)
-        else:
-            load_best_weights(model, self.options.output_dir)
+            checkpoints.restore_for_training(model, self.options.init_checkpoint)
         for export_format, exporter in self.exporters().items():
             if export_format in self.options.export_format:
                 self.results.update(exporter(model) or {})

@@ -22,8 +22,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -124,8 +125,14 @@ class SplitData:
     sentences: List[TaggedSentence]
     file_scheme: str
     feature_path: str = ""
-    num_features: int = 0
     windows: Optional[List[features.TaggingFeature]] = None
+    # The windows' position arrays (word_index, max_context, ...), built once: every
+    # evaluation merges its predictions with them.
+    window_arrays: Optional[Dict[str, np.ndarray]] = None
+
+    @property
+    def num_features(self) -> int:
+        return len(self.windows or ())
 
 
 class TaggingTask(loop.Task):
@@ -206,8 +213,8 @@ class TaggingJob(finetuning_job.FinetuningJob):
 
     def settle_labels(self) -> None:
         """The label list: --labels, else the training data's, else the run's record."""
-        if self.labels:
-            self.labels = list(self.labels)
+        if self.labels:  # --labels
+            pass
         elif "train" in self.splits:
             self.labels = schemes.labels_from([s.tags for s in self.splits["train"].sentences],
                                               self.scheme)
@@ -235,15 +242,16 @@ class TaggingJob(finetuning_job.FinetuningJob):
     def build_features(self, tokenizer, split: str, data: SplitData) -> None:
         options = self.options
         label_to_id = {label: i for i, label in enumerate(self.labels)}
-        data.windows, _ = features.convert(data.sentences, tokenizer, label_to_id,
-                                           options.max_seq_length, options.doc_stride)
+        data.windows, stats = features.convert(data.sentences, tokenizer, label_to_id,
+                                               options.max_seq_length, options.doc_stride)
+        data.window_arrays = features.features_to_arrays(data.windows)
         data.feature_path = os.path.join(
             options.output_dir, f"{options.task_name}_{split}_s{options.max_seq_length}"
                                 ".tf_record")
         features.prepare_feature_file(data.feature_path, data.windows, data.sentences,
                                       tokenizer, self.labels, options.max_seq_length,
-                                      options.doc_stride, owned=True)
-        data.num_features = len(data.windows)
+                                      options.doc_stride, stats=stats, source=data.path,
+                                      owned=True)
 
     def wanted_splits(self) -> List[Tuple[str, str]]:
         """(purpose, split) pairs the run reads: train, dev, and the predicted split."""
@@ -300,7 +308,7 @@ class TaggingJob(finetuning_job.FinetuningJob):
                                           f"of {data.num_features} windows")
         ids = outputs["predictions"][:data.num_features]
         outside = self.labels.index("O")
-        per_word = features.merge_predictions(data.windows, ids,
+        per_word = features.merge_predictions(data.window_arrays, ids,
                                               [len(s.words) for s in data.sentences], outside)
         return [schemes.repair(schemes.convert([self.labels[i] for i in sentence], self.scheme,
                                                "iob2"), "iob2")[0]
@@ -366,11 +374,4 @@ def run_ner(options: TaggingOptions, strategy: Optional[tf.distribute.Strategy] 
     """Runs the job; returns run_finetuning's results plus `predictions_file` and
     `predict_metrics` (when the predicted split has gold tags)."""
     return TaggingJob(options, strategy).run()
-
-
-def labels_of(output_dir: str) -> Sequence[str]:
-    """The label list a run in output_dir trained with (labels.txt)."""
-    with tf.io.gfile.GFile(os.path.join(output_dir, LABELS_FILE)) as handle:
-        return [line.strip() for line in handle if line.strip()]
-
 
