@@ -402,3 +402,13 @@ def test_a_space_character_word_round_trips(tmp_path):
     path = predictions.write_predictions(str(tmp_path), "msra", str(data), sentences,
                                          [s.tags for s in sentences], "iob2")
     assert predictions.score_prediction_file("msra", str(data), path)["f1"] == 1.0
+
+
+def test_missing_predictions_file_is_one_line_error(conll_small, tmp_path):
+    """A wrong path (or a glob the shell did not expand) names the flag, without a traceback."""
+    done = evaluate_cli("conll2003", conll_small["data"], tmp_path / "pred*.txt")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"python -m albert_tf.tasks.tagging evaluate: error: --prediction_file="
+        f"{tmp_path / 'pred*.txt'}: no such predictions file")
+    assert "Traceback" not in done.stderr

@@ -20,6 +20,7 @@ PROG = "python -m albert_tf.tasks.tagging"
 
 def _evaluate_main(argv) -> int:
     from albert_tf import cli
+    from albert_tf.errors import check_file
     from albert_tf.tasks.tagging import predictions, readers
 
     parser = cli.ArgumentParser(prog=f"{PROG} evaluate",
@@ -37,6 +38,8 @@ def _evaluate_main(argv) -> int:
     parser.add_argument("--delimiter", default=None,
                         help="custom column files: the column separator (default whitespace).")
     args = parser.parse_args(argv)
+    check_file(args.data_file, "--data_file", "data file")
+    check_file(args.prediction_file, "--prediction_file", "predictions file")
     options = {name: getattr(args, name) for name in ("token_column", "label_column",
                                                       "delimiter")
                if getattr(args, name) is not None}
