@@ -86,7 +86,7 @@ flags.DEFINE_float("classifier_dropout", 0.1, "Dropout on the pooled output (the
                    "fixes it at 0.1).")
 flags.DEFINE_string("export_dir", None, "Export the best weights here: a SavedModel "
                     "(signatures serving_default: raw text; serve_tokens: token ids) and/or "
-                    "model.onnx, as --export_format says.")
+                    "model.onnx and/or model.tflite, as --export_format says.")
 flags.DEFINE_string("text_a_column", None, "custom task: column of the first text (header "
                     "name or 0-based index).")
 flags.DEFINE_string("text_b_column", None, "custom task: column of the second text, for "
@@ -140,7 +140,8 @@ def main(argv):
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps, seed=FLAGS.seed,
         classifier_dropout=FLAGS.classifier_dropout, export_dir=FLAGS.export_dir,
         export_layer_norm=FLAGS.export_layer_norm, export_format=tuple(FLAGS.export_format),
-        export_int8=FLAGS.export_int8)
+        export_int8=FLAGS.export_int8, export_fp16=FLAGS.export_fp16,
+        int8_min_agreement=FLAGS.int8_min_agreement)
     cli.check_options(options.validate, strategy.num_replicas_in_sync)
     cli.check_options(options.finetuning_options().validate, strategy.num_replicas_in_sync)
     results = run_glue(options, strategy)

@@ -87,7 +87,8 @@ flags.DEFINE_integer("iterations_per_loop", 1000,
                      "Steps per host round trip (min with --save_checkpoints_steps).")
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
 flags.DEFINE_string("export_dir", None, "Export the best weights here: a SavedModel (raw text "
-                    "-> entities, and token ids) and/or model.onnx, as --export_format says.")
+                    "-> entities, and token ids) and/or model.onnx and/or model.tflite, as "
+                    "--export_format says.")
 cli.define_runtime_flags()
 cli.define_export_flags()
 flags.adopt_module_key_flags(cli)  # list them in --help
@@ -114,7 +115,8 @@ def main(argv):
              "predict_batch_size", "learning_rate", "train_step", "warmup_step",
              "save_checkpoints_steps", "keep_checkpoint_max", "iterations_per_loop",
              "optimizer", "mixed_precision", "jit_compile", "gradient_accumulation_steps",
-             "seed", "export_dir", "export_layer_norm", "export_int8")
+             "seed", "export_dir", "export_layer_norm", "export_int8",
+             "export_fp16", "int8_min_agreement")
     options = TaggingOptions(albert_config=albert_config,
                              labels=tuple(FLAGS.labels) if FLAGS.labels else None,
                              export_format=tuple(FLAGS.export_format),

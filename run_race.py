@@ -85,8 +85,8 @@ flags.DEFINE_integer("iterations_per_loop", 1000,
                      "Steps per host round trip (min with --save_checkpoints_steps).")
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
 flags.DEFINE_string("export_dir", None, "Export the best weights here: a SavedModel "
-                    "(raw-text and token-id signatures) and/or model.onnx, as --export_format "
-                    "says.")
+                    "(raw-text and token-id signatures) and/or model.onnx and/or model.tflite, "
+                    "as --export_format says.")
 cli.define_runtime_flags()
 cli.define_export_flags()
 flags.adopt_module_key_flags(cli)  # list them in --help
@@ -128,6 +128,7 @@ def main(argv):
         predict_file=FLAGS.predict_file, predict_split=FLAGS.predict_split,
         export_dir=FLAGS.export_dir, export_layer_norm=FLAGS.export_layer_norm,
         export_format=tuple(FLAGS.export_format), export_int8=FLAGS.export_int8,
+        export_fp16=FLAGS.export_fp16, int8_min_agreement=FLAGS.int8_min_agreement,
         mixed_precision=FLAGS.mixed_precision,
         jit_compile=FLAGS.jit_compile,
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps, seed=FLAGS.seed)

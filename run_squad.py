@@ -83,7 +83,8 @@ flags.DEFINE_float("null_score_diff_threshold", None, "v2: answer \"\" when null
                    "this. Default: tuned on --predict_file itself, as the original (reported "
                    "as null_threshold_source = tuned_on_eval_set).")
 flags.DEFINE_string("export_dir", None, "Export the trained model here: a SavedModel (raw "
-                    "question + context -> answer) and/or model.onnx, as --export_format says.")
+                    "question + context -> answer) and/or model.onnx and/or model.tflite, as "
+                    "--export_format says.")
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
 cli.define_runtime_flags()
 cli.define_export_flags()
@@ -115,7 +116,7 @@ def main(argv):
              "version_2_with_negative", "start_n_top", "end_n_top", "dropout_prob",
              "null_score_diff_threshold", "optimizer", "mixed_precision", "jit_compile",
              "gradient_accumulation_steps", "seed", "export_dir", "export_layer_norm",
-             "vocab_file", "metric", "export_int8")
+             "vocab_file", "metric", "export_int8", "export_fp16", "int8_min_agreement")
     options = SquadOptions(albert_config=albert_config, export_format=tuple(FLAGS.export_format),
                            **{name: getattr(FLAGS, name) for name in names})
     cli.check_options(options.validate)

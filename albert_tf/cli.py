@@ -162,20 +162,33 @@ def define_runtime_flags() -> None:
 
 
 def define_export_flags() -> None:
-    """Defines --export_format, --export_int8 and --export_layer_norm (what --export_dir
-    holds, and how its SavedModel spells its LayerNorms)."""
+    """Defines --export_format, --export_int8, --export_fp16, --int8_min_agreement and
+    --export_layer_norm (what --export_dir holds, and how its SavedModel spells its
+    LayerNorms)."""
     from albert_tf.kernels import fused_ops
-    from albert_tf.export import onnx as onnx_export
+    from albert_tf.export import formats, litert, onnx as onnx_export, portable
 
     flags.DEFINE_list(
-        "export_format", list(onnx_export.DEFAULT_EXPORT_FORMATS),
-        f"What --export_dir holds, comma-separated: {', '.join(onnx_export.EXPORT_FORMATS)}. "
+        "export_format", list(formats.DEFAULT_EXPORT_FORMATS),
+        f"What --export_dir holds, comma-separated: {', '.join(formats.EXPORT_FORMATS)}. "
         f"saved_model: raw-text and token-id signatures (TF Serving, tf.saved_model.load); "
-        f"onnx: {onnx_export.ONNX_FILE} taking token ids, for ONNX Runtime, with the "
-        f"vocabulary file beside it.")
+        f"onnx: {onnx_export.ONNX_FILE} taking token ids, for ONNX Runtime; tflite: "
+        f"{litert.TFLITE_FILE} taking token ids, for LiteRT (phones, edge devices; runs "
+        f"without TensorFlow). The vocabulary file goes beside the ONNX and LiteRT models.")
     flags.DEFINE_bool("export_int8", False,
-                      f"Also write {onnx_export.INT8_FILE}: the ONNX model with int8 weights "
-                      "(ONNX Runtime dynamic quantization; needs onnx in --export_format).")
+                      f"Also write {onnx_export.INT8_FILE} and/or {litert.INT8_FILE}: int8 "
+                      "weights, about a quarter of the size (dynamic quantization; needs onnx "
+                      "or tflite in --export_format). Checked against float32 on the "
+                      "evaluation set: see --int8_min_agreement.")
+    flags.DEFINE_bool("export_fp16", False,
+                      f"Also write {litert.FP16_FILE}: float16 weights, half the size (needs "
+                      "tflite in --export_format).")
+    flags.DEFINE_float("int8_min_agreement", portable.DEFAULT_INT8_MIN_AGREEMENT,
+                       "With --export_int8 and --do_eval: each int8 model runs beside its "
+                       "float32 model on the evaluation set (at most "
+                       f"{portable.AGREEMENT_EXAMPLES} examples); one that predicts the same "
+                       "less often than this fraction is removed, with a warning (0: no "
+                       "check).")
 
     flags.DEFINE_enum(
         "export_layer_norm", "auto", list(fused_ops.EXPORT_LAYER_NORMS),
@@ -191,7 +204,8 @@ def report_export(results: dict, export_format) -> None:
     if not results.get("export_dir"):
         return
     written = (["SavedModel"] if "saved_model" in export_format else []) + [
-        os.path.basename(results[key]) for key in ("onnx", "onnx_int8") if results.get(key)]
+        os.path.basename(results[key]) for key in
+        ("onnx", "onnx_int8", "tflite", "tflite_fp16", "tflite_int8") if results.get(key)]
     logging.info("exported to %s: %s", results["export_dir"], ", ".join(written))
 
 

@@ -192,10 +192,11 @@ def test_ops_without_onnx_conversion_fail_by_name_and_keep_the_previous_file(tmp
 
 
 @pytest.mark.parametrize("formats, int8, message", [
-    ((), False, "--export_format takes a comma-separated list of saved_model, onnx; got ''"),
+    ((), False,
+     "--export_format takes a comma-separated list of saved_model, onnx, tflite; got ''"),
     (("saved_model", "pdf"), False, "got 'saved_model,pdf'"),
-    (("saved_model",), True, "--export_int8 quantizes the ONNX model: add onnx to "
-                             "--export_format"),
+    (("saved_model",), True, "--export_int8 quantizes the ONNX and LiteRT models: add onnx "
+                             "or tflite to --export_format"),
 ])
 def test_export_format_mistakes_name_the_flag(formats, int8, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):

@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import tempfile
 from typing import Callable, Dict, Mapping, Optional, Sequence
 
@@ -41,57 +40,19 @@ from absl import logging
 
 from albert_tf import fileio
 from albert_tf.export import saved_model
+# check_export_formats and the format names, here before export/formats.py held them.
+from albert_tf.export.formats import (  # noqa: F401
+    DEFAULT_EXPORT_FORMATS, EXPORT_FORMATS, check_export_formats)
+from albert_tf.export.vocabulary import copy_vocabulary
 from albert_tf.kernels import fused_ops
 
 OPSET = 17  # LayerNormalization is an ONNX op from opset 17
-EXPORT_FORMATS = ("saved_model", "onnx")
-DEFAULT_EXPORT_FORMATS = ("saved_model",)
 ONNX_FILE = "model.onnx"
 INT8_FILE = "model.int8.onnx"
 METADATA_PREFIX = "albert_tf."
 
 _MISSING = ("ONNX export needs tf2onnx, onnx and onnxruntime (pinned in requirements.txt): "
             "pip install tf2onnx onnx onnxruntime")
-
-
-def check_export_formats(formats: Sequence[str], int8: bool, *,
-                         export_dir: Optional[str],
-                         formats_flag: str = "--export_format",
-                         int8_flag: str = "--export_int8",
-                         mixed_precision: str = "float32") -> None:
-    """Raises ValueError naming the flag unless `formats` is a non-empty subset of
-    EXPORT_FORMATS and `int8` comes with "onnx"; a choice other than the default
-    (SavedModel only) needs `export_dir` (it says what that directory holds); ONNX also
-    needs a float32 model (the graph computes in the model's dtype) and a local
-    `export_dir`."""
-    formats = list(formats)
-    unknown = [f for f in formats if f not in EXPORT_FORMATS]
-    if not formats or unknown:
-        raise ValueError(f"{formats_flag} takes a comma-separated list of "
-                         f"{', '.join(EXPORT_FORMATS)}; got {','.join(formats)!r}")
-    if int8 and "onnx" not in formats:
-        raise ValueError(f"{int8_flag} quantizes the ONNX model: add onnx to {formats_flag} "
-                         f"(e.g. {formats_flag}=saved_model,onnx)")
-    custom_formats = formats != list(DEFAULT_EXPORT_FORMATS)
-    if not export_dir and (int8 or custom_formats):
-        chosen = " and ".join(([f"{formats_flag}={','.join(formats)}"] if custom_formats
-                               else []) + ([int8_flag] if int8 else []))
-        raise ValueError(f"{chosen}: nothing is exported without --export_dir "
-                         "(set --export_dir=DIR)")
-    if "onnx" in formats and mixed_precision != "float32":
-        raise ValueError(f"{formats_flag}=onnx exports a float32 graph, but "
-                         f"--mixed_precision={mixed_precision} may train in 16 bits: use "
-                         f"--mixed_precision=float32, or export the SavedModel only")
-    if "onnx" in formats and export_dir and "://" in export_dir:
-        raise ValueError(f"{formats_flag}=onnx writes to a local --export_dir; got "
-                         f"{export_dir} (copy the files afterwards)")
-    if "onnx" in formats:  # before training, not after it
-        import importlib.util
-        missing = [name for name in ("tf2onnx", "onnx", "onnxruntime")
-                   if importlib.util.find_spec(name) is None]
-        if missing:
-            raise ValueError(f"{formats_flag}=onnx needs {', '.join(missing)}, not installed: "
-                             f"pip install -r requirements.txt (or pip install {' '.join(missing)})")
 
 
 def _converter():
@@ -237,15 +198,7 @@ def export_model_dir(export_dir: str, fn: Callable,
     ("tokenizer": "sentencepiece" or "wordpiece"). Returns {"onnx": path[, "onnx_int8":
     path]}. Beside a SavedModel in the same directory, TensorFlow ignores these files."""
     metadata = dict(metadata)
-    vocabulary_file = spm_model_file or vocab_file
-    if vocabulary_file:
-        name = os.path.basename(vocabulary_file)
-        target = os.path.join(export_dir, name)
-        if os.path.abspath(target) != os.path.abspath(vocabulary_file):
-            with fileio.atomic_path(target) as tmp:
-                shutil.copyfile(vocabulary_file, tmp)
-        metadata["vocabulary_file"] = name
-        metadata["tokenizer"] = "sentencepiece" if spm_model_file else "wordpiece"
+    metadata.update(copy_vocabulary(export_dir, spm_model_file, vocab_file))
     written = {"onnx": write_onnx(fn, input_signature, os.path.join(export_dir, ONNX_FILE),
                                   metadata)}
     int8_path = os.path.join(export_dir, INT8_FILE)

@@ -14,15 +14,17 @@ its identity, model, loss, datasets, evaluation, prediction and exporters.
 from __future__ import annotations
 
 import os
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence
 
 import keras
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from albert_tf import errors
 from albert_tf import checkpoints, training
 from albert_tf.training import best_checkpoint, distribute, optimization, run_dir
+from albert_tf.export import portable
 from albert_tf.finetuning.options import FinetuningOptions, TaskOptions  # noqa: F401
 from albert_tf.kernels import precision
 
@@ -200,6 +202,25 @@ def load_best_weights(model, output_dir: str) -> bool:
     return True
 
 
+def real_features(batches: Iterable[Mapping], names: Sequence[str],
+                  limit: int = portable.AGREEMENT_EXAMPLES) -> Dict[str, np.ndarray]:
+    """The `names` features (numpy, int32) of the first `limit` real examples of an
+    evaluation dataset's `batches` (rows whose `is_real_example` is 0, the padding of the
+    last batch, are dropped)."""
+    parts: Dict[str, list] = {name: [] for name in names}
+    count = 0
+    for batch in batches:
+        real = np.asarray(batch["is_real_example"]).reshape(-1).astype(bool) \
+            if "is_real_example" in batch else None
+        for name in names:
+            value = np.asarray(batch[name]).astype(np.int32)
+            parts[name].append(value[real] if real is not None else value)
+        count += len(parts[names[0]][-1])
+        if count >= limit:
+            break
+    return {name: np.concatenate(values)[:limit] for name, values in parts.items()}
+
+
 class FinetuningJob:
     """One fine-tuning run of a task family: what every family shares, in one place.
 
@@ -216,8 +237,12 @@ class FinetuningJob:
                                           nothing (e.g. a label list from the data)
       prepare(tokenizer)                  reads the data and builds the feature caches; sets
                                           train_dataset_fn / evaluate_fn / predict_fn
-      exporters()                         {"saved_model": fn(model), "onnx": fn(model)}
-    and sets `exports_without_training` when --export_dir alone (no --do_*) is a run.
+      exporters()                         {"saved_model": fn(model)}
+      portable_model(model)               the token-id function, signature and metadata
+                                          of its ONNX and LiteRT files (export.portable)
+    and sets `exports_without_training` when --export_dir alone (no --do_*) is a run, and
+    `eval_features_fn` (in prepare, with --do_eval): () -> the evaluation set's token
+    features, on which int8 files are checked against float32 (`real_features`).
     """
 
     metric = "eval_accuracy"
@@ -231,6 +256,7 @@ class FinetuningJob:
         self.train_dataset_fn: Optional[Callable] = None
         self.evaluate_fn: Optional[Callable] = None
         self.predict_fn: Optional[Callable] = None
+        self.eval_features_fn: Optional[Callable[[], Mapping[str, np.ndarray]]] = None
         self.results: Dict = {}
 
     # --- what a task family supplies ---------------------------------------------------------
@@ -255,6 +281,9 @@ class FinetuningJob:
 
     def exporters(self) -> Dict[str, Callable[[keras.Model], Optional[Dict]]]:
         return {}
+
+    def portable_model(self, model: keras.Model) -> portable.PortableModel:
+        raise NotImplementedError(f"{type(self).__name__} exports no ONNX or LiteRT model")
 
     def finetuning_options(self) -> FinetuningOptions:
         """The run's options (a task may derive some, e.g. SQuAD's steps from its epochs)."""
@@ -306,4 +335,25 @@ class FinetuningJob:
         for export_format, exporter in self.exporters().items():
             if export_format in self.options.export_format:
                 self.results.update(exporter(model) or {})
+        self.export_portable(model)
         self.results["export_dir"] = self.options.export_dir
+
+    def export_portable(self, model: keras.Model) -> None:
+        """Writes the ONNX and LiteRT files --export_format asks for, the int8 ones
+        checked on the evaluation set when there is one."""
+        options = self.options
+        if not set(options.export_format) & set(portable.PORTABLE_FORMATS):
+            return
+        spec = self.portable_model(model)
+        check_features = None
+        if options.export_int8 and options.int8_min_agreement > 0:
+            if self.eval_features_fn is None:
+                logging.info("int8 files not checked against float32: no evaluation set "
+                             "(--do_eval)")
+            else:
+                check_features = self.eval_features_fn()
+        self.results.update(portable.export_model_dir(
+            options.export_dir, spec, options.export_format, int8=options.export_int8,
+            fp16=options.export_fp16, spm_model_file=options.spm_model_file,
+            vocab_file=None if options.spm_model_file else options.vocab_file,
+            check_features=check_features, int8_min_agreement=options.int8_min_agreement))

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from albert_tf import tokenization
 from albert_tf.config import AlbertConfig
-from albert_tf.export import onnx
+from albert_tf.export import formats, portable
 from albert_tf.kernels import fused_ops, precision
 
 
@@ -77,7 +77,10 @@ class TaskOptions(FinetuningOptions):
     The vocabulary: `spm_model_file` (SentencePiece, the English models) or `vocab_file`
     (WordPiece, the Chinese models); SentencePiece wins when both are given, as in the
     original. Batch sizes are global. `export_dir`: where the best weights are exported as
-    `export_format` ("saved_model", "onnx"), int8 ONNX too with `export_int8`.
+    `export_format` ("saved_model", "onnx", "tflite"); with `export_int8` the ONNX and
+    LiteRT models in int8 too, each kept only where its predictions on the evaluation set
+    agree with float32's at least `int8_min_agreement` of the time; with `export_fp16` a
+    float16 LiteRT model.
     """
 
     albert_config: AlbertConfig
@@ -89,8 +92,10 @@ class TaskOptions(FinetuningOptions):
     predict_batch_size: int = 8
     export_dir: Optional[str] = None
     export_layer_norm: str = "auto"
-    export_format: Tuple[str, ...] = onnx.DEFAULT_EXPORT_FORMATS
+    export_format: Tuple[str, ...] = formats.DEFAULT_EXPORT_FORMATS
     export_int8: bool = False
+    export_fp16: bool = False
+    int8_min_agreement: float = portable.DEFAULT_INT8_MIN_AGREEMENT
 
     # The checks every task shares, each raising ValueError naming the flag. A task calls
     # them where its own checks interleave, so that the first error a user sees stays the
@@ -105,9 +110,10 @@ class TaskOptions(FinetuningOptions):
 
     def check_export(self) -> None:
         fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
-        onnx.check_export_formats(self.export_format, self.export_int8,
-                                  mixed_precision=self.mixed_precision,
-                                  export_dir=self.export_dir)
+        formats.check_export_formats(self.export_format, self.export_int8,
+                                     mixed_precision=self.mixed_precision,
+                                     export_dir=self.export_dir, fp16=self.export_fp16,
+                                     int8_min_agreement=self.int8_min_agreement)
 
     def check_vocabulary_given(self) -> None:
         if not self.spm_model_file and not self.vocab_file:

@@ -27,8 +27,11 @@ OP_DEF_LOOKUP = ("tensorflow.python.framework.op_def_registry", "get")
 RAW_OP_MAKER = ("tensorflow", "Graph._create_op_internal")
 ATTR_VALUE_PROTO = ("tensorflow.core.framework.attr_value_pb2", "AttrValue")
 TRACKABLE_BASE = ("tensorflow", "__internal__.tracking.Trackable")
+VARIABLE_FREEZER = ("tensorflow.python.framework.convert_to_constants",
+                    "convert_variables_to_constants_v2")
+TFLITE_SCHEMA = ("tensorflow.lite.python.schema_py_generated", "ModelT")
 INTERNALS = (SAVE_CONTEXT_PROBE, XLA_CONTEXT_PROBE, ONEDNN_SWITCH, OP_DEF_LOOKUP,
-             RAW_OP_MAKER, ATTR_VALUE_PROTO, TRACKABLE_BASE)
+             RAW_OP_MAKER, ATTR_VALUE_PROTO, TRACKABLE_BASE, VARIABLE_FREEZER, TFLITE_SCHEMA)
 
 ONEDNN_LAYER_NORM_OP = "_MklLayerNorm"
 
@@ -145,3 +148,33 @@ def is_trackable(obj) -> bool:
     except (ValueError, TypeError):
         return False
     return True
+
+
+def freeze_variables(concrete_function):
+    """`concrete_function` with every variable it reads replaced by a constant of its
+    current value (a ConcreteFunction taking the same flat tensors, no structure). Why:
+    TensorFlow's LiteRT converter, given variables, keeps them as resource variables
+    that nobody initialises (a file without its weights, whose outputs are NaN); given
+    constants, it stores each once (a weight shared by ALBERT's layers is one constant
+    however many layers read it). Nothing public freezes a TF2 function.
+
+    Missing internal: raises NotImplementedError (LiteRT export is then unavailable;
+    SavedModel and ONNX exports do not need it)."""
+    freeze = _lookup(*VARIABLE_FREEZER)
+    if freeze is None:
+        raise NotImplementedError(f"this TensorFlow cannot freeze variables for LiteRT "
+                                  f"export: missing {'.'.join(VARIABLE_FREEZER)}")
+    return freeze(concrete_function)
+
+
+def tflite_schema():
+    """TensorFlow's generated Python module for the LiteRT flatbuffer schema (`Model`,
+    `ModelT`, `MetadataT`, `BufferT`, ...), to write metadata into a converted model.
+    Why: the converter has no public way to add metadata, and the flatbuffer classes
+    ship only inside TensorFlow (and the optional `ai_edge_litert` runtime, preferred by
+    `albert_tf.export.litert` when installed).
+
+    Missing internal: None; the caller then needs `ai_edge_litert`."""
+    if _lookup(*TFLITE_SCHEMA) is None:
+        return None
+    return importlib.import_module(TFLITE_SCHEMA[0])

@@ -471,7 +471,8 @@ class AttentionSublayer(keras.layers.Layer):
         else:
             scores = ops.einsum("bfnd,btnd->bnft", q, k)
         with tf.name_scope("zz_attention_scores/"):  # sorts last; see above
-            mask = ops.cast(input_mask, "float32")[:, None, None, :]  # [B, 1, 1, T]
+            # [B, 1, 1, T] by expand_dims: LiteRT has no strided slice that adds axes.
+            mask = tf.expand_dims(tf.expand_dims(ops.cast(input_mask, "float32"), 1), 1)
             mask_adder = (1.0 - mask) * ATTENTION_MASK_ADDER
             scale_value = tf.constant(scale, tf.float32, name="scale")
         if scale_scores:

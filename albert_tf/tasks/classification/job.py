@@ -28,7 +28,7 @@ from albert_tf import export, fileio, finetuning, tokenization
 from albert_tf.finetuning import predict
 from albert_tf.finetuning.options import FinetuningOptions, TaskOptions
 from albert_tf.training import run_dir
-from albert_tf.export import onnx as onnx_export
+from albert_tf.export import onnx as onnx_export, portable
 from albert_tf.modeling.models import AlbertClassifier, classifier_losses
 from albert_tf.tasks.classification import clue, glue
 
@@ -185,10 +185,10 @@ def export_classifier(model, options: GlueOptions, spec: glue.TaskSpec) -> str:
     return export.save_serving_model(options.export_dir, module, module.signatures())
 
 
-def export_classifier_onnx(model, options: GlueOptions, spec: glue.TaskSpec) -> Dict[str, str]:
-    """Writes model.onnx (token ids -> `probabilities`, `logits`, and `predictions` int32
-    label index, or the score for regression) to options.export_dir, plus
-    model.int8.onnx with options.export_int8, and the vocabulary file."""
+def classifier_portable_model(model, options: GlueOptions,
+                              spec: glue.TaskSpec) -> portable.PortableModel:
+    """The classifier's ONNX / LiteRT function: token ids -> `probabilities`, `logits`, and
+    `predictions` (int32 label index, or the score for regression), with its metadata."""
     regression = spec.is_regression
     names = ["probabilities", "logits"]
     fn = onnx_export.model_function(model, names, argmax_of=None if regression else "logits")
@@ -203,8 +203,17 @@ def export_classifier_onnx(model, options: GlueOptions, spec: glue.TaskSpec) -> 
                 "labels": None if regression else list(spec.labels), "pair": spec.is_pair,
                 "max_seq_length": options.max_seq_length,
                 "do_lower_case": options.do_lower_case}
+    # A regression score has no label to agree on: its int8 files are not checked.
+    return portable.PortableModel(fn, export.token_input_signature(), metadata,
+                                  compare=() if regression else (("predictions", "values"),))
+
+
+def export_classifier_onnx(model, options: GlueOptions, spec: glue.TaskSpec) -> Dict[str, str]:
+    """Writes model.onnx (see `classifier_portable_model`) to options.export_dir, plus
+    model.int8.onnx with options.export_int8, and the vocabulary file."""
+    spec_ = classifier_portable_model(model, options, spec)
     return onnx_export.export_model_dir(
-        options.export_dir, fn, export.token_input_signature(), metadata,
+        options.export_dir, spec_.fn, spec_.input_signature, spec_.metadata,
         int8=options.export_int8, spm_model_file=options.spm_model_file,
         vocab_file=options.vocab_file)
 
@@ -264,7 +273,10 @@ class GlueJob(finetuning.FinetuningJob):
                                     input_context)
             self.train_dataset_fn = train_dataset_fn
         if options.do_eval:
-            self.evaluate_fn = self.evaluator(*self.features_for(tokenizer, "dev"))
+            examples, path = self.features_for(tokenizer, "dev")
+            self.evaluate_fn = self.evaluator(examples, path)
+            self.eval_features_fn = lambda: finetuning.real_features(
+                self.dataset(path, 32, False, len(examples)), export.TOKEN_FEATURES)
         if options.do_predict:
             self.predict_fn = self.predictor(*self.features_for(tokenizer, "test"))
 
@@ -298,13 +310,13 @@ class GlueJob(finetuning.FinetuningJob):
         return predict_fn
 
     def exporters(self):
-        return {"saved_model": self.export_saved_model, "onnx": self.export_onnx}
+        return {"saved_model": self.export_saved_model}
 
     def export_saved_model(self, model) -> None:
         export_classifier(model, self.options, self.spec)
 
-    def export_onnx(self, model) -> Dict[str, str]:
-        return export_classifier_onnx(model, self.options, self.spec)
+    def portable_model(self, model) -> portable.PortableModel:
+        return classifier_portable_model(model, self.options, self.spec)
 
 
 def run_glue(options: GlueOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
