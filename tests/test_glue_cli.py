@@ -1,6 +1,7 @@
 """run_classifier.py end to end on a few hundred SST-2 rows: train, evaluate, predict, export,
 reload the SavedModel in a process without albert_tf, and compare raw-text predictions."""
 import json
+import re
 import subprocess
 import sys
 
@@ -67,9 +68,13 @@ def test_train_eval_predict_export_and_serve_raw_text(sst2, tmp_path):
     out = tmp_path / "run"
     done = run_cli(sst2, out, do_train=True, do_eval=True, do_predict=True,
                    export_dir=str(out / "export"), export_layer_norm="onednn",
-                   export_format="saved_model,onnx", export_int8=True)
+                   export_format="saved_model,onnx,tflite", export_int8=True, export_fp16=True)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert f"exported to {out / 'export'}: SavedModel, model.onnx, model.int8.onnx" in done.stderr
+    assert (f"exported to {out / 'export'}: SavedModel, model.onnx, model.int8.onnx, "
+            "model.tflite, model.fp16.tflite, model.int8.tflite") in done.stderr
+    for name in ("model.int8.onnx", "model.int8.tflite"):  # checked on the 80 dev rows
+        assert re.search(rf"{re.escape(name)} predicts as model\.(onnx|tflite) on "
+                         r"\d+\.\d\d% of 80 values \(80 evaluation examples\)", done.stderr)
     from albert_tf.export import op_types
     assert "FusedBatchNormV3" in op_types(str(out / "export"))  # as --export_layer_norm asks
     evals = (out / "eval_results.txt").read_text()
@@ -124,6 +129,37 @@ def test_train_eval_predict_export_and_serve_raw_text(sst2, tmp_path):
     clear = np.abs(probabilities[:, 1] - 0.5) > 0.05  # int8 may flip a near-tie only
     np.testing.assert_array_equal(served["predictions"][clear],
                                   probabilities.argmax(axis=1)[clear])
+
+    # model.tflite in a process where TensorFlow cannot be imported, as a phone would run it.
+    np.savez(out / "feeds.npz", **feeds)
+    lite = subprocess.run([sys.executable, "-c", LITERT_LOADER, str(out / "export"),
+                           str(out / "feeds.npz")], capture_output=True, text=True,
+                          cwd=REPO_ROOT, env={"PATH": "/usr/bin:/bin",
+                                              "PYTHONPATH": str(REPO_ROOT)})
+    assert lite.returncode == 0, lite.stderr[-3000:]
+    result = json.loads([l for l in lite.stdout.splitlines()
+                         if l.startswith("RESULT")][-1][len("RESULT"):])
+    assert result["tensorflow"] is False and result["labels"] == ["0", "1"]
+    np.testing.assert_allclose(result["model.tflite"], probabilities, atol=1e-4)
+    for name in ("model.fp16.tflite", "model.int8.tflite"):
+        np.testing.assert_allclose(result[name], probabilities, atol=0.05, err_msg=name)
+
+
+LITERT_LOADER = r"""
+import json, os, sys
+import numpy as np
+sys.modules["tensorflow"] = None  # `import tensorflow` raises ImportError from here on
+from albert_tf.export.litert_runtime import LiteRTModel
+feeds = dict(np.load(sys.argv[2]))
+result = {}
+for name in ("model.tflite", "model.fp16.tflite", "model.int8.tflite"):
+    model = LiteRTModel(os.path.join(sys.argv[1], name))
+    result[name] = model(**feeds)["probabilities"].tolist()
+    result["labels"] = model.metadata["labels"]
+result["tensorflow"] = any(m.startswith("tensorflow") and sys.modules[m] is not None
+                           for m in sys.modules)
+print("RESULT" + json.dumps(result))
+"""
 
 
 @pytest.mark.slow

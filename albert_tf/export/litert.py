@@ -63,7 +63,7 @@ def frozen_serving_function(fn: Callable, input_signature: Mapping[str, tf.Tenso
                  for name, spec in input_signature.items()}
     traced = tf.function(lambda features: fn(features), input_signature=[signature],
                          autograph=False)
-    with fused_ops.portable_graph():
+    with fused_ops.portable_graph(litert=True):
         concrete = traced.get_concrete_function()
     frozen = tf_internals.freeze_variables(concrete)
     structure = concrete.structured_outputs
@@ -104,7 +104,7 @@ def _convert(serve, quantization: str) -> bytes:
 def _conversion_failure(err: Exception) -> str:
     text = str(err)
     for line in text.splitlines():
-        if "TF Select ops:" in line or "ops are not supported" in line.lower():
+        if line.strip().startswith("TF Select ops:"):
             ops = line.split(":", 1)[-1].strip()
             return (f"LiteRT has no builtin kernel for the TensorFlow ops {ops} of this "
                     f"model (--export_format=tflite); export saved_model or onnx instead")

@@ -49,16 +49,25 @@ _portable = threading.local()  # set only inside `portable_graph`
 
 
 @contextlib.contextmanager
-def portable_graph():
+def portable_graph(litert: bool = False):
     """Graphs traced within this block are traced as for a SavedModel: plain TensorFlow
     ops only, no XLA functions or oneDNN-internal ops (for converters such as tf2onnx,
-    which trace a `tf.function` outside any save)."""
-    previous = getattr(_portable, "active", False)
-    _portable.active = True
+    which trace a `tf.function` outside any save). `litert`: also spell loops as LiteRT's
+    converter lowers them (`tracing_for_litert`)."""
+    previous = (getattr(_portable, "active", False), getattr(_portable, "litert", False))
+    _portable.active, _portable.litert = True, litert or previous[1]
     try:
         yield
     finally:
-        _portable.active = previous
+        _portable.active, _portable.litert = previous
+
+
+def tracing_for_litert() -> bool:
+    """Whether the graph being traced is for the LiteRT converter, which lowers a loop
+    that stacks per-step outputs (`tf.scan`, TensorArrays) only when each step's output
+    has a static shape, never with a free batch size: loops accumulate by concatenation
+    there instead."""
+    return getattr(_portable, "litert", False)
 
 
 def _trace_context():

@@ -31,6 +31,8 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from albert_tf.kernels import fused_ops
+
 PADDING_TAG = 0  # what `crf_decode` writes at positions >= length
 
 
@@ -51,7 +53,7 @@ def _prepare(emissions, lengths):
     missing = tf.maximum(1 - tf.shape(emissions)[1], 0)
     emissions = tf.pad(emissions, [[0, 0], [0, missing], [0, 0]])
     mask = tf.sequence_mask(lengths, tf.shape(emissions)[1])
-    return tf.where(mask[:, :, None], emissions, 0.0), mask, lengths
+    return tf.where(tf.expand_dims(mask, -1), emissions, 0.0), mask, lengths
 
 
 def _as_float32(*tensors):
@@ -86,9 +88,9 @@ def _log_partition(emissions, mask, lengths, transitions, start, end):
     """
     def step(alpha, inputs):  # alpha [B, T]
         emission, t, valid = inputs  # [B, T], [], [B]
-        from_previous = tf.reduce_logsumexp(alpha[:, :, None] + transitions, axis=1)
+        from_previous = tf.reduce_logsumexp(tf.expand_dims(alpha, -1) + transitions, axis=1)
         new_alpha = tf.where(t == 0, start + emission, from_previous + emission)
-        return tf.where(valid[:, None], new_alpha, alpha)
+        return tf.where(tf.expand_dims(valid, -1), new_alpha, alpha)
 
     steps = (_time_major(emissions), tf.range(tf.shape(emissions)[1]), tf.transpose(mask))
     alpha = tf.foldl(step, steps, initializer=tf.zeros_like(emissions[:, 0]))
@@ -132,6 +134,37 @@ def _disallowed_score(emissions, transitions, start, end) -> tf.Tensor:
     return tf.stop_gradient(-(1.0 + 2.0 * bound))
 
 
+def _stacking_scan(fn, elems, initializer):
+    """`tf.scan(fn, elems, initializer)` as a `tf.while_loop` that stacks each step's
+    outputs by concatenation, for LiteRT: its converter lowers `tf.scan`'s TensorArrays
+    only when a step's output shape is static, and here the batch size is free. Quadratic
+    in the number of steps (a sequence's length), which is small next to the model."""
+    elems_tuple = isinstance(elems, tuple)
+    steps = elems if elems_tuple else (elems,)
+    length = tf.shape(steps[0])[0]
+    # Empty stacks whose first dimension is not a constant 0: the converter types a
+    # loop variable by its initial value, and the body's stacks grow.
+    none = tf.minimum(length, 0)
+    stacked = tf.nest.map_structure(lambda x: tf.expand_dims(tf.zeros_like(x), 0)[:none],
+                                    initializer)
+
+    def body(t, carry, stacked):
+        step = tuple(x[t] for x in steps) if elems_tuple else steps[0][t]
+        carry = fn(carry, step)
+        stacked = tf.nest.map_structure(lambda s, c: tf.concat([s, tf.expand_dims(c, 0)], 0),
+                                        stacked, carry)
+        return t + 1, carry, stacked
+
+    carry_shapes = tf.nest.map_structure(lambda x: tf.TensorShape([None] * x.shape.rank),
+                                         initializer)
+    stacked_shapes = tf.nest.map_structure(
+        lambda x: tf.TensorShape([None] * (x.shape.rank + 1)), initializer)
+    _, _, stacked = tf.while_loop(
+        lambda t, *_: t < length, body, (tf.constant(0), initializer, stacked),
+        shape_invariants=(tf.TensorShape([]), carry_shapes, stacked_shapes))
+    return stacked
+
+
 def crf_decode(emissions, lengths, transitions, start_transitions, end_transitions,
                allowed=None) -> tuple[tf.Tensor, tf.Tensor]:
     """The highest-scoring path of each sequence (Viterbi): (tags int32 [B, L], best_score
@@ -169,24 +202,25 @@ def crf_decode(emissions, lengths, transitions, start_transitions, end_transitio
     def forward(carry, inputs):  # carry: (max score of paths ending in each tag [B, T], _)
         best, _ = carry
         emission, t, valid = inputs  # [B, T], [], [B]
-        candidates = best[:, :, None] + transitions  # [B, previous T, next T]
+        candidates = tf.expand_dims(best, -1) + transitions  # [B, previous T, next T]
         from_previous = tf.reduce_max(candidates, axis=1) + emission
         new_best = tf.where(t == 0, start + emission, from_previous)
         pointers = tf.argmax(candidates, axis=1, output_type=tf.int32)  # [B, T]
-        return (tf.where(valid[:, None], new_best, best),
-                tf.where(valid[:, None], pointers, identity))
+        return (tf.where(tf.expand_dims(valid, -1), new_best, best),
+                tf.where(tf.expand_dims(valid, -1), pointers, identity))
 
     steps = (_time_major(emissions), tf.range(tf.shape(emissions)[1]), tf.transpose(mask))
     initial = (tf.zeros_like(emissions[:, 0]), tf.zeros_like(mask[:, 0:1], tf.int32) + identity)
-    best, pointers = tf.scan(forward, steps, initializer=initial)  # [L, B, T] each
+    scan = _stacking_scan if fused_ops.tracing_for_litert() else tf.scan
+    best, pointers = scan(forward, steps, initial)  # [L, B, T] each
     final = best[-1] + end
     last_tag = tf.argmax(final, axis=1, output_type=tf.int32)  # [B]
 
     # Backward over t = L-1..0: previous[t] = pointers[t][tag_t] is the tag at t - 1. A
     # forward scan over the reversed pointers, not `reverse=True`: tf2onnx 1.17 stacks a
     # reverse scan's outputs in the order it runs them, which would reverse the path in ONNX.
-    backward = tf.scan(lambda tag, pointer: tf.gather(pointer, tag, batch_dims=1),
-                       tf.reverse(pointers, [0]), initializer=last_tag)  # [L, B], t = L-1..0
+    backward = scan(lambda tag, pointer: tf.gather(pointer, tag, batch_dims=1),
+                    tf.reverse(pointers, [0]), last_tag)  # [L, B], t = L-1..0
     previous = tf.reverse(backward, [0])  # [L, B], t = 0..L-1
     tags = tf.transpose(tf.concat([previous[1:], last_tag[None]], axis=0))  # [B, L]
     tags = tf.where(mask, tags, PADDING_TAG)[:, :out_length]

@@ -325,16 +325,14 @@ def export_saved_model(model, export_dir: str, spm_model_file: Optional[str],
     return export.save_serving_model(export_dir, module, module.signatures())
 
 
-def export_onnx(model, export_dir: str, task_name: str, max_seq_length: int,
-                max_qa_length: int, do_lower_case: bool = True, int8: bool = False,
-                spm_model_file: Optional[str] = None,
-                vocab_file: Optional[str] = None) -> Dict[str, str]:
-    """Writes model.onnx (and model.int8.onnx with `int8`) of the multiple-choice model's
-    token signature to export_dir: int32 [B, 4, max_seq_length] `input_ids`, `input_mask`,
-    `segment_ids` (and `choice_mask` [B, 4], 0 for an absent option, for C3) ->
-    `probabilities` float32 [B, 4] and `predictions` int32 [B] (the chosen option's
-    index), as `serve_tokens` returns; the vocabulary file is copied beside it."""
-    from albert_tf.export import onnx as onnx_export
+def portable_model(model, task_name: str, max_seq_length: int, max_qa_length: int,
+                   do_lower_case: bool = True):
+    """The multiple-choice model's ONNX / LiteRT function (an
+    `export.portable.PortableModel`): int32 [B, 4, max_seq_length] `input_ids`,
+    `input_mask`, `segment_ids` (and `choice_mask` [B, 4], 0 for an absent option, for C3)
+    -> `probabilities` float32 [B, 4] and `predictions` int32 [B] (the chosen option's
+    index), as `serve_tokens` returns."""
+    from albert_tf.export import onnx as onnx_export, portable
 
     c3_task = task_name == "c3"
     signature = export.token_input_signature(max_seq_length, batch_dims=(None, race.NUM_CHOICES))
@@ -347,5 +345,18 @@ def export_onnx(model, export_dir: str, task_name: str, max_seq_length: int,
                 "num_choices": race.NUM_CHOICES, "max_seq_length": max_seq_length,
                 "max_qa_length": None if c3_task else max_qa_length,
                 "do_lower_case": do_lower_case}
-    return onnx_export.export_model_dir(export_dir, fn, signature, metadata, int8=int8,
+    return portable.PortableModel(fn, signature, metadata)
+
+
+def export_onnx(model, export_dir: str, task_name: str, max_seq_length: int,
+                max_qa_length: int, do_lower_case: bool = True, int8: bool = False,
+                spm_model_file: Optional[str] = None,
+                vocab_file: Optional[str] = None) -> Dict[str, str]:
+    """Writes model.onnx (and model.int8.onnx with `int8`) of `portable_model` to
+    export_dir; the vocabulary file is copied beside it."""
+    from albert_tf.export import onnx as onnx_export
+
+    spec = portable_model(model, task_name, max_seq_length, max_qa_length, do_lower_case)
+    return onnx_export.export_model_dir(export_dir, spec.fn, spec.input_signature,
+                                        spec.metadata, int8=int8,
                                         spm_model_file=spm_model_file, vocab_file=vocab_file)

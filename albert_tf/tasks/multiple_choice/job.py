@@ -327,6 +327,9 @@ class RaceJob(finetuning.FinetuningJob):
                                     choice_mask=is_c3)
             self.evaluate_fn = lambda model, step: training.evaluate(
                 self.strategy, model, task, dataset_fn, task.metric_names)
+            self.eval_features_fn = lambda: finetuning.real_features(
+                dataset_fn(None), ("input_ids", "input_mask", "segment_ids") +
+                (("choice_mask",) if is_c3 else ()))
         if options.do_predict:
             predict_examples, predict_path = self.cached(tokenizer, "predict")
             self.predict_fn = lambda model: self.write_predictions(
@@ -341,7 +344,7 @@ class RaceJob(finetuning.FinetuningJob):
         return probabilities
 
     def exporters(self):
-        return {"saved_model": self.export_saved_model, "onnx": self.export_onnx}
+        return {"saved_model": self.export_saved_model}
 
     def export_saved_model(self, model) -> None:
         options = self.options
@@ -350,12 +353,10 @@ class RaceJob(finetuning.FinetuningJob):
             options.max_qa_length, options.do_lower_case, options.export_layer_norm,
             vocab_file=options.vocab_file, task_name=options.task_name)
 
-    def export_onnx(self, model) -> Dict[str, str]:
+    def portable_model(self, model):
         options = self.options
-        return race_export.export_onnx(
-            model, options.export_dir, options.task_name, options.max_seq_length,
-            options.max_qa_length, options.do_lower_case, int8=options.export_int8,
-            spm_model_file=options.spm_model_file, vocab_file=options.vocab_file)
+        return race_export.portable_model(model, options.task_name, options.max_seq_length,
+                                          options.max_qa_length, options.do_lower_case)
 
 
 def run_race(options: RaceOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:

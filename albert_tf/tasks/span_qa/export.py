@@ -512,17 +512,15 @@ def export_saved_model(model, export_dir: str, spm_model_file: Optional[str] = N
                                           "serve_tokens": module.serve_tokens})
 
 
-def export_onnx(model, export_dir: str, options: ExportOptions, int8: bool = False,
-                spm_model_file: Optional[str] = None,
-                vocab_file: Optional[str] = None) -> Dict[str, str]:
-    """Writes model.onnx (and model.int8.onnx with `int8`) of the span model's token
-    signature to export_dir: int32 [B, S] `input_ids`, `input_mask`, `segment_ids` (and
-    `p_mask`, 1 where an answer cannot start or end, for SQuAD v2) ->
-    `start_logits`, `end_logits` (v1), or the top-k `start_top_log_probs`,
-    `start_top_index`, `end_top_log_probs`, `end_top_index` and `cls_logits` (v2), as
-    `serve_tokens` returns. The post-processing to answer text stays with the caller
-    (`albert_tf.tasks.squad_postprocess`)."""
-    from albert_tf.export import onnx as onnx_export
+def portable_model(model, options: ExportOptions):
+    """The span model's ONNX / LiteRT function (an `export.portable.PortableModel`): int32
+    [B, S] `input_ids`, `input_mask`, `segment_ids` (and `p_mask`, 1 where an answer
+    cannot start or end, for SQuAD v2) -> `start_logits`, `end_logits` (v1), or the top-k
+    `start_top_log_probs`, `start_top_index`, `end_top_log_probs`, `end_top_index` and
+    `cls_logits` (v2), as `serve_tokens` returns. The post-processing to answer text stays
+    with the caller (`albert_tf.tasks.span_qa.postprocess`). An int8 file is checked on
+    the most likely start and end (v1: the argmax of each logits; v2: the top-1 indices)."""
+    from albert_tf.export import onnx as onnx_export, portable
 
     v2 = options.version_2_with_negative
     names = (["start_top_log_probs", "start_top_index", "end_top_log_probs",
@@ -536,6 +534,20 @@ def export_onnx(model, export_dir: str, options: ExportOptions, int8: bool = Fal
                 "do_lower_case": options.do_lower_case, "n_best_size": options.n_best_size,
                 "max_answer_length": options.max_answer_length,
                 "null_score_diff_threshold": options.null_score_diff_threshold}
-    return onnx_export.export_model_dir(export_dir, onnx_export.model_function(model, names),
-                                        signature, metadata, int8=int8,
+    compare = ((("start_top_index", "first"), ("end_top_index", "first")) if v2 else
+               (("start_logits", "argmax"), ("end_logits", "argmax")))
+    return portable.PortableModel(onnx_export.model_function(model, names), signature,
+                                  metadata, compare=compare)
+
+
+def export_onnx(model, export_dir: str, options: ExportOptions, int8: bool = False,
+                spm_model_file: Optional[str] = None,
+                vocab_file: Optional[str] = None) -> Dict[str, str]:
+    """Writes model.onnx (and model.int8.onnx with `int8`) of `portable_model` to
+    export_dir, with the vocabulary."""
+    from albert_tf.export import onnx as onnx_export
+
+    spec = portable_model(model, options)
+    return onnx_export.export_model_dir(export_dir, spec.fn, spec.input_signature,
+                                        spec.metadata, int8=int8,
                                         spm_model_file=spm_model_file, vocab_file=vocab_file)

@@ -41,6 +41,7 @@ from absl import logging
 
 from albert_tf.errors import UserValueError, check_file
 from albert_tf import fileio, finetuning, tokenization
+from albert_tf.export import portable
 from albert_tf.training import run_dir
 from albert_tf.modeling.models import AlbertSpanLabeler, AlbertSquadV2
 from albert_tf.finetuning import predict
@@ -354,6 +355,9 @@ class SquadJob(finetuning.FinetuningJob):
                                                                  options.max_seq_length)
         if self.has_gold and options.do_train:
             self.evaluate_fn = self.evaluate
+        self.eval_features_fn = lambda: {
+            name: self.feature_arrays[name][:portable.AGREEMENT_EXAMPLES].astype(np.int32)
+            for name in squad_features.SEQUENCE_FIELDS}
         self.predict_fn = self.predict
 
     def predictions_of(self, model) -> squad_postprocess.SquadPredictions:
@@ -405,7 +409,7 @@ class SquadJob(finetuning.FinetuningJob):
             layer_norm=options.export_layer_norm)
 
     def exporters(self):
-        return {"saved_model": self.export_saved_model, "onnx": self.export_onnx}
+        return {"saved_model": self.export_saved_model}
 
     def export_saved_model(self, model) -> None:
         squad_export.export_saved_model(model, self.options.export_dir,
@@ -413,11 +417,8 @@ class SquadJob(finetuning.FinetuningJob):
                                         vocab_file=self.options.vocab_file,
                                         options=self.export_options())
 
-    def export_onnx(self, model) -> Dict[str, str]:
-        return squad_export.export_onnx(model, self.options.export_dir, self.export_options(),
-                                        int8=self.options.export_int8,
-                                        spm_model_file=self.options.spm_model_file,
-                                        vocab_file=self.options.vocab_file)
+    def portable_model(self, model):
+        return squad_export.portable_model(model, self.export_options())
 
 
 def run_squad(options: SquadOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:

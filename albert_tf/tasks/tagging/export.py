@@ -527,19 +527,15 @@ def decoding_metadata(model) -> Dict[str, object]:
             "allowed_end": allowed[2]}
 
 
-def export_onnx(model, export_dir: str, labels: Sequence[str], scheme: str, *,
-                max_seq_length: int, do_lower_case: bool, int8: bool = False,
-                spm_model_file: Optional[str] = None, vocab_file: Optional[str] = None,
-                doc_stride: Optional[int] = None) -> Dict[str, str]:
-    """Writes model.onnx (and model.int8.onnx with `int8`) to export_dir: int32 [B, S]
-    `input_ids`, `input_mask`, `segment_ids`, `word_mask` (1 at each word's first sub-token)
-    -> `logits` float32 [B, S, K] and `predictions` int32 [B, S] (the model's decoded label
-    id at word starts, -1 elsewhere, as `serve_tokens`). `decode_onnx_logits(logits,
-    word_mask, onnx.read_metadata(path))` gives the same tags from the logits alone. The
-    metadata: task "tagging", labels, tag_scheme, max_seq_length, doc_stride,
-    do_lower_case, use_crf, `decoding_metadata`, and the vocabulary file (copied beside
-    model.onnx). Returns {"onnx": path[, "onnx_int8": path]}."""
-    from albert_tf.export import onnx as onnx_export
+def portable_model(model, labels: Sequence[str], scheme: str, *, max_seq_length: int,
+                   do_lower_case: bool, doc_stride: Optional[int] = None):
+    """The tagger's ONNX / LiteRT function (an `export.portable.PortableModel`): int32
+    [B, S] `input_ids`, `input_mask`, `segment_ids`, `word_mask` (1 at each word's first
+    sub-token) -> `logits` float32 [B, S, K] and `predictions` int32 [B, S] (the model's
+    decoded label id at word starts, -1 elsewhere, as `serve_tokens`). The metadata: task
+    "tagging", labels, tag_scheme, max_seq_length, doc_stride, do_lower_case, use_crf and
+    `decoding_metadata`. An int8 file is checked word by word."""
+    from albert_tf.export import portable
 
     labels = list(labels)
     if doc_stride is None:
@@ -551,9 +547,24 @@ def export_onnx(model, export_dir: str, labels: Sequence[str], scheme: str, *,
     metadata.update(decoding_metadata(model))
     # The model reads `word_mask` (it decodes the words of each row as one sequence).
     fn = export.model_outputs(model, ["logits", "predictions"], layer_norm="plain")
-    return onnx_export.export_model_dir(export_dir, fn, token_signature(), metadata,
-                                        int8=int8, spm_model_file=spm_model_file,
-                                        vocab_file=vocab_file)
+    return portable.PortableModel(fn, token_signature(), metadata)
+
+
+def export_onnx(model, export_dir: str, labels: Sequence[str], scheme: str, *,
+                max_seq_length: int, do_lower_case: bool, int8: bool = False,
+                spm_model_file: Optional[str] = None, vocab_file: Optional[str] = None,
+                doc_stride: Optional[int] = None) -> Dict[str, str]:
+    """Writes model.onnx (and model.int8.onnx with `int8`) of `portable_model` to
+    export_dir, with the vocabulary (its name in the metadata). `decode_onnx_logits(logits,
+    word_mask, onnx.read_metadata(path))` gives the model's tags from the logits alone.
+    Returns {"onnx": path[, "onnx_int8": path]}."""
+    from albert_tf.export import onnx as onnx_export
+
+    spec = portable_model(model, labels, scheme, max_seq_length=max_seq_length,
+                          do_lower_case=do_lower_case, doc_stride=doc_stride)
+    return onnx_export.export_model_dir(export_dir, spec.fn, spec.input_signature,
+                                        spec.metadata, int8=int8,
+                                        spm_model_file=spm_model_file, vocab_file=vocab_file)
 
 
 def _disallowed_score(emissions, transitions, start, end) -> np.float32:

@@ -280,6 +280,7 @@ class TaggingJob(finetuning_job.FinetuningJob):
             self.train_dataset_fn = self.training_batches
         if options.do_eval:
             self.evaluate_fn = lambda model, step: self.scores(model, self.splits["dev"])
+            self.eval_features_fn = self.eval_token_features
         if options.do_predict:
             self.predict_fn = self.predict
 
@@ -351,7 +352,7 @@ class TaggingJob(finetuning_job.FinetuningJob):
     # --- export --------------------------------------------------------------------------
 
     def exporters(self):
-        return {"saved_model": self.export_saved_model, "onnx": self.export_onnx}
+        return {"saved_model": self.export_saved_model}
 
     def export_saved_model(self, model) -> None:
         options = self.options
@@ -362,13 +363,20 @@ class TaggingJob(finetuning_job.FinetuningJob):
             doc_stride=options.doc_stride, layer_norm=options.export_layer_norm,
             word_split="characters" if options.task_name in ("cluener", "msra") else "basic")
 
-    def export_onnx(self, model) -> Dict[str, str]:
+    def portable_model(self, model):
         options = self.options
-        return tagging_export.export_onnx(
-            model, options.export_dir, self.labels, self.scheme,
-            max_seq_length=options.max_seq_length, do_lower_case=options.do_lower_case,
-            int8=options.export_int8, spm_model_file=options.spm_model_file,
-            vocab_file=options.vocab_file, doc_stride=options.doc_stride)
+        return tagging_export.portable_model(
+            model, self.labels, self.scheme, max_seq_length=options.max_seq_length,
+            do_lower_case=options.do_lower_case, doc_stride=options.doc_stride)
+
+    def eval_token_features(self) -> Dict[str, np.ndarray]:
+        """The dev windows' token features (the int8 check's input)."""
+        arrays = self.splits["dev"].window_arrays
+        features = {name: arrays[name].astype(np.int32)
+                    for name in ("input_ids", "input_mask", "segment_ids")}
+        features["word_mask"] = (arrays["word_index"] >= 0).astype(np.int32)
+        return features
+
 
 def run_ner(options: TaggingOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
     """Runs the job; returns run_finetuning's results plus `predictions_file` and
