@@ -22,7 +22,6 @@ from albert_tf.tasks.multiple_choice import export as race_export
 from albert_tf.tasks.span_qa import export as squad_export
 from albert_tf.tasks.tagging import export as tagging_export, schemes
 from tests.conftest import REPO_ROOT
-from tests.test_model_numerics import randomize
 from tests.test_onnx_export import SEQ, built, config, real_features
 
 pytest.importorskip("ai_edge_litert")

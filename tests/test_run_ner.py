@@ -248,7 +248,7 @@ def test_cluener_crf_submission_file_and_constrained_viterbi(setup, tmp_path):
     out = tmp_path / "cluener"
     done = run_cli(setup, "cluener", out, use_crf=True, train_step=100,
                    save_checkpoints_steps=50, export_dir=out / "export",
-                   export_format="saved_model,onnx")
+                   export_format="saved_model,onnx,tflite", export_int8=True)
     assert done.returncode == 0, done.stderr[-3000:]
     labels = read_lines(out / "labels.txt")
     assert labels == ["O"] + [f"{p}-{t}" for t in CLUENER_TYPES for p in "BI"]
@@ -293,6 +293,18 @@ def test_cluener_crf_submission_file_and_constrained_viterbi(setup, tmp_path):
     assert all(schemes.is_valid(tags, "iob2") for tags in window_tags(arrays, predicted,
                                                                       labels))
     merged = merged_iob2(arrays, predicted, labels, "iob2", sentences)
+    # model.tflite decodes the same tags, Viterbi included; the int8 files were checked
+    # word by word on the dev windows.
+    from albert_tf.export.litert_runtime import LiteRTModel
+    lite = LiteRTModel(str(out / "export" / "model.tflite"))
+    feeds = {name: arrays[name].astype(np.int32) for name in ("input_ids", "input_mask",
+                                                               "segment_ids")}
+    feeds["word_mask"] = (arrays["word_index"] >= 0).astype(np.int32)
+    np.testing.assert_array_equal(lite.run_batches(feeds, 16, ["predictions"])["predictions"],
+                                  predicted)
+    assert lite.metadata["use_crf"] is True and lite.metadata["labels"] == labels
+    assert re.search(r"model\.int8\.tflite (predicts as|agrees with) model\.tflite on "
+                     r"[\d.]+% of \d+ (values|predictions)", done.stderr)
     assert [sorted(schemes.entities(tags), key=lambda e: e.start) for tags in merged] == [
         sorted([schemes.Entity(*e) for e in f], key=lambda e: e.start) for f in found]
     # The spaces of the extra line have no sub-token: never inside an entity.

@@ -62,7 +62,7 @@ def read_blocks(path):
 def test_train_eval_predict_export_reload(setup, tmp_path):
     out = tmp_path / "out"
     done = run_cli(setup, out, do_predict=True, export_dir=str(out / "export"),
-                   export_layer_norm="plain", export_format="saved_model,onnx")
+                   export_layer_norm="plain", export_format="saved_model,onnx,tflite")
     assert done.returncode == 0, done.stderr[-3000:]
     from albert_tf.export import op_types
     assert "FusedBatchNormV3" not in op_types(str(out / "export"))  # --export_layer_norm
@@ -111,6 +111,13 @@ def test_train_eval_predict_export_reload(setup, tmp_path):
     np.testing.assert_allclose(onnx_probs, probs, atol=1e-5)
     assert ["ABCD"[i] for i in onnx_ids] == [r["prediction"] for r in records]
     assert not (out / "export" / "model.int8.onnx").exists()  # not asked for
+    # model.tflite: the same probabilities, and a sequence length it was not exported with
+    # is refused by name.
+    from albert_tf.export.litert_runtime import LiteRTModel
+    lite = LiteRTModel(str(out / "export" / "model.tflite"))
+    np.testing.assert_allclose(lite(**batch)["probabilities"], probs, atol=1e-4)
+    with pytest.raises(ValueError, match=r"the model takes \[\?, 4, 64\]"):
+        lite(**{k: v[:, :, :32] for k, v in batch.items()})
 
     # The SavedModel (best weights) serves raw text with the same probabilities.
     served = tf.saved_model.load(str(out / "export")).signatures["serving_default"]
@@ -145,9 +152,9 @@ def test_train_eval_predict_export_reload(setup, tmp_path):
     ({"do_train": False, "do_eval": False}, "at least one of --do_train"),
     ({"dropout_prob": 1.0}, "--dropout_prob must be in [0, 1)"),
     ({"export_layer_norm": "fast"}, "--export_layer_norm must be one of auto, onednn, plain"),
-    ({"export_format": ("onnx", "tflite")}, "--export_format takes a comma-separated list of "
-                                            "saved_model, onnx; got 'onnx,tflite'"),
-    ({"export_int8": True}, "--export_int8 quantizes the ONNX model"),
+    ({"export_format": ("onnx", "tfjs")}, "--export_format takes a comma-separated list of "
+                                          "saved_model, onnx, tflite; got 'onnx,tfjs'"),
+    ({"export_int8": True}, "--export_int8 quantizes the ONNX and LiteRT models"),
     ({"export_format": ("saved_model", "onnx")}, "--export_format=saved_model,onnx: nothing is "
                                                  "exported without --export_dir"),
 ])

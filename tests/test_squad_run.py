@@ -114,7 +114,8 @@ def test_cli_trains_predicts_evaluates_exports(shared_data, tmp_path, v2):
     extra = ["--version_2_with_negative", "--start_n_top=3", "--end_n_top=3",
              "--null_score_diff_threshold=0.5", "--num_train_epochs=4"] if v2 else []
     extra.append("--export_layer_norm=" + ("onednn" if v2 else "plain"))
-    extra.append("--export_format=saved_model,onnx")
+    extra.append("--export_format=saved_model,onnx,tflite")
+    extra.append("--export_int8")
     done = cli(tmp_path, path, out, *extra)
     assert done.returncode == 0, done.stderr[-3000:]
     metrics = json.loads(done.stdout.strip().splitlines()[-1])
@@ -147,6 +148,12 @@ def test_cli_trains_predicts_evaluates_exports(shared_data, tmp_path, v2):
     assert metadata["task"] == ("squad_v2" if v2 else "squad_v1")
     assert metadata["max_seq_length"] == 96 and metadata["doc_stride"] == 48
     assert metadata["null_score_diff_threshold"] == (0.5 if v2 else None)
+    # model.tflite holds the same metadata; the int8 files were checked on the predict
+    # file's windows (most likely start and end).
+    from albert_tf.export import litert_runtime
+    lite = litert_runtime.read_metadata(str(out / "export" / "model.tflite"))
+    assert {k: lite[k] for k in metadata} == metadata
+    assert "model.int8.tflite" in done.stderr and "model.int8.onnx" in done.stderr
     # Flag errors are one clear line.
     bad = subprocess.run([sys.executable, str(REPO_ROOT / "run_squad.py"),
                           f"--albert_config_file={tmp_path / 'config.json'}",

@@ -40,7 +40,7 @@ from typing import Callable, Dict, Mapping, Optional
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import fileio
+from albert_tf import errors, fileio
 from albert_tf.export import litert_runtime
 from albert_tf.kernels import fused_ops, tf_internals
 
@@ -52,8 +52,9 @@ FILES = {"float32": TFLITE_FILE, "float16": FP16_FILE, "int8": INT8_FILE}
 RESULT_KEYS = {"float32": "tflite", "float16": "tflite_fp16", "int8": "tflite_int8"}
 
 
-class LiteRTConversionError(ValueError):
-    """The converter cannot lower the model to LiteRT's builtin ops (one line)."""
+class LiteRTConversionError(errors.UserValueError):
+    """The converter cannot lower the model to LiteRT's builtin ops (one line; the CLIs
+    print it as their error, after the SavedModel and ONNX files are written)."""
 
 
 def frozen_serving_function(fn: Callable, input_signature: Mapping[str, tf.TensorSpec]):

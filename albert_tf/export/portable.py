@@ -107,11 +107,14 @@ def _run_all(run: Callable, features: Mapping[str, np.ndarray], batch_size: int 
 
 
 def check_int8(float_path: str, int8_path: str, runner: Callable, compare,
-               features: Mapping[str, np.ndarray], min_agreement: float) -> Dict[str, object]:
-    """Runs both files on `features`; removes `int8_path` (with one warning line) when
-    their predictions agree less often than `min_agreement`. Returns {"agreement":
-    fraction, "compared": count, "kept": bool}."""
-    reference = _run_all(runner(float_path), features)
+               features: Mapping[str, np.ndarray], min_agreement: float,
+               reference: Optional[Mapping[str, np.ndarray]] = None) -> Dict[str, object]:
+    """Runs both files on `features` (`reference`: the float32 file's outputs, when
+    already computed); removes `int8_path` (with one warning line) when their predictions
+    agree less often than `min_agreement`. Returns {"agreement": fraction, "compared":
+    count, "kept": bool}."""
+    if reference is None:
+        reference = _run_all(runner(float_path), features)
     quantized = _run_all(runner(int8_path), features)
     agreement, compared = prediction_agreement(reference, quantized, compare)
     examples = len(next(iter(features.values())))
@@ -130,6 +133,33 @@ def check_int8(float_path: str, int8_path: str, runner: Callable, compare,
     return {"agreement": agreement, "compared": compared, "kept": kept}
 
 
+def _check_quantized(written: Dict, checks, compare, features, min_agreement: float) -> Dict:
+    """Runs each int8 file (and model.fp16.tflite, reported only) beside its float32 file;
+    returns {"int8_agreement": {file: fraction}[, "fp16_agreement": fraction]} and removes
+    from `written` the int8 files `check_int8` removed."""
+    from albert_tf.export import litert_runtime
+
+    agreement, references = {}, {}
+    for float_key, int8_key, runner in checks:
+        if int8_key in written:
+            references[float_key] = _run_all(runner(written[float_key]), features)
+            result = check_int8(written[float_key], written[int8_key], runner, compare,
+                                features, min_agreement, references[float_key])
+            agreement[os.path.basename(written[int8_key])] = result["agreement"]
+            if not result["kept"]:
+                del written[int8_key]
+    found = {"int8_agreement": agreement} if agreement else {}
+    if "tflite_fp16" in written and litert_runtime.runtime_available():
+        reference = references.get("tflite") or _run_all(_litert_runner(written["tflite"]),
+                                                         features)
+        half = _run_all(_litert_runner(written["tflite_fp16"]), features)
+        fraction, compared = prediction_agreement(reference, half, compare)
+        logging.info("model.fp16.tflite predicts as model.tflite on %.2f%% of %d values",
+                     100 * fraction, compared)
+        found["fp16_agreement"] = fraction
+    return found
+
+
 def export_model_dir(export_dir: str, portable: PortableModel, formats: Sequence[str], *,
                      int8: bool = False, fp16: bool = False,
                      spm_model_file: Optional[str] = None, vocab_file: Optional[str] = None,
@@ -137,16 +167,17 @@ def export_model_dir(export_dir: str, portable: PortableModel, formats: Sequence
                      int8_min_agreement: float = DEFAULT_INT8_MIN_AGREEMENT) -> Dict:
     """Writes the portable files `formats` asks for ("onnx", "tflite"; others are ignored)
     to `export_dir` with the vocabulary, and checks each int8 file on `check_features`
-    (see the module's docstring; skipped when None or `int8_min_agreement` is 0).
-    Returns {"onnx": path, "onnx_int8": path, "tflite": path, "tflite_fp16": path,
-    "tflite_int8": path} for what it wrote and kept, plus "int8_agreement": {file name:
-    fraction} when checked."""
+    (see the module's docstring; skipped when None or `int8_min_agreement` is 0), and
+    reports model.fp16.tflite's agreement. Returns {"onnx": path, "onnx_int8": path,
+    "tflite": path, "tflite_fp16": path, "tflite_int8": path} for what it wrote and kept,
+    plus "int8_agreement": {file name: fraction} and "fp16_agreement": fraction when
+    checked."""
     from albert_tf.export import litert, onnx
 
     metadata = dict(portable.metadata)
     metadata.update(copy_vocabulary(export_dir, spm_model_file, vocab_file))
     written: Dict = {}
-    checks = []
+    checks = []  # (float32 key, int8 key, runner) of each format written
     if "onnx" in formats:
         written.update(onnx.export_model_dir(export_dir, portable.fn, portable.input_signature,
                                              metadata, int8=int8))
@@ -156,15 +187,9 @@ def export_model_dir(export_dir: str, portable: PortableModel, formats: Sequence
                                                portable.input_signature, metadata,
                                                fp16=fp16, int8=int8))
         checks.append(("tflite", "tflite_int8", _litert_runner))
-    if int8 and check_features is not None and int8_min_agreement > 0:
+    if check_features is not None and int8_min_agreement > 0 and (int8 or fp16):
         features = {name: np.asarray(check_features[name])[:AGREEMENT_EXAMPLES]
                     for name in portable.input_signature}
-        agreement = {}
-        for float_key, int8_key, runner in checks:
-            result = check_int8(written[float_key], written[int8_key], runner,
-                                portable.compare, features, int8_min_agreement)
-            agreement[os.path.basename(written[int8_key])] = result["agreement"]
-            if not result["kept"]:
-                del written[int8_key]
-        written["int8_agreement"] = agreement
+        written.update(_check_quantized(written, checks, portable.compare, features,
+                                        int8_min_agreement))
     return written

@@ -346,10 +346,10 @@ class FinetuningJob:
             return
         spec = self.portable_model(model)
         check_features = None
-        if options.export_int8 and options.int8_min_agreement > 0:
+        if (options.export_int8 or options.export_fp16) and options.int8_min_agreement > 0:
             if self.eval_features_fn is None:
-                logging.info("int8 files not checked against float32: no evaluation set "
-                             "(--do_eval)")
+                logging.info("quantized files not checked against float32: no evaluation "
+                             "set (--do_eval)")
             else:
                 check_features = self.eval_features_fn()
         self.results.update(portable.export_model_dir(
