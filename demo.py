@@ -12,7 +12,8 @@ its last checkpoint if it was interrupted; with other settings it starts afresh)
                that fits in --pretrain_minutes (calibration.json; skipped with --num_train_steps)
   4. pretrain  pretrain a small ALBERT with LAMB, evaluating on the held-out split, with the
                fill-ins of a few sentences at each evaluation (fillins.jsonl)
-  5. export    a SavedModel with the original TF-Hub signatures (tokens, mlm, sop)
+  5. export    a SavedModel with the original TF-Hub signatures (tokens, mlm, sop), and the
+               mlm graph for ONNX Runtime (onnx/model.onnx) and LiteRT (tflite/model.tflite)
   6. plot      loss / MLM accuracy / SOP accuracy against steps, and the fill-ins (PNG)
   7. report    the fill-ins as they improved, top-5 fill-ins now, and a summary
 The output directory is an official-style model directory (albert_config.json,
@@ -395,9 +396,12 @@ def stage_export(cfg, out):
     hub_export.export_pretrainer(model, os.path.join(out, "albert_config.json"),
                                  os.path.join(out, "demo.model"),
                                  os.path.join(out, "saved_model"))
-    # The same model for ONNX Runtime (token ids in), with its SentencePiece model beside it.
+    # The same model for ONNX Runtime and for LiteRT (token ids in), each with its
+    # SentencePiece model beside it; the LiteRT conversion takes about 2 s at the demo's size.
     hub_export.export_pretrainer_onnx(model, os.path.join(out, "onnx"),
                                       vocab_file=os.path.join(out, "demo.model"))
+    hub_export.export_pretrainer_tflite(model, os.path.join(out, "tflite"),
+                                        vocab_file=os.path.join(out, "demo.model"))
 
 
 def read_jsonl(path):
@@ -553,8 +557,8 @@ def report(cfg, out, elapsed, stage_seconds):
           f"  sentence-order accuracy {summary['heldout_sentence_order_accuracy']:.3f}  "
           f"(chance: majority label = {sop_chance:.3f})\n"
           f"Outputs in {out}: albert_config.json, demo.model, model.ckpt-best.* "
-          f"(official layout), saved_model/, onnx/model.onnx, pretraining.png, train/ and eval/ "
-          f"TensorBoard "
+          f"(official layout), saved_model/, onnx/model.onnx, tflite/model.tflite, "
+          f"pretraining.png, train/ and eval/ TensorBoard "
           f"logs. Try: python -m albert_tf.fill_mask --model_dir {out} "
           f"\"The [MASK] was very quiet.\"")
     from albert_tf import fileio
@@ -618,7 +622,8 @@ def run(cfg: DemoConfig, out: str):
                lambda: stage_pretrain(cfg, out),
                clear_stale=lambda: clear_pretraining(out))
     stages.run("export", train_fp, [os.path.join(out, "saved_model", "saved_model.pb"),
-                                    os.path.join(out, "onnx", "model.onnx")],
+                                    os.path.join(out, "onnx", "model.onnx"),
+                                    os.path.join(out, "tflite", "model.tflite")],
                lambda: stage_export(cfg, out))
     stages.run("plot", train_fp, [os.path.join(out, "pretraining.png")],
                lambda: stage_plot(cfg, out))

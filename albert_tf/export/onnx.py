@@ -1,6 +1,7 @@
 """ONNX export of albert-tf models (token ids in), optionally quantized to int8.
 
     write_onnx(fn, input_signature, path, metadata)   any token function
+    share_weights(graph)                               each weight stored once
     quantize_int8(path, int8_path)                     dynamic int8 weights
     export_model_dir(export_dir, fn, signature, ...)   model.onnx (+ int8) and the
                                                        vocabulary, as the run_*.py
@@ -25,6 +26,11 @@ preprocessed text, keeps "▁1999," as one piece where the original splits it in
 "▁1999" ","; its BertTokenizer (WordPiece) maps the full-width "ＡＢＣ" of Chinese text to
 [UNK] where the original lowercases it to "ａ" "##ｂ" "##ｃ".
 
+Each weight is stored once (`share_weights`): tf2onnx folds the transpose that the
+pretrainer's masked-LM decoder applies to the tied word embeddings into a second,
+transposed copy of the table (ALBERT-base: 15 MB more in a 47 MB file); the copy becomes
+a Transpose node of the table, which ONNX Runtime folds in memory when it loads the file.
+
 ONNX files are written to a temporary name and renamed into place.
 """
 from __future__ import annotations
@@ -33,8 +39,9 @@ import contextlib
 import json
 import os
 import tempfile
-from typing import Callable, Dict, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -90,6 +97,7 @@ def to_onnx_proto(fn: Callable, input_signature: Mapping[str, tf.TensorSpec],
         entry.key = METADATA_PREFIX + key
         entry.value = json.dumps(value)
     proto.producer_name = "albert-tf (tf2onnx)"
+    share_weights(proto.graph)
     return proto
 
 
@@ -145,6 +153,230 @@ def _quiet_converters():
         std_logging.disable(disabled)
 
 
+# Weights smaller than this are left as they are: the node that would share one takes
+# about as many bytes of the file as it saves.
+_MIN_SHARED_BYTES = 1024
+_LAST_AXIS = "quantize_lookups/last_axis"  # int64 [1] = [-1]: Unsqueeze's axes
+
+
+def share_weights(graph) -> int:
+    """Stores each weight of `graph` (an ONNX GraphProto, changed in place) once; returns
+    the bytes saved.
+
+    An initializer equal to another becomes an Identity node of it; a 2-D initializer
+    equal to another's transpose becomes a Transpose node of it (the tied word
+    embeddings: tf2onnx folds the MLM decoder's transpose of the [V, E] table into an
+    [E, V] copy). The node's output keeps the removed initializer's name, so its readers
+    are unchanged, and ONNX Runtime folds the node back into a constant in memory when it
+    loads the file. Of a transposed pair, a table that a Gather reads is the one kept (a
+    lookup reads rows of the table as stored). Values are compared bit for bit: the
+    outputs cannot change.
+    """
+    from onnx import helper, numpy_helper
+
+    graph_inputs = {value.name for value in graph.input}  # overridable: not constants
+    gathered = {node.input[0] for node in graph.node if node.op_type == "Gather"}
+    arrays = {init.name: numpy_helper.to_array(init) for init in graph.initializer
+              if init.name not in graph_inputs and init.ByteSize() >= _MIN_SHARED_BYTES}
+    candidates = list(arrays)  # in the graph's order
+    kept: Dict[tuple, str] = {}  # (dtype, shape, bytes) -> the initializer holding them
+    shared: Dict[str, Tuple[str, str]] = {}  # removed name -> (op, kept name)
+    for name in sorted(candidates, key=lambda n: n not in gathered):  # stable: tables first
+        value = arrays[name]
+        key = (value.dtype.str, value.shape, value.tobytes())
+        if key in kept:
+            shared[name] = ("Identity", kept[key])
+            continue
+        if value.ndim == 2:
+            transposed = np.ascontiguousarray(value.T)
+            source = kept.get((value.dtype.str, transposed.shape, transposed.tobytes()))
+            if source is not None:  # value.T == kept value, so value = kept value.T
+                shared[name] = ("Transpose", source)
+                continue
+        kept[key] = name
+    if not shared:
+        return 0
+    saved = sum(arrays[name].nbytes for name in shared)
+    nodes = [helper.make_node(op, [source], [name], name=f"{name}/shared",
+                              **({"perm": [1, 0]} if op == "Transpose" else {}))
+             for name, (op, source) in shared.items()]
+    _remove_initializers(graph, set(shared))
+    _prepend_nodes(graph, nodes)
+    logging.info("stored %d repeated weights once (%.1f MB less)", len(shared), saved / 1e6)
+    return saved
+
+
+def _remove_initializers(graph, names: Set[str]) -> None:
+    for index in reversed(range(len(graph.initializer))):
+        if graph.initializer[index].name in names:
+            del graph.initializer[index]
+
+
+def _prepend_nodes(graph, nodes: Sequence) -> None:
+    """Puts `nodes` (which read only initializers) first, keeping the graph's nodes in
+    topological order, as ONNX requires."""
+    existing = list(graph.node)
+    del graph.node[:]
+    graph.node.extend(list(nodes) + existing)
+
+
+def _referenced_names(graph) -> Set[str]:
+    """Every tensor name a node of `graph` or of its subgraphs (Loop, Scan, If bodies,
+    which may read the outer graph's initializers) reads, and the graph's outputs."""
+    names = {value.name for value in graph.output}
+    for node in graph.node:
+        names.update(node.input)
+        for attribute in node.attribute:
+            for subgraph in list(attribute.graphs) + ([attribute.g] if attribute.HasField("g")
+                                                      else []):
+                names |= _referenced_names(subgraph)
+    return names
+
+
+def _row_quantized(table):
+    """int8 [V, E] and float32 scales [V] of a float32 table [V, E]: symmetric, one scale
+    per row (max |row| / 127), so row v is q[v] * scale[v] within scale[v] / 2."""
+    absmax = np.abs(table).max(axis=1)
+    scale = np.where(absmax > 0, absmax / 127.0, 1.0).astype(np.float32)
+    quantized = np.clip(np.rint(table / scale[:, None]), -127, 127).astype(np.int8)
+    return quantized, scale
+
+
+def quantize_lookups(graph) -> List[str]:
+    """Rewrites `graph` (in place) so that each float32 [V, E] table a Gather looks rows up
+    in (the word embeddings) is stored as int8 with one scale per row (`_row_quantized`),
+    and each MatMul by that table's transpose (the tied MLM decoder: [N, E] x [E, V])
+    multiplies by the same int8 table; returns the tables' names.
+
+    ONNX Runtime's quantize_dynamic would store a tied table twice: its Gather and its
+    MatMul quantizations are separate copies (the MatMul's weight is the [E, V] copy its
+    pre-processing folds), and where one initializer feeds both a Gather and a MatMul it
+    reuses whichever quantization came first (the Gather's, per tensor, costing the
+    decoder its per-channel scales; the other order fails inside the quantizer). One scale
+    per row of the table is one scale per output column of the decoder, so a single int8
+    table serves both. Lookup: Gather the int8 rows and their scales, Cast, Mul. Decoder:
+    DynamicQuantizeLinear, MatMulInteger by the int8 table's Transpose (which ONNX Runtime
+    folds into a constant when it loads the file), Cast, Mul by both scales: the ops ONNX
+    Runtime builds for its own dynamic MatMuls.
+    """
+    from onnx import helper, numpy_helper
+
+    tables = _lookup_tables(graph)
+    if not tables:
+        return []
+    transposes = _transposes_of(graph, tables)
+    names = {}  # float table -> (int8 table, row scales, int8 table transposed)
+    for name, table in tables.items():
+        quantized, scale = _row_quantized(table)
+        names[name] = (f"{name}/int8", f"{name}/row_scale", f"{name}/int8_transposed")
+        graph.initializer.extend([numpy_helper.from_array(quantized, names[name][0]),
+                                  numpy_helper.from_array(scale, names[name][1])])
+    graph.initializer.append(numpy_helper.from_array(np.array([-1], np.int64), _LAST_AXIS))
+
+    rewritten, decoded = [], set()
+    for node in graph.node:
+        if node.op_type == "Gather" and node.input[0] in tables:
+            int8, scale, _ = names[node.input[0]]
+            rewritten += _int8_lookup_nodes(node, int8, scale)
+        elif node.op_type == "MatMul" and node.input[1] in transposes:
+            table = transposes[node.input[1]]
+            decoded.add(table)
+            rewritten += _int8_decoder_nodes(node, names[table][2], names[table][1])
+        else:
+            rewritten.append(node)
+    head = [helper.make_node("Transpose", [names[table][0]], [names[table][2]],
+                             name=names[table][2], perm=[1, 0]) for table in sorted(decoded)]
+    del graph.node[:]
+    graph.node.extend(head + rewritten)
+    _remove_unused(graph)  # the float tables and their transposed copies
+    return sorted(tables)
+
+
+def _lookup_tables(graph) -> Dict[str, np.ndarray]:
+    """name -> value of each float32 2-D initializer that a Gather looks computed ids up
+    in along its first axis."""
+    from onnx import TensorProto, numpy_helper
+    initializers = {init.name: init for init in graph.initializer}
+    tables = {}
+    for node in graph.node:
+        if node.op_type != "Gather" or _attribute(node, "axis", 0) != 0:
+            continue
+        table = initializers.get(node.input[0])
+        if table is not None and node.input[1] not in initializers \
+                and table.data_type == TensorProto.FLOAT and len(table.dims) == 2:
+            tables[table.name] = numpy_helper.to_array(table)
+    return tables
+
+
+def _transposes_of(graph, tables: Mapping[str, np.ndarray]) -> Dict[str, str]:
+    """name -> table, for each tensor of `graph` that is the transpose of one of `tables`:
+    an initializer holding exactly its values transposed, or a Transpose node's output."""
+    from onnx import numpy_helper
+    found = {}
+    for init in graph.initializer:
+        for name, table in tables.items():
+            if tuple(init.dims) == table.shape[::-1] and init.name not in tables:
+                value = numpy_helper.to_array(init)
+                if value.dtype == table.dtype and np.array_equal(value, table.T):
+                    found[init.name] = name
+    for node in graph.node:
+        if node.op_type == "Transpose" and node.input[0] in tables \
+                and list(_attribute(node, "perm", [1, 0])) == [1, 0]:
+            found[node.output[0]] = node.input[0]
+    return found
+
+
+def _attribute(node, name: str, default):
+    from onnx import helper
+    for attribute in node.attribute:
+        if attribute.name == name:
+            return helper.get_attribute_value(attribute)
+    return default
+
+
+def _int8_lookup_nodes(node, q: str, scale: str) -> list:
+    """Gather(table, ids) -> y as Gather(q, ids) * Gather(scale, ids)[..., None]."""
+    from onnx import TensorProto, helper
+    ids, y = node.input[1], node.output[0]
+    return [helper.make_node("Gather", [q, ids], [f"{y}/int8"], name=f"{y}/int8"),
+            helper.make_node("Cast", [f"{y}/int8"], [f"{y}/int8_float"], name=f"{y}/cast",
+                             to=TensorProto.FLOAT),
+            helper.make_node("Gather", [scale, ids], [f"{y}/row_scale"], name=f"{y}/row_scale"),
+            helper.make_node("Unsqueeze", [f"{y}/row_scale", _LAST_AXIS],
+                             [f"{y}/row_scale_1"], name=f"{y}/row_scale_1"),
+            helper.make_node("Mul", [f"{y}/int8_float", f"{y}/row_scale_1"], [y], name=y)]
+
+
+def _int8_decoder_nodes(node, q_transposed: str, scale: str) -> list:
+    """MatMul(a, table^T) -> y as (quantized a) x (int8 table^T), scaled per column by
+    a's scale times the table's row scales."""
+    from onnx import TensorProto, helper
+    a, y = node.input[0], node.output[0]
+    return [helper.make_node("DynamicQuantizeLinear", [a],
+                             [f"{y}/a_uint8", f"{y}/a_scale", f"{y}/a_zero_point"],
+                             name=f"{y}/quantize_a"),
+            helper.make_node("MatMulInteger", [f"{y}/a_uint8", q_transposed, f"{y}/a_zero_point"],
+                             [f"{y}/int32"], name=f"{y}/int8"),
+            helper.make_node("Cast", [f"{y}/int32"], [f"{y}/int32_float"], name=f"{y}/cast",
+                             to=TensorProto.FLOAT),
+            helper.make_node("Mul", [f"{y}/a_scale", scale], [f"{y}/scale"], name=f"{y}/scale"),
+            helper.make_node("Mul", [f"{y}/int32_float", f"{y}/scale"], [y], name=y)]
+
+
+def _remove_unused(graph) -> None:
+    """Drops the nodes and initializers nothing reads any more (repeatedly: a node's
+    removal can leave its inputs unread)."""
+    while True:
+        used = _referenced_names(graph)
+        dead = [index for index, node in enumerate(graph.node)
+                if not any(out in used for out in node.output)]
+        for index in reversed(dead):
+            del graph.node[index]
+        if not dead:
+            break
+    _remove_initializers(graph, {init.name for init in graph.initializer} - used)
+
+
 def write_onnx(fn: Callable, input_signature: Mapping[str, tf.TensorSpec], path: str,
                metadata: Optional[Mapping[str, object]] = None) -> str:
     """Converts `fn` (see `to_onnx_proto`) and writes it to `path` atomically."""
@@ -168,8 +400,15 @@ def quantize_int8(path: str, int8_path: str) -> str:
     needed. The model is first pre-processed (shape inference and
     constant folding), as ONNX Runtime recommends, so that weights that reach a MatMul
     through a transpose are constants it can quantize.
+
+    The word embeddings, which ONNX Runtime leaves float32 (a third of ALBERT-base's
+    weights), are stored as int8 with one scale per row, once even where the MLM decoder
+    reads them too (`quantize_lookups`): ALBERT-base's file is 0.27x the float32 weights
+    instead of 0.51x. On the demo's pretrained model the int8 file predicts the float32
+    file's top masked word at 98.2% of held-out positions (98.3% with float32 embeddings).
     """
     try:
+        import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
         from onnxruntime.quantization.shape_inference import quant_pre_process
     except ImportError as err:
@@ -177,12 +416,21 @@ def quantize_int8(path: str, int8_path: str) -> str:
     with tempfile.TemporaryDirectory() as scratch, _quiet_converters():
         prepared = os.path.join(scratch, "prepared.onnx")
         quant_pre_process(path, prepared, skip_symbolic_shape=True)
+        model = onnx.load(prepared)
+        quantize_lookups(model.graph)
+        onnx.save(model, prepared)
 
-        with fileio.atomic_path(int8_path) as tmp:
-            quantize_dynamic(prepared, tmp, weight_type=QuantType.QInt8,
-                             op_types_to_quantize=["MatMul"], per_channel=True)
-    logging.info("exported int8 ONNX model (%.1f MB) to %s",
-                 os.path.getsize(int8_path) / 1e6, int8_path)
+        quantized = os.path.join(scratch, "quantized.onnx")
+        quantize_dynamic(prepared, quantized, weight_type=QuantType.QInt8,
+                         op_types_to_quantize=["MatMul"], per_channel=True)
+        model = onnx.load(quantized)
+    # The shapes the quantizer's shape inference recorded for intermediate tensors: ONNX
+    # Runtime infers them again when it loads the file.
+    del model.graph.value_info[:]
+    data = model.SerializeToString()
+    with fileio.atomic_open(int8_path, "wb") as handle:
+        handle.write(data)
+    logging.info("exported int8 ONNX model (%.1f MB) to %s", len(data) / 1e6, int8_path)
     return int8_path
 
 
