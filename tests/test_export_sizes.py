@@ -159,12 +159,73 @@ def test_pretrainer_tflite_float_and_fp16_sizes_and_outputs(pretrainer, pretrain
     assert litert_runtime.read_metadata(pretrainer_tflite["tflite"])["task"] == "pretrainer"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "LiteRT's int8 converter quantizes the tied word embeddings twice: per tensor for the "
-    "lookup (GATHER) and per row for the decoder (FULLY_CONNECTED); sharing them needs a "
-    "pass in albert_tf/export/litert.py"))
+def read_bytes(path):
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def int8_tables(data, vocab_size=8000):
+    """The (shape, scale count) of each stored (non-empty) constant int8 table of a
+    LiteRT flatbuffer's bytes holding vocab_size x E values (the word embeddings)."""
+    schema = litert._schema()
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(data, 0))
+    return [(tuple(tensor.shape), len(tensor.quantization.scale))
+            for subgraph in model.subgraphs for tensor in subgraph.tensors
+            if tensor.type == schema.TensorType.INT8 and tensor.shape is not None
+            and len(tensor.shape) == 2 and vocab_size in tensor.shape
+            and model.buffers[tensor.buffer].data is not None
+            and len(model.buffers[tensor.buffer].data)]
+
+
 def test_pretrainer_tflite_int8_stores_the_tied_embeddings_once(pretrainer, pretrainer_tflite):
+    """The lookup and the decoder read one int8 table with a scale per row
+    (`litert_tables`), and the outputs stay within int8's error of the float32 file's."""
+    from albert_tf.export import litert_runtime
     assert_ratio(pretrainer_tflite["tflite_int8"], pretrainer, INT8_LIMIT)
+    assert int8_tables(read_bytes(pretrainer_tflite["tflite_int8"])) == [
+        ((8000, 128), 8000)]
+
+    features = dict(token_features(), mlm_positions=POSITIONS)
+    runs = {}
+    for key in ("tflite", "tflite_int8"):
+        model = litert_runtime.LiteRTModel(pretrainer_tflite[key])
+        runs[key] = model(**{name: features[name] for name in model.input_names})
+    for name, expected in runs["tflite"].items():
+        error = np.abs(runs["tflite_int8"][name] - expected).max()
+        assert 0 < error < 0.1 * np.abs(expected).max(), name  # quantized, and close
+    assert litert_runtime.read_metadata(pretrainer_tflite["tflite_int8"])[
+        "quantization"] == "int8"
+
+
+def test_share_tied_tables_is_a_no_op_without_a_tied_table(classifier, pretrainer_tflite):
+    """A classifier's int8 file (an int8 lookup table and no decoder reading it) and a
+    file the pass already changed come back byte for byte."""
+    from albert_tf.export import litert_tables
+    fn = onnx_export.model_function(classifier, ["logits"], argmax_of="logits")
+    data = litert.to_tflite(fn, export.token_input_signature(), quantization="int8")
+    assert litert_tables.share_tied_tables(data, litert._schema()) is data
+    assert int8_tables(data) == [((8000, 128), 1)]  # the lookup's, per tensor
+    shared = read_bytes(pretrainer_tflite["tflite_int8"])
+    assert litert_tables.share_tied_tables(shared, litert._schema()) is shared
+
+
+def test_tables_are_shared_only_when_both_round_one_float_table():
+    """The per-row and per-tensor int8 tables of one float table match; a per-row table
+    of another float table (a row negated) does not."""
+    from albert_tf.export.litert_tables import _same_float_table
+    rng = np.random.default_rng(3)
+    table = rng.normal(0, 0.02, (200, 16))
+    table[5] *= 20
+    row_scale = np.abs(table).max(axis=1) / 127
+    tensor_scale = np.abs(table).max() / 127
+    per_row = np.round(table / row_scale[:, None]).astype(np.int8)
+    per_tensor = np.round(table / tensor_scale).astype(np.int8)
+    row_q = (row_scale, np.zeros(200), 0)
+    tensor_q = (np.array([tensor_scale]), np.zeros(1), 0)
+    assert _same_float_table(per_row, row_q, per_tensor, tensor_q)
+    other = per_row.copy()
+    other[17] = -other[17]
+    assert not _same_float_table(other, row_q, per_tensor, tensor_q)
 
 
 def small_graph(table, extra):

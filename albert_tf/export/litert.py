@@ -41,7 +41,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf import errors, fileio
-from albert_tf.export import litert_runtime
+from albert_tf.export import litert_runtime, litert_tables
 from albert_tf.kernels import fused_ops, tf_internals
 
 TFLITE_FILE = "model.tflite"
@@ -180,6 +180,8 @@ def to_tflite(fn: Callable, input_signature: Mapping[str, tf.TensorSpec],
                          f"got {quantization!r}")
     serve = serve or frozen_serving_function(fn, input_signature)
     data = _convert(serve, quantization)
+    if quantization == "int8":  # the tied embeddings stored once (litert_tables)
+        data = litert_tables.share_tied_tables(data, _schema())
     stored = dict(metadata or {}, quantization=quantization,
                   inputs=input_shapes(input_signature))
     return with_metadata(data, stored)
