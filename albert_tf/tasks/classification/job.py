@@ -262,21 +262,22 @@ class GlueJob(finetuning.FinetuningJob):
     def prepare(self, tokenizer) -> None:
         options = self.options
         if options.do_train:
-            examples, path = self.features_for(tokenizer, "train")
-            logging.info("training on %d examples, batch %d, %d steps", len(examples),
+            train_examples, train_path = self.features_for(tokenizer, "train")
+            logging.info("training on %d examples, batch %d, %d steps", len(train_examples),
                          options.train_batch_size, options.train_step)
 
             def train_dataset_fn(input_context):
                 per_replica = (input_context.get_per_replica_batch_size(options.train_batch_size)
                                if input_context else options.train_batch_size)
-                return self.dataset(path, per_replica, True, len(examples), options.seed,
-                                    input_context)
+                return self.dataset(train_path, per_replica, True, len(train_examples),
+                                    options.seed, input_context)
             self.train_dataset_fn = train_dataset_fn
         if options.do_eval:
-            examples, path = self.features_for(tokenizer, "dev")
-            self.evaluate_fn = self.evaluator(examples, path)
+            # Names of their own: train_dataset_fn reads train_path when it is called.
+            dev_examples, dev_path = self.features_for(tokenizer, "dev")
+            self.evaluate_fn = self.evaluator(dev_examples, dev_path)
             self.eval_features_fn = lambda: finetuning.real_features(
-                self.dataset(path, 32, False, len(examples)), export.TOKEN_FEATURES)
+                self.dataset(dev_path, 32, False, len(dev_examples)), export.TOKEN_FEATURES)
         if options.do_predict:
             self.predict_fn = self.predictor(*self.features_for(tokenizer, "test"))
 
