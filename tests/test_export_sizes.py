@@ -92,6 +92,7 @@ def table_copies(path, vocab_size=8000):
                if len(init.dims) == 2 and vocab_size in init.dims)
 
 
+@pytest.mark.slow  # 12 layers of H=512: seconds per conversion
 def test_classifier_onnx_sizes_and_outputs(classifier, tmp_path):
     features = token_features()
     fn = onnx_export.model_function(classifier, ["logits"], argmax_of="logits")
@@ -107,6 +108,7 @@ def test_classifier_onnx_sizes_and_outputs(classifier, tmp_path):
     assert np.abs(int8 - expected).max() < 0.1 * np.abs(expected).max() + 1e-3
 
 
+@pytest.mark.slow  # 12 layers of H=512: seconds per conversion
 def test_pretrainer_onnx_stores_the_tied_embeddings_once(pretrainer, tmp_path):
     features = dict(token_features(), mlm_positions=POSITIONS)
     written = hub_export.export_pretrainer_onnx(pretrainer, str(tmp_path), int8=True)
@@ -127,6 +129,7 @@ def test_pretrainer_onnx_stores_the_tied_embeddings_once(pretrainer, tmp_path):
     assert 0 < error < 0.1 * np.abs(got["mlm_logits"]).max()  # quantized, and close
 
 
+@pytest.mark.slow  # 12 layers of H=512: seconds per conversion
 def test_classifier_tflite_sizes(classifier, tmp_path):
     fn = onnx_export.model_function(classifier, ["logits"], argmax_of="logits")
     written = litert.export_model_dir(str(tmp_path), fn, export.token_input_signature(),
@@ -144,6 +147,7 @@ def pretrainer_tflite(pretrainer, tmp_path_factory):
                                                int8=True)
 
 
+@pytest.mark.slow  # 12 layers of H=512: seconds per conversion
 def test_pretrainer_tflite_float_and_fp16_sizes_and_outputs(pretrainer, pretrainer_tflite):
     from albert_tf.export import litert_runtime
     assert sorted(pretrainer_tflite) == ["tflite", "tflite_fp16", "tflite_int8"]
@@ -177,6 +181,7 @@ def int8_tables(data, vocab_size=8000):
             and len(model.buffers[tensor.buffer].data)]
 
 
+@pytest.mark.slow  # 12 layers of H=512: seconds per conversion
 def test_pretrainer_tflite_int8_stores_the_tied_embeddings_once(pretrainer, pretrainer_tflite):
     """The lookup and the decoder read one int8 table with a scale per row
     (`litert_tables`), and the outputs stay within int8's error of the float32 file's."""
@@ -197,6 +202,7 @@ def test_pretrainer_tflite_int8_stores_the_tied_embeddings_once(pretrainer, pret
         "quantization"] == "int8"
 
 
+@pytest.mark.slow  # 12 layers of H=512: seconds per conversion
 def test_share_tied_tables_is_a_no_op_without_a_tied_table(classifier, pretrainer_tflite):
     """A classifier's int8 file (an int8 lookup table and no decoder reading it) and a
     file the pass already changed come back byte for byte."""
