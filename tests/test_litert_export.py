@@ -238,6 +238,13 @@ def test_prediction_agreement_rules():
     assert portable.prediction_agreement(reference, other, (("top", "first"),)) == (0.5, 2)
     assert portable.prediction_agreement(reference, other, (("tags", "values"),)) == (0.75, 4)
     assert portable.prediction_agreement(reference, other, ()) == (1.0, 0)
+    # SQuAD v1: the argmax over the passage (p_mask 0, [CLS] excluded), not the window.
+    spans = {"start": np.array([[9.0, 0.1, 5.0, 0.3, 0.2], [9.0, 3.0, 0.0, 0.4, 0.5]])}
+    moved = {"start": np.array([[8.0, 0.1, 5.0, 0.2, 0.3], [8.0, 3.0, 0.0, 0.5, 0.4]])}
+    p_mask = np.array([[0, 1, 1, 0, 0], [0, 1, 1, 0, 0]])
+    assert portable.prediction_agreement(spans, moved, (("start", "argmax"),)) == (1.0, 2)
+    assert portable.prediction_agreement(spans, moved, (("start", "context_argmax"),),
+                                         {"p_mask": p_mask}) == (0.0, 2)
 
 
 def test_ops_without_a_litert_kernel_fail_in_one_line_and_write_nothing(tmp_path):

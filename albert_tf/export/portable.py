@@ -29,7 +29,7 @@ DEFAULT_INT8_MIN_AGREEMENT = 0.98
 # How many evaluation examples the int8 check runs at most (the float32 LiteRT model
 # takes ~0.1 s per example at sequence 128 on a server core).
 AGREEMENT_EXAMPLES = 1000
-COMPARE_RULES = ("argmax", "values", "first")
+COMPARE_RULES = ("argmax", "values", "first", "context_argmax")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +42,10 @@ class PortableModel:
     compare: (output name, rule) pairs that make the task's predictions, for the int8
       agreement check: "argmax" (a float output's argmax over its last axis), "values"
       (an integer output's values, -1 ignored: a position that is not predicted),
-      "first" (an integer output's first value per example, e.g. the top-1 of a top-k).
+      "first" (an integer output's first value per example, e.g. the top-1 of a top-k),
+      "context_argmax" (a span logit's argmax over the positions an answer may take:
+      `p_mask` 0, [CLS] at position 0 excluded; an argmax over the whole window would
+      compare [CLS] or the question whenever the model is unsure).
     """
 
     fn: Callable[[Mapping], Dict[str, tf.Tensor]]
@@ -56,10 +59,15 @@ class PortableModel:
                 raise ValueError(f"compare rule must be one of {COMPARE_RULES}; got {rule!r}")
 
 
-def _compared_values(outputs: Mapping[str, np.ndarray], name: str, rule: str):
+def _compared_values(outputs: Mapping[str, np.ndarray], name: str, rule: str,
+                     features: Optional[Mapping[str, np.ndarray]] = None):
     value = np.asarray(outputs[name])
     if rule == "argmax":
         return value.argmax(-1)
+    if rule == "context_argmax":
+        allowed = np.asarray(features["p_mask"]) == 0
+        allowed[:, 0] = False
+        return np.where(allowed, value, -np.inf).argmax(-1)
     if rule == "first":
         return value.reshape(len(value), -1)[:, 0]
     return value
@@ -67,14 +75,17 @@ def _compared_values(outputs: Mapping[str, np.ndarray], name: str, rule: str):
 
 def prediction_agreement(reference: Mapping[str, np.ndarray],
                          other: Mapping[str, np.ndarray],
-                         compare: Sequence[Tuple[str, str]]) -> Tuple[float, int]:
+                         compare: Sequence[Tuple[str, str]],
+                         features: Optional[Mapping[str, np.ndarray]] = None
+                         ) -> Tuple[float, int]:
     """(fraction of predicted values equal in `other` and `reference`, how many values
     were compared): each compared output's values (by its rule) count once each; "values"
-    skip positions where the reference holds -1."""
+    skip positions where the reference holds -1. `features`: the inputs both ran on
+    ("context_argmax" reads their `p_mask`)."""
     equal = total = 0
     for name, rule in compare:
-        ref = _compared_values(reference, name, rule)
-        got = _compared_values(other, name, rule)
+        ref = _compared_values(reference, name, rule, features)
+        got = _compared_values(other, name, rule, features)
         keep = ref != -1 if rule == "values" else np.ones(ref.shape, bool)
         equal += int(np.sum((ref == got) & keep))
         total += int(np.sum(keep))
@@ -116,7 +127,7 @@ def check_int8(float_path: str, int8_path: str, runner: Callable, compare,
     if reference is None:
         reference = _run_all(runner(float_path), features)
     quantized = _run_all(runner(int8_path), features)
-    agreement, compared = prediction_agreement(reference, quantized, compare)
+    agreement, compared = prediction_agreement(reference, quantized, compare, features)
     examples = len(next(iter(features.values())))
     kept = agreement >= min_agreement
     if kept:
@@ -153,7 +164,7 @@ def _check_quantized(written: Dict, checks, compare, features, min_agreement: fl
         reference = references.get("tflite") or _run_all(_litert_runner(written["tflite"]),
                                                          features)
         half = _run_all(_litert_runner(written["tflite_fp16"]), features)
-        fraction, compared = prediction_agreement(reference, half, compare)
+        fraction, compared = prediction_agreement(reference, half, compare, features)
         logging.info("model.fp16.tflite predicts as model.tflite on %.2f%% of %d values",
                      100 * fraction, compared)
         found["fp16_agreement"] = fraction
@@ -188,8 +199,10 @@ def export_model_dir(export_dir: str, portable: PortableModel, formats: Sequence
                                                fp16=fp16, int8=int8))
         checks.append(("tflite", "tflite_int8", _litert_runner))
     if check_features is not None and int8_min_agreement > 0 and (int8 or fp16):
-        features = {name: np.asarray(check_features[name])[:AGREEMENT_EXAMPLES]
-                    for name in portable.input_signature}
+        # All the features given (the runners take the inputs they need; a compare rule
+        # may read others, e.g. SQuAD's p_mask).
+        features = {name: np.asarray(value)[:AGREEMENT_EXAMPLES]
+                    for name, value in check_features.items()}
         written.update(_check_quantized(written, checks, portable.compare, features,
                                         int8_min_agreement))
     return written

@@ -519,7 +519,8 @@ def portable_model(model, options: ExportOptions):
     `start_top_log_probs`, `start_top_index`, `end_top_log_probs`, `end_top_index` and
     `cls_logits` (v2), as `serve_tokens` returns. The post-processing to answer text stays
     with the caller (`albert_tf.tasks.span_qa.postprocess`). An int8 file is checked on
-    the most likely start and end (v1: the argmax of each logits; v2: the top-1 indices)."""
+    the most likely start and end (v1: the argmax of each logits over the passage; v2: the
+    top-1 indices, which the model already restricts to the passage)."""
     from albert_tf.export import onnx as onnx_export, portable
 
     v2 = options.version_2_with_negative
@@ -535,7 +536,7 @@ def portable_model(model, options: ExportOptions):
                 "max_answer_length": options.max_answer_length,
                 "null_score_diff_threshold": options.null_score_diff_threshold}
     compare = ((("start_top_index", "first"), ("end_top_index", "first")) if v2 else
-               (("start_logits", "argmax"), ("end_logits", "argmax")))
+               (("start_logits", "context_argmax"), ("end_logits", "context_argmax")))
     return portable.PortableModel(onnx_export.model_function(model, names), signature,
                                   metadata, compare=compare)
 

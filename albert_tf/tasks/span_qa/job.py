@@ -355,7 +355,7 @@ class SquadJob(finetuning.FinetuningJob):
                                                                  options.max_seq_length)
         if self.has_gold and options.do_train:
             self.evaluate_fn = self.evaluate
-        self.eval_features_fn = lambda: {
+        self.eval_features_fn = lambda: {  # p_mask too: the check compares the passage
             name: self.feature_arrays[name][:portable.AGREEMENT_EXAMPLES].astype(np.int32)
             for name in squad_features.SEQUENCE_FIELDS}
         self.predict_fn = self.predict
