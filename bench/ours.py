@@ -8,8 +8,13 @@ loop (forward, MLM+SOP loss, backward, LAMB update, metric sums), one step per
 call, on a synthetic batch repeated by tf.data. Inference runs the encoder
 (sequence + pooled output): in process as a `tf.function` (optionally
 jit-compiled), through the SavedModel that `albert_tf.hub_export` writes
-(its `tokens` signature), reloaded with `tf.saved_model.load`, or through the ONNX
-model that `albert_tf.onnx_export` writes (float32 or int8), run by ONNX Runtime.
+(its `tokens` signature), reloaded with `tf.saved_model.load`, through the ONNX
+model that `albert_tf.onnx_export` writes (float32 or int8), run by ONNX Runtime, or
+through the LiteRT file that `albert_tf.export.litert` writes (model.tflite,
+model.fp16.tflite or model.int8.tflite), run by `albert_tf.export.litert_runtime`
+(the ai_edge_litert interpreter with XNNPACK). Beside a LiteRT row, the framework
+"ours_ort" runs our ONNX file of the same precision (`onnx_peer_case`), so that the
+row's ratio is LiteRT against ONNX Runtime on one export of one model.
 """
 from __future__ import annotations
 
@@ -93,7 +98,8 @@ class TrainRunner:
 
 
 class InferRunner:
-    """The encoder's forward pass (sequence + pooled output), in process or via SavedModel."""
+    """The encoder's forward pass (sequence + pooled output): in process, or through the
+    SavedModel, ONNX or LiteRT export (case["mode"])."""
 
     def __init__(self, case: dict):
         config = albert_config(case)
@@ -129,28 +135,48 @@ class InferRunner:
             signature = self._loaded.signatures["tokens"]
             self._call = lambda: signature(**self._inputs)
         elif case["mode"] == "onnx":
-            if case["jit"] or case["precision"] == "mixed_bfloat16":
-                raise NotImplementedError("the ONNX rows run float32 and int8")
-            import onnxruntime
-            from albert_tf.export import onnx as onnx_export
-            encoder = AlbertEncoder(config)
-            encoder.build()
-            self._export_dir = tempfile.mkdtemp(prefix="albert_bench_onnx_")
-            written = onnx_export.export_model_dir(
-                self._export_dir, onnx_export.model_function(
-                    encoder, ["sequence_output", "pooled_output"]),
-                export.token_input_signature(), {"task": "encoder"},
-                int8=case["precision"] == "int8")
-            import peers  # bench/peers.py
-            session = onnxruntime.InferenceSession(
-                written["onnx_int8" if case["precision"] == "int8" else "onnx"],
-                peers.quiet_session_options(), providers=["CPUExecutionProvider"])
-            feeds = {name: features[name] for name in export.TOKEN_FEATURES}
-            self._call = lambda: session.run(None, feeds)
+            self._call = self._onnx_call(case, config, features)
+        elif case["mode"] == "litert":
+            self._call = self._litert_call(case, config, features)
         else:
             raise ValueError(f"unknown mode {case['mode']!r}")
         for _ in range(WARMUP_STEPS):
             self.step()
+
+    def _onnx_call(self, case: dict, config: AlbertConfig, features: dict):
+        """Exports the encoder as model.onnx (and model.int8.onnx for int8) and returns
+        a call of it in ONNX Runtime on the case's batch."""
+        if case["jit"] or case["precision"] not in ("float32", "int8"):
+            raise NotImplementedError("the ONNX rows run float32 and int8")
+        import onnxruntime
+        from albert_tf.export import onnx as onnx_export
+        self._export_dir = tempfile.mkdtemp(prefix="albert_bench_onnx_")
+        written = onnx_export.export_model_dir(
+            self._export_dir, encoder_function(config), export.token_input_signature(),
+            {"task": "encoder"}, int8=case["precision"] == "int8")
+        import peers  # bench/peers.py
+        session = onnxruntime.InferenceSession(
+            written["onnx_int8" if case["precision"] == "int8" else "onnx"],
+            peers.quiet_session_options(), providers=["CPUExecutionProvider"])
+        feeds = {name: features[name] for name in export.TOKEN_FEATURES}
+        return lambda: session.run(None, feeds)
+
+    def _litert_call(self, case: dict, config: AlbertConfig, features: dict):
+        """Exports the encoder as the case's LiteRT file (only that quantization: each
+        conversion takes tens of seconds) and returns a call of it in the interpreter,
+        with as many XNNPACK threads as ONNX Runtime and TensorFlow use here."""
+        from albert_tf.export import litert, litert_runtime
+        # The row's precision is the converter's quantization ("float32", "float16", "int8").
+        if case["jit"] or case["precision"] not in litert.QUANTIZATIONS:
+            raise NotImplementedError("the LiteRT rows run float32, float16 and int8")
+        self._export_dir = tempfile.mkdtemp(prefix="albert_bench_litert_")
+        path = litert.write_tflite(
+            encoder_function(config), export.token_input_signature(),
+            os.path.join(self._export_dir, litert.FILES[case["precision"]]),
+            {"task": "encoder"}, case["precision"])
+        model = litert_runtime.LiteRTModel(path, num_threads=os.cpu_count())
+        feeds = {name: features[name] for name in export.TOKEN_FEATURES}
+        return lambda: model(**feeds)
 
     def step(self) -> None:
         out = self._call()
@@ -160,6 +186,26 @@ class InferRunner:
     def close(self) -> None:
         if self._export_dir:
             shutil.rmtree(self._export_dir, ignore_errors=True)
+
+
+def encoder_function(config: AlbertConfig):
+    """A freshly initialized encoder's token function (sequence + pooled output), as the
+    ONNX and LiteRT exports take it."""
+    from albert_tf.export import onnx as onnx_export
+    encoder = AlbertEncoder(config)
+    encoder.build()
+    return onnx_export.model_function(encoder, ["sequence_output", "pooled_output"])
+
+
+def onnx_peer_case(case: dict) -> dict:
+    """The case "ours_ort" runs beside a LiteRT row: our model.onnx in ONNX Runtime at the
+    same batch and sequence length; model.int8.onnx beside int8, model.onnx beside float32
+    and float16 (model.fp16.tflite stores its weights in float16; XNNPACK computes in
+    float32 on CPUs without float16 arithmetic, so model.onnx is its counterpart)."""
+    if case.get("mode") != "litert":
+        raise NotImplementedError("ours_ort runs beside the LiteRT rows only")
+    return dict(case, mode="onnx", precision="int8" if case["precision"] == "int8"
+                else "float32")
 
 
 def make_runner(case: dict):

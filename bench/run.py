@@ -19,9 +19,13 @@ median of the per-unit ratios of units that ran within one cycle. Rows:
             the production Trainer; keras-hub: keras Lamb; HF: AdamW), s/step,
             with the fraction of the probe's peak reached (bench/flops.py)
   infer     encoder forward at batch 32 (sequences/s) and batch 1 (latency, ms),
-            in process, through the exported SavedModel, and through our ONNX export
+            in process, through the exported SavedModel, through our ONNX export
             in ONNX Runtime (float32 and int8, against HF's ONNX export, same
-            runtime and quantization), with the fraction of the probe's peak reached
+            runtime and quantization), and through our LiteRT export in the
+            ai_edge_litert interpreter with XNNPACK (model.tflite, model.fp16.tflite,
+            model.int8.tflite, against our own model.onnx of the same precision in
+            ONNX Runtime: framework "ours_ort", float32 beside fp16), with the
+            fraction of the probe's peak reached
   data      data_prep tokens/s (one worker) and the tf.data reader's examples/s,
             which must be at least 20x the fastest training row's consumption
 
@@ -54,10 +58,17 @@ sys.path.insert(1, str(REPO))
 import flops  # noqa: E402
 from albert_tf.kernels import precision  # noqa: E402
 
-FRAMEWORKS = ("ours", "keras_hub", "hf", "hf_ort")
+FRAMEWORKS = ("ours", "keras_hub", "hf", "hf_ort", "ours_ort")
 PEER_LABELS = {"ours": "albert-tf", "keras_hub": "keras-hub", "hf": "HF torch",
-               "hf_ort": "HF ONNX Runtime"}
+               "hf_ort": "HF ONNX Runtime", "ours_ort": "albert-tf ONNX Runtime"}
 TRAIN_FRAMEWORKS = ("ours", "keras_hub", "hf")  # the ONNX Runtime peer serves only
+# The float32 in-process and SavedModel rows: every peer that serves.
+SERVING_FRAMEWORKS = ("ours", "keras_hub", "hf", "hf_ort")
+ONNX_FRAMEWORKS = ("ours", "hf_ort")  # same runtime, same quantization
+# The LiteRT rows: the question is whether to ship model.tflite or model.onnx, so the
+# peer is our own ONNX export of the same model (bench/ours.py, onnx_peer_case).
+LITERT_FRAMEWORKS = ("ours", "ours_ort")
+LITERT_PRECISIONS = ("float32", "float16", "int8")
 INPUT_PIPELINE_MIN_RATIO = 20.0
 
 # The official albert_{base,large}_v2 shapes (albert_tf.config presets; a test checks).
@@ -72,7 +83,8 @@ MODELS = {
 # `--tiny` (the harness's own tests): 2 layers, H=32.
 MODELS["tiny"] = dict(MODELS["base"], vocab_size=1000, hidden_size=32, num_hidden_layers=2,
                       num_attention_heads=2, intermediate_size=64, embedding_size=16)
-PRECISION_LABELS = {"float32": "fp32", "mixed_bfloat16": "bf16", "int8": "int8"}
+PRECISION_LABELS = {"float32": "fp32", "mixed_bfloat16": "bf16", "float16": "fp16",
+                    "int8": "int8"}
 
 
 @dataclasses.dataclass
@@ -111,20 +123,22 @@ def suite_rows(suite: str, tiny: bool = False, bf16: bool = True) -> List[Row]:
                             TRAIN_FRAMEWORKS, 3, "s/step"))
     infer_jit = (False, True) if suite == "full" else (False,)
     mode_labels = {"in_process": "in-process", "saved_model": "SavedModel",
-                   "onnx": "ONNX Runtime"}
+                   "onnx": "ONNX Runtime", "litert": "LiteRT"}
+    mode_precisions = {"onnx": ("float32", "int8"), "litert": LITERT_PRECISIONS}
+    mode_frameworks = {"onnx": ONNX_FRAMEWORKS, "litert": LITERT_FRAMEWORKS}
     for batch, unit, window in ((32, "seq/s", 3), (1, "ms", 20)):
-        for mode in ("in_process", "saved_model", "onnx"):
+        for mode in ("in_process", "saved_model", "onnx", "litert"):
             for jit in infer_jit:
                 if jit and mode != "in_process":
                     continue
-                for p in (("float32", "int8") if mode == "onnx" else precisions):
+                for p in mode_precisions.get(mode, precisions):
                     label = mode_labels[mode]
                     rows.append(Row(
                         f"infer {model} s{seq} b{batch} {label} {PRECISION_LABELS[p]}"
                         f"{' xla' if jit else ''}",
                         model_case("infer", model, seq, batch, p, jit, mode,
                                    max_predictions=4 if tiny else 20),
-                        ("ours", "hf_ort") if mode == "onnx" else FRAMEWORKS, window, unit))
+                        mode_frameworks.get(mode, SERVING_FRAMEWORKS), window, unit))
     if suite == "full":
         # Batch 2: three ALBERT-large workers at sequence 512 must fit in memory together.
         for p in precisions:
@@ -378,17 +392,20 @@ def markdown_table(info: dict, table: List[dict], data: List[dict]) -> str:
              f"transformers {info['transformers']}. Medians of interleaved units; "
              "ratio = ours vs the fastest peer (>1: ours faster); paired = the median of "
              "the per-unit ratios of units run back to back; % peak = analytic matmul "
-             "FLOPs / time / this run's matmul probe.", "",
-             "| row | unit | albert-tf | keras-hub | HF torch | HF ONNX Runtime | ratio | "
-             "paired | % peak (ours / kh / hf) |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+             "FLOPs / time / this run's matmul probe. LiteRT rows: albert-tf = our "
+             "LiteRT file (XNNPACK), against our ONNX file of the same precision "
+             "(float32 beside fp16) in ONNX Runtime.", "",
+             "| row | unit | albert-tf | keras-hub | HF torch | HF ONNX Runtime | "
+             "albert-tf ONNX Runtime | ratio | paired | % peak (ours / peers) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for entry in table:
         lines.append(f"| {entry['row']} | {entry['unit']} | {entry['ours']} | "
                      f"{entry['keras_hub']} | {entry['hf']} | {entry['hf_ort']} | "
-                     f"{entry['ratio']} | {entry['paired']} | {entry['peak']} |")
+                     f"{entry['ours_ort']} | {entry['ratio']} | {entry['paired']} | "
+                     f"{entry['peak']} |")
     for record in data:
         if record.get("status") != "ok":
-            lines.append(f"| {record['row']} | | n/a ({record.get('reason')}) | | | | | | |")
+            lines.append(f"| {record['row']} | | n/a ({record.get('reason')}) | | | | | | | |")
             continue
         extra = ""
         if "x_training_consumption" in record:
@@ -396,7 +413,7 @@ def markdown_table(info: dict, table: List[dict], data: List[dict]) -> str:
         elif "vs_original" in record:
             extra = f"{record['vs_original']:.1f}x the original script"
         lines.append(f"| {record['row']} | {record['unit']} | {record['value']:,.0f} | | | | "
-                     f"{extra} | | |")
+                     f"| {extra} | | |")
     return "\n".join(lines) + "\n"
 
 
@@ -511,7 +528,7 @@ def run_rows(rows: List[Row], rounds: int, frameworks: tuple, log_dir: pathlib.P
         entry = table_entry(row, results, ratio)
         table.append(entry)
         paired = f" (paired {entry['paired']})" if entry["paired"] else ""
-        log(f"  {'  '.join(f'{PEER_LABELS[f]} {entry[f]}' for f in FRAMEWORKS)}  "
+        log(f"  {'  '.join(f'{PEER_LABELS[f]} {entry[f]}' for f in row.frameworks)}  "
             f"{entry['ratio']}{paired}  {entry['peak']}")
     return table, best_train
 

@@ -1,6 +1,6 @@
 """One benchmark runner in its own process, driven line by line by bench/run.py.
 
-    python bench/worker.py --framework ours|keras_hub|hf --case '<json>'
+    python bench/worker.py --framework ours|ours_ort|keras_hub|hf|hf_ort --case '<json>'
 
 Builds the runner (warm-up included) and prints `@@ {"ready": ..., "setup_seconds": ...}`,
 or `@@ {"unavailable": "<reason>"}` when the framework cannot run the case (not
@@ -34,13 +34,17 @@ def build(framework: str, case: dict):
     if framework == "ours":
         import ours
         return ours.make_any_runner(case)
+    if framework == "ours_ort":  # our model.onnx beside a LiteRT row (bench/ours.py)
+        import ours
+        return ours.make_runner(ours.onnx_peer_case(case))
     import peers
     return peers.make_runner(framework, case)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--framework", required=True, choices=["ours", "keras_hub", "hf", "hf_ort"])
+    parser.add_argument("--framework", required=True,
+                        choices=["ours", "ours_ort", "keras_hub", "hf", "hf_ort"])
     parser.add_argument("--case", required=True, help="the case as a JSON object")
     args = parser.parse_args()
     case = json.loads(args.case)
