@@ -31,8 +31,8 @@ median of the per-unit ratios of units that ran within one cycle. Rows:
 
 Peers that are not installed, or cannot run a row (HF has no XLA or SavedModel
 path), show "n/a" with the reason in the JSON lines. Quick: ALBERT-base, seq
-128, 2 rounds (~15 min on 2 cores). Full: 3 rounds, XLA inference rows, and
-ALBERT-large at sequence 512 (batch 2).
+128, 2 rounds (~22 min on 2 cores, ~7 of them the six LiteRT rows). Full: 3
+rounds, XLA inference rows, and ALBERT-large at sequence 512 (batch 2).
 """
 from __future__ import annotations
 
@@ -310,7 +310,8 @@ def machine_info() -> dict:
                 onednn_max_cpu_isa=os.environ.get("ONEDNN_MAX_CPU_ISA"),
                 xla_flags=os.environ.get("XLA_FLAGS"))
     from importlib import metadata
-    for package in ("tensorflow", "keras", "keras-hub", "torch", "transformers"):
+    for package in ("tensorflow", "keras", "keras-hub", "torch", "transformers", "onnxruntime",
+                    "ai-edge-litert"):
         try:
             info[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
@@ -387,9 +388,11 @@ def isa_caps(info: dict, separator: str) -> str:
 def markdown_table(info: dict, table: List[dict], data: List[dict]) -> str:
     isa = isa_caps(info, ", ")
     lines = [f"Measured {info['date'][:10]} on {info.get('cpu', 'unknown CPU')}, "
-             f"{info['cpus']} cores (flags: {info.get('cpu_flags', '?')}{isa}); TensorFlow {info['tensorflow']}, Keras {info['keras']}, "
+             f"{info['cpus']} cores (flags: {info.get('cpu_flags', '?')}{isa}); "
+             f"TensorFlow {info['tensorflow']}, Keras {info['keras']}, "
              f"keras-hub {info['keras-hub']}, PyTorch {info['torch']}, "
-             f"transformers {info['transformers']}. Medians of interleaved units; "
+             f"transformers {info['transformers']}, ONNX Runtime {info.get('onnxruntime')}, "
+             f"ai-edge-litert {info.get('ai-edge-litert')}. Medians of interleaved units; "
              "ratio = ours vs the fastest peer (>1: ours faster); paired = the median of "
              "the per-unit ratios of units run back to back; % peak = analytic matmul "
              "FLOPs / time / this run's matmul probe. LiteRT rows: albert-tf = our "
