@@ -441,30 +441,10 @@ TASK_SPECS = {
 
 
 def run_file(path: pathlib.Path, features, batch_size: int = CHECK_BATCH) -> Dict:
-    """All outputs of an .onnx (ONNX Runtime, CPU) or .tflite (LiteRT) file on `features`."""
-    import numpy as np
-
-    if path.suffix == ".onnx":
-        import onnxruntime
-        session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        names = [i.name for i in session.get_inputs()]
-        outputs = [o.name for o in session.get_outputs()]
-
-        def run(batch):
-            return dict(zip(outputs, session.run(None, {n: batch[n] for n in names})))
-    else:
-        from albert_tf.export.litert_runtime import LiteRTModel
-        model = LiteRTModel(str(path))
-
-        def run(batch):
-            return model(**{n: batch[n] for n in model.input_names})
-    count = len(next(iter(features.values())))
-    parts: Dict[str, list] = {}
-    for start in range(0, count, batch_size):
-        batch = {k: v[start:start + batch_size] for k, v in features.items()}
-        for name, value in run(batch).items():
-            parts.setdefault(name, []).append(np.asarray(value))
-    return {name: np.concatenate(v) for name, v in parts.items()}
+    """All outputs of an .onnx (ONNX Runtime, CPU) or .tflite (LiteRT) file on `features`,
+    run as the CLI's check runs them (`albert_tf.export.portable.run_file`)."""
+    from albert_tf.export import portable
+    return portable.run_file(str(path), features, batch_size)
 
 
 def compare_files(task: Task, outputs: Dict[str, Dict], features, near_tie: float) -> Dict:

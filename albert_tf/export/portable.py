@@ -117,6 +117,15 @@ def _run_all(run: Callable, features: Mapping[str, np.ndarray], batch_size: int 
     return {name: np.concatenate(values) for name, values in parts.items()}
 
 
+def run_file(path: str, features: Mapping[str, np.ndarray], batch_size: int = 16
+             ) -> Dict[str, np.ndarray]:
+    """Every output of an exported .onnx (ONNX Runtime, CPU) or .tflite (LiteRT) file on
+    `features` (arrays with a leading example axis, extra names ignored), run in batches
+    of `batch_size` and concatenated."""
+    runner = _onnx_runner if str(path).endswith(".onnx") else _litert_runner
+    return _run_all(runner(str(path)), features, batch_size)
+
+
 def check_int8(float_path: str, int8_path: str, runner: Callable, compare,
                features: Mapping[str, np.ndarray], min_agreement: float,
                reference: Optional[Mapping[str, np.ndarray]] = None) -> Dict[str, object]:
