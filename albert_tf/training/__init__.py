@@ -1,6 +1,7 @@
 """The one training / evaluation loop and what it needs.
 
-loop.py (Trainer, Task, TrainingConfig, evaluate), optimization.py (the original's
+loop.py (Trainer, Task, TrainingConfig, evaluate), divergence.py (the divergence guard's
+options and checks: NaN, infinite, loss spikes), optimization.py (the original's
 AdamW and LAMB with warmup and linear decay), distribute.py (tf.distribute strategies
 from flags' values), run_dir.py (what an output directory holds, and refusing another
 run's directory), best_checkpoint.py (every evaluation recorded, the best weights
@@ -11,4 +12,6 @@ albert_tf.modeling, albert_tf.checkpoints.
 """
 # The public names of the former module albert_tf.training, which this package replaced.
 from albert_tf.training.loop import (  # noqa: F401
-    CorruptedInputError, NonFiniteLossError, Task, Trainer, TrainingConfig, evaluate)
+    CorruptedInputError, DivergenceError, NonFiniteLossError, Task, Trainer, TrainingConfig,
+    evaluate)
+from albert_tf.training.divergence import DivergenceOptions  # noqa: F401

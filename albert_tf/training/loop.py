@@ -2,8 +2,9 @@
 
 A *task* says how to turn a batch into a loss (see `Task`); this module does
 the rest: distribution, gradient accumulation, global-norm clipping, mixed
-precision loss scaling, XLA, checkpoints with resume, non-finite-loss stops,
-TensorBoard summaries and console progress.
+precision loss scaling, XLA, checkpoints with resume, the divergence guard (rollback
+to the last good checkpoint, or a clear stop), TensorBoard summaries and console
+progress.
 
 Exactness under distribution. A task normalises its loss with *global*
 normalisers (e.g. the number of masked tokens in the whole global batch),
@@ -19,6 +20,7 @@ import dataclasses
 import json
 import math
 import os
+import shutil
 import tempfile
 import time
 from typing import Callable, Dict, Optional
@@ -27,12 +29,17 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.training import distribute
+from albert_tf.training import distribute, optimization
+from albert_tf.training.divergence import Divergence, DivergenceGuard, DivergenceOptions
 from albert_tf.errors import UserError, UserFileNotFoundError, UserValueError
 from albert_tf.kernels import tf_internals
 
 
-class NonFiniteLossError(UserError, RuntimeError):
+class DivergenceError(UserError, RuntimeError):
+    """Training diverged and the guard stopped it; the last checkpoint on disk is intact."""
+
+
+class NonFiniteLossError(DivergenceError):
     """Training produced a NaN or infinite loss; the last checkpoint on disk is intact."""
 
 
@@ -78,6 +85,19 @@ class TrainingConfig:
     # Stop (with a checkpoint) at the first window that ends past this many seconds of
     # this call's training; the rest of the schedule is left undone. None: no limit.
     max_train_seconds: Optional[float] = None
+    # The divergence guard (per-step checks, rollback). None: no per-step record; a window
+    # with a non-finite loss stops the run (NonFiniteLossError).
+    divergence: Optional[DivergenceOptions] = None
+
+
+class _GuardState(tf.Module):
+    """What the guard keeps in every checkpoint: the learning-rate scale and the number of
+    rollbacks so far (a resumed run goes on with both)."""
+
+    def __init__(self, learning_rate_scale: Optional[tf.Variable]):
+        super().__init__(name="divergence_guard")
+        self.learning_rate_scale = learning_rate_scale
+        self.rollbacks = tf.Variable(0, dtype=tf.int64, trainable=False, name="rollbacks")
 
 
 def _zeros_like_sums(names):
@@ -111,6 +131,16 @@ class Trainer:
         self._loss_scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         with strategy.scope():
             optimizer.build(model.trainable_variables)
+            self._guard_state = _GuardState(optimization.learning_rate_scale(optimizer))
+        scale = self._guard_state.learning_rate_scale
+        # The rate before any rollback (a constant rate's variable holds the rate itself).
+        self._base_rate = float(scale.numpy()) if scale is not None else 1.0
+        if config.divergence is not None:
+            config.divergence.validate()
+            if (config.divergence.on_divergence == "rollback"
+                    and self._guard_state.learning_rate_scale is None):
+                raise ValueError("rolling back on divergence needs a learning rate it can "
+                                 "scale: a constant rate or an optimization.ScaledSchedule")
         self.is_chief = distribute.is_chief(strategy)
         self._grad_fn = tf.function(self._micro_batch_gradients, jit_compile=config.jit_compile)
         self._train_fn = None
@@ -152,7 +182,11 @@ class Trainer:
             scale = tf.cast(self.optimizer.scale_loss(1.0), tf.float32)
             grads = [g / scale for g in grads]
         if self.config.clip_norm:
-            grads, _ = tf.clip_by_global_norm(grads, self.config.clip_norm)
+            grads, grad_norm = tf.clip_by_global_norm(grads, self.config.clip_norm)
+        elif self.config.divergence is not None:
+            grad_norm = tf.linalg.global_norm(grads)
+        else:
+            grad_norm = tf.constant(0.0)
         replicas = float(self.strategy.num_replicas_in_sync)
         if self._loss_scaled:
             grads = [g * (scale / replicas) for g in grads]
@@ -162,27 +196,40 @@ class Trainer:
         sums = dict(sums)
         sums["loss_sum"] = loss
         sums["nonfinite"] = tf.cast(tf.logical_not(tf.math.is_finite(loss)), tf.float32)
+        sums["grad_norm"] = tf.cast(grad_norm, tf.float32)
         return sums
 
     def build_train_function(self):
         """The compiled loop `train_loop(iterator, num_steps)` that `train()` runs: it
         takes `num_steps` (int32 scalar tensor) optimizer steps on batches from
         `iterator` and returns the summed metrics, `loss_sum`, `nonfinite` and `steps`
-        (float32 scalars). Public for benchmarks and custom loops; no checkpoints,
-        summaries or logging happen in it."""
+        (float32 scalars), and with the divergence guard on, each step's loss and
+        gradient norm (`step_losses`, `step_grad_norms`: float32 [num_steps]). Public for
+        benchmarks and custom loops; no checkpoints, summaries or logging happen in it."""
         names = self.metric_names + ["loss_sum", "nonfinite", "steps"]
+        record = self.config.divergence is not None
+        strategy = self.strategy
 
         @tf.function
         def train_loop(iterator, num_steps):
             totals = _zeros_like_sums(names)
-            for _ in tf.range(num_steps):
-                per_replica = self.strategy.run(self._replica_step, args=(next(iterator),))
-                step_sums = {name: self.strategy.reduce(tf.distribute.ReduceOp.SUM,
-                                                        per_replica[name], axis=None)
+            losses = tf.TensorArray(tf.float32, size=num_steps)
+            norms = tf.TensorArray(tf.float32, size=num_steps)
+            for i in tf.range(num_steps):
+                per_replica = strategy.run(self._replica_step, args=(next(iterator),))
+                step_sums = {name: strategy.reduce(tf.distribute.ReduceOp.SUM,
+                                                   per_replica[name], axis=None)
                              for name in names[:-1]}
                 step_sums["steps"] = tf.constant(1.0)
+                if record:  # (a Python bool: fixed when traced)
+                    losses = losses.write(i, step_sums["loss_sum"])
+                    # Every replica holds the same all-reduced gradient, hence the mean.
+                    norms = norms.write(i, strategy.reduce(
+                        tf.distribute.ReduceOp.MEAN, per_replica["grad_norm"], axis=None))
                 # Rebuilt, not mutated: autograph carries only reassigned loop variables.
                 totals = {name: totals[name] + step_sums[name] for name in names}
+            if record:
+                totals = dict(totals, step_losses=losses.stack(), step_grad_norms=norms.stack())
             return totals
 
         return train_loop
@@ -194,7 +241,8 @@ class Trainer:
         return int(self.optimizer.iterations.numpy())
 
     def make_checkpoint(self, iterator=None) -> tf.train.Checkpoint:
-        items = {"model": self.model, "optimizer": self.optimizer}
+        items = {"model": self.model, "optimizer": self.optimizer,
+                 "divergence_guard": self._guard_state}
         if iterator is not None:
             items["iterator"] = iterator
         return tf.train.Checkpoint(**items)
@@ -204,7 +252,9 @@ class Trainer:
         """Trains to `num_train_steps`, resuming from the latest checkpoint in output_dir.
 
         `on_checkpoint(step, path)` runs after each checkpoint is written (evaluation hooks).
-        Returns the metrics of the last logging window.
+        Returns the metrics of the last logging window. With `config.divergence`, a
+        diverged window is rolled back (or stops the run: DivergenceError) before anything
+        is logged or saved, so no checkpoint holds the weights of a diverged step.
         """
         cfg = self.config
         self.stopped_early = False
@@ -220,9 +270,28 @@ class Trainer:
             self._trim_jsonl(self.step)
         if self._train_fn is None:
             self._train_fn = self.build_train_function()
+        guard = None
+        if cfg.divergence is not None:
+            guard = DivergenceGuard(cfg.divergence, check_gradients=not self._loss_scaled)
         writer = tf.summary.create_file_writer(
             cfg.summary_dir or os.path.join(cfg.output_dir, "train")) if self.is_chief \
             else tf.summary.create_noop_writer()
+        start_snapshot = None
+        try:
+            if guard is not None and cfg.divergence.on_divergence == "rollback" \
+                    and manager.latest_checkpoint is None:
+                start_snapshot = self._write_start_snapshot(checkpoint)
+            return self._train_windows(iterator, checkpoint, manager, guard, start_snapshot,
+                                       writer, on_checkpoint)
+        finally:
+            writer.flush()
+            if start_snapshot is not None:
+                shutil.rmtree(os.path.dirname(start_snapshot), ignore_errors=True)
+
+    def _train_windows(self, iterator, checkpoint, manager, guard, start_snapshot, writer,
+                       on_checkpoint) -> Dict[str, float]:
+        """train()'s loop over windows of steps: run, check, log, save, evaluate."""
+        cfg = self.config
         last_metrics: Dict[str, float] = {}
         start_step = self.step
         start_time = time.time()
@@ -231,15 +300,17 @@ class Trainer:
             next_save = (step // cfg.save_checkpoints_steps + 1) * cfg.save_checkpoints_steps
             num_steps = min(cfg.steps_per_loop, cfg.num_train_steps - step, next_save - step)
             loop_start = time.time()
-            try:
-                totals = self._train_fn(iterator, tf.constant(num_steps))
-            except tf.errors.DataLossError as err:
-                raise CorruptedInputError(
-                    f"corrupted training input ({err.message.strip()}); "
-                    "albert_tf.inputs.locate_corruption(files) finds the file") from err
-            totals = {name: float(value) for name, value in totals.items()}
+            totals = self._run_window(iterator, num_steps)
             elapsed = time.time() - loop_start
-            if totals["nonfinite"] > 0:
+            if guard is not None:
+                event = guard.inspect(step, totals.pop("step_losses"),
+                                      totals.pop("step_grad_norms"))
+                if event is not None:
+                    self._on_divergence(event, checkpoint, manager, start_snapshot)
+                    guard.reset()
+                    start_step, start_time = self.step, time.time()
+                    continue
+            elif totals["nonfinite"] > 0:
                 raise NonFiniteLossError(
                     f"the loss became NaN or infinite between steps {step} and {self.step}; "
                     f"stopping. The last good checkpoint is {manager.latest_checkpoint or 'none'} "
@@ -259,8 +330,87 @@ class Trainer:
                                 cfg.max_train_seconds, self.step, cfg.num_train_steps)
                 self.stopped_early = True
                 break
-        writer.flush()
         return last_metrics
+
+    def _run_window(self, iterator, num_steps: int) -> Dict:
+        """One call of the compiled loop: scalars as floats, per-step records as numpy."""
+        try:
+            totals = self._train_fn(iterator, tf.constant(num_steps))
+        except tf.errors.DataLossError as err:
+            raise CorruptedInputError(
+                f"corrupted training input ({err.message.strip()}); "
+                "albert_tf.inputs.locate_corruption(files) finds the file") from err
+        return {name: value.numpy() if value.shape.rank else float(value)
+                for name, value in totals.items()}
+
+    # --- the divergence guard ------------------------------------------------------------
+
+    @property
+    def learning_rate_scale(self) -> float:
+        """What the guard's rollbacks have multiplied the learning rate by (1.0: none)."""
+        variable = self._guard_state.learning_rate_scale
+        if variable is None or self.config.divergence is None:
+            return 1.0
+        return float(variable.numpy()) / self._base_rate if self._base_rate else 1.0
+
+    @property
+    def rollbacks(self) -> int:
+        """Rollbacks so far in this run (kept in its checkpoints)."""
+        return int(self._guard_state.rollbacks.numpy())
+
+    def _write_start_snapshot(self, checkpoint) -> str:
+        """The starting weights, optimizer and input position, written to a scratch
+        directory: what a rollback returns to before the first checkpoint exists."""
+        directory = tempfile.mkdtemp(prefix="albert_tf_start_")
+        return checkpoint.write(os.path.join(directory, "start"))
+
+    def _on_divergence(self, event: Divergence, checkpoint, manager, start_snapshot) -> None:
+        """Rolls back to the last good checkpoint (or the starting state) with the learning
+        rate scaled down, or raises DivergenceError when the guard must stop."""
+        options = self.config.divergence
+        latest = manager.latest_checkpoint
+        target = latest or start_snapshot
+        rollbacks = self.rollbacks
+        if options.on_divergence == "stop" or rollbacks >= options.max_rollbacks \
+                or target is None:
+            raise self._divergence_error(event, latest, rollbacks)
+        scale = self._guard_state.learning_rate_scale
+        new_scale = float(scale.numpy()) * options.lr_factor
+        if latest:
+            checkpoint.restore(latest).expect_partial()
+        else:
+            checkpoint.read(start_snapshot).expect_partial()
+        scale.assign(new_scale)
+        self._guard_state.rollbacks.assign(rollbacks + 1)
+        where = latest or "the starting weights"
+        logging.warning(
+            "divergence at step %d (%s; loss %.4g): rolled back to %s (step %d), learning "
+            "rate x%g (now x%.4g of the schedule), rollback %d of at most %d", event.step,
+            event.cause, event.loss, where, self.step, options.lr_factor,
+            self.learning_rate_scale, rollbacks + 1, options.max_rollbacks)
+        if self.is_chief:
+            self._trim_jsonl(self.step)
+            self._append_jsonl({"step": self.step, "event": "rollback",
+                                "diverged_step": event.step, "cause": event.cause,
+                                "loss": event.loss if math.isfinite(event.loss) else None,
+                                "learning_rate_scale": self.learning_rate_scale})
+
+    def _divergence_error(self, event: Divergence, latest: Optional[str],
+                          rollbacks: int) -> DivergenceError:
+        options = self.config.divergence
+        if options.on_divergence == "stop":
+            why = "stopping (--on_divergence=stop)"
+        elif rollbacks >= options.max_rollbacks:
+            why = (f"stopping after {rollbacks} rollback{'s' * (rollbacks != 1)} "
+                   f"(--max_rollbacks={options.max_rollbacks})")
+        else:
+            why = "stopping (nothing to roll back to)"
+        error = NonFiniteLossError if "NaN" in event.cause or "infinite" in event.cause \
+            else DivergenceError
+        return error(f"training diverged at step {event.step}: {event.cause}; {why}. The "
+                     f"last good checkpoint is {latest or 'none (none was written yet)'} "
+                     "(try a lower --learning_rate or --hparams=paper, more --warmup_step, "
+                     "another --seed)")
 
     def _restore(self, checkpoint) -> tf.train.CheckpointManager:
         """Restores the newest checkpoint of output_dir (if any); returns the saving manager.

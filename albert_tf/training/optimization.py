@@ -71,6 +71,43 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
                 "start_warmup_step": self.start_warmup_step}
 
 
+@keras.saving.register_keras_serializable(package="albert_tf")
+class ScaledSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """`schedule(step) * scale`, where `scale` (a float32 variable, 1.0 until changed) is
+    what the divergence guard lowers after a rollback: the whole schedule, warmup and
+    decay, shrinks by the same factor. Build it in the strategy scope."""
+
+    def __init__(self, schedule: keras.optimizers.schedules.LearningRateSchedule,
+                 scale: float = 1.0):
+        self.schedule = schedule
+        self.scale = tf.Variable(float(scale), trainable=False, dtype=tf.float32,
+                                 name="learning_rate_scale")
+
+    def __call__(self, step):
+        return self.schedule(step) * ops.cast(self.scale, "float32")
+
+    def get_config(self):
+        return {"schedule": keras.saving.serialize_keras_object(self.schedule),
+                "scale": float(self.scale.numpy())}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(keras.saving.deserialize_keras_object(config["schedule"]), config["scale"])
+
+
+def learning_rate_scale(optimizer: keras.optimizers.Optimizer) -> Optional[tf.Variable]:
+    """The variable scaling `optimizer`'s whole learning rate (through a LossScaleOptimizer):
+    its ScaledSchedule's scale, or its constant rate's own variable; None for any other
+    schedule."""
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)
+    rate = getattr(optimizer, "_learning_rate", None)
+    if isinstance(rate, ScaledSchedule):
+        return rate.scale
+    if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule) or rate is None:
+        return None
+    return rate if isinstance(rate, tf.Variable) else None
+
+
 def _matches(patterns: Sequence[str], path: str) -> bool:
     return any(re.search(p, path) is not None for p in patterns)
 
@@ -206,9 +243,11 @@ def create_optimizer(init_lr: float, num_train_steps: int, num_warmup_steps: int
                      clip_norm: Optional[float] = 1.0) -> AdamWeightDecay:
     """The optimizer of the original's `create_optimizer`: schedule, decay 0.01, eps 1e-6,
     exclusions LayerNorm/layer_norm/bias, and gradients clipped to global norm `clip_norm`.
+    The schedule is wrapped in a ScaledSchedule (scale 1.0: the original's rates) that the
+    divergence guard can lower.
     """
-    schedule = WarmupPolynomialDecay(init_lr, num_train_steps, num_warmup_steps, poly_power,
-                                     start_warmup_step)
+    schedule = ScaledSchedule(WarmupPolynomialDecay(init_lr, num_train_steps, num_warmup_steps,
+                                                    poly_power, start_warmup_step))
     kwargs = dict(learning_rate=schedule, weight_decay_rate=weight_decay_rate, beta_1=0.9,
                   beta_2=0.999, epsilon=1e-6, exclude_from_weight_decay=DEFAULT_EXCLUSIONS,
                   global_clipnorm=clip_norm)
