@@ -97,6 +97,7 @@ flags.DEFINE_string("id_column", None, "custom task: column of the example id wr
 flags.DEFINE_bool("has_header", True, "custom task: the files start with a header row.")
 flags.DEFINE_bool("regression", False, "custom task: float labels, squared-error loss.")
 cli.define_runtime_flags()
+cli.define_finetuning_flags()
 cli.define_export_flags()
 flags.adopt_module_key_flags(cli)  # list them in --help
 
@@ -105,14 +106,18 @@ def main(argv):
     del argv
     from albert_tf.errors import UserValueError
     from albert_tf.tasks.classification.glue import CustomTaskOptions
-    from albert_tf.tasks.classification.job import GlueOptions, run_glue
+    from albert_tf.finetuning import hparams, run_seeds
+    from albert_tf.tasks.classification.job import GlueJob, GlueOptions, run_glue
 
     logging.set_verbosity(logging.INFO)
     cli.require("data_dir", "task_name", "albert_config_file", "output_dir")
+    cli.apply_hparams(FLAGS.task_name, hparams.CLASSIFIER_FLAGS)
+    seeds = cli.seeds_from_flags()
     if not FLAGS.spm_model_file and not FLAGS.vocab_file:
         raise UserValueError("--spm_model_file (SentencePiece) or --vocab_file (WordPiece) is "
                              "required")
-    albert_config = cli.load_albert_config(FLAGS.albert_config_file)
+    albert_config = cli.apply_albert_dropout(cli.load_albert_config(FLAGS.albert_config_file),
+                                             FLAGS.albert_dropout)
     custom = None
     if FLAGS.task_name.lower() == "custom":
         if not FLAGS.text_a_column or not FLAGS.label_column:
@@ -137,13 +142,17 @@ def main(argv):
         keep_checkpoint_max=FLAGS.keep_checkpoint_max,
         iterations_per_loop=FLAGS.iterations_per_loop, optimizer=FLAGS.optimizer,
         mixed_precision=FLAGS.mixed_precision, jit_compile=FLAGS.jit_compile,
-        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps, seed=FLAGS.seed,
-        classifier_dropout=FLAGS.classifier_dropout, export_dir=FLAGS.export_dir,
+        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+        num_train_epochs=FLAGS.num_train_epochs, warmup_proportion=FLAGS.warmup_proportion,
+        **cli.runtime_options(), classifier_dropout=FLAGS.classifier_dropout, export_dir=FLAGS.export_dir,
         export_layer_norm=FLAGS.export_layer_norm, export_format=tuple(FLAGS.export_format),
         export_int8=FLAGS.export_int8, export_fp16=FLAGS.export_fp16,
         int8_min_agreement=FLAGS.int8_min_agreement)
     cli.check_options(options.validate, strategy.num_replicas_in_sync)
     cli.check_options(options.finetuning_options().validate, strategy.num_replicas_in_sync)
+    if seeds:
+        cli.report_export(run_seeds(GlueJob, options, seeds, strategy), FLAGS.export_format)
+        return
     results = run_glue(options, strategy)
     logging.info("done at step %d; best: %s", results["global_step"], results.get("best"))
     cli.report_export(results, FLAGS.export_format)

@@ -90,6 +90,7 @@ flags.DEFINE_string("export_dir", None, "Export the best weights here: a SavedMo
                     "-> entities, and token ids) and/or model.onnx and/or model.tflite, as "
                     "--export_format says.")
 cli.define_runtime_flags()
+cli.define_finetuning_flags()
 cli.define_export_flags()
 flags.adopt_module_key_flags(cli)  # list them in --help
 
@@ -97,14 +98,18 @@ flags.adopt_module_key_flags(cli)  # list them in --help
 def main(argv):
     del argv
     from albert_tf.errors import UserValueError
-    from albert_tf.tasks.tagging.job import TaggingOptions, run_ner
+    from albert_tf.finetuning import hparams, run_seeds
+    from albert_tf.tasks.tagging.job import TaggingJob, TaggingOptions, run_ner
 
     logging.set_verbosity(logging.INFO)
     cli.require("task_name", "data_dir", "albert_config_file", "output_dir")
+    cli.apply_hparams(FLAGS.task_name, hparams.NER_FLAGS)
+    seeds = cli.seeds_from_flags()
     if not FLAGS.spm_model_file and not FLAGS.vocab_file:
         raise UserValueError("--spm_model_file (SentencePiece) or --vocab_file (WordPiece) is "
                              "required")
-    albert_config = cli.load_albert_config(FLAGS.albert_config_file)
+    albert_config = cli.apply_albert_dropout(cli.load_albert_config(FLAGS.albert_config_file),
+                                             FLAGS.albert_dropout)
     cli.check_init_checkpoint(FLAGS.init_checkpoint)
     strategy = cli.strategy_from_flags(FLAGS)
     names = ("task_name", "data_dir", "spm_model_file", "vocab_file", "output_dir",
@@ -115,14 +120,18 @@ def main(argv):
              "predict_batch_size", "learning_rate", "train_step", "warmup_step",
              "save_checkpoints_steps", "keep_checkpoint_max", "iterations_per_loop",
              "optimizer", "mixed_precision", "jit_compile", "gradient_accumulation_steps",
-             "seed", "export_dir", "export_layer_norm", "export_int8",
-             "export_fp16", "int8_min_agreement")
+             "export_dir", "export_layer_norm", "export_int8", "export_fp16",
+             "int8_min_agreement", "num_train_epochs", "warmup_proportion")
     options = TaggingOptions(albert_config=albert_config,
                              labels=tuple(FLAGS.labels) if FLAGS.labels else None,
                              export_format=tuple(FLAGS.export_format),
-                             **{name: getattr(FLAGS, name) for name in names})
+                             **{name: getattr(FLAGS, name) for name in names},
+                             **cli.runtime_options())
     cli.check_options(options.validate, strategy.num_replicas_in_sync)
     cli.check_options(options.finetuning_options().validate, strategy.num_replicas_in_sync)
+    if seeds:
+        cli.report_export(run_seeds(TaggingJob, options, seeds, strategy), FLAGS.export_format)
+        return
     results = run_ner(options, strategy)
     logging.info("done at step %s; best: %s", results.get("global_step"), results.get("best"))
     cli.report_export(results, FLAGS.export_format)

@@ -84,8 +84,8 @@ def main(argv):
         iterations_per_loop=FLAGS.iterations_per_loop,
         max_eval_steps=FLAGS.max_eval_steps or None, mixed_precision=FLAGS.mixed_precision,
         jit_compile=FLAGS.jit_compile, recompute_layers=FLAGS.recompute_layers,
-        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps, seed=FLAGS.seed,
-        deterministic_input=FLAGS.deterministic_input)
+        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+        deterministic_input=FLAGS.deterministic_input, **cli.runtime_options())
     cli.check_options(options.validate, strategy.num_replicas_in_sync)
     for flag, needed in (("input_file", FLAGS.do_train), ("eval_input_file", FLAGS.do_eval)):
         if needed:

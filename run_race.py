@@ -88,6 +88,7 @@ flags.DEFINE_string("export_dir", None, "Export the best weights here: a SavedMo
                     "(raw-text and token-id signatures) and/or model.onnx and/or model.tflite, "
                     "as --export_format says.")
 cli.define_runtime_flags()
+cli.define_finetuning_flags()
 cli.define_export_flags()
 flags.adopt_module_key_flags(cli)  # list them in --help
 
@@ -95,17 +96,21 @@ flags.adopt_module_key_flags(cli)  # list them in --help
 def main(argv):
     del argv
     from albert_tf.errors import UserValueError
-    from albert_tf.tasks.multiple_choice.job import RaceOptions, run_race
+    from albert_tf.finetuning import hparams, run_seeds
+    from albert_tf.tasks.multiple_choice.job import RaceJob, RaceOptions, run_race
 
     logging.set_verbosity(logging.INFO)
     cli.require("data_dir", "albert_config_file", "output_dir")
+    cli.apply_hparams(FLAGS.task_name, hparams.RACE_FLAGS)
+    seeds = cli.seeds_from_flags()
     if not FLAGS.spm_model_file and not FLAGS.vocab_file:
         raise UserValueError("--spm_model_file (SentencePiece) or --vocab_file (WordPiece) is "
                              "required")
     if FLAGS.task_name == "c3" and FLAGS["max_qa_length"].present:
         raise UserValueError("--max_qa_length is RACE's; --task_name=c3 truncates context, "
                              "question and option together as C3's baseline")
-    albert_config = cli.load_albert_config(FLAGS.albert_config_file)
+    albert_config = cli.apply_albert_dropout(cli.load_albert_config(FLAGS.albert_config_file),
+                                             FLAGS.albert_dropout)
     cli.check_init_checkpoint(FLAGS.init_checkpoint)
     strategy = cli.strategy_from_flags(FLAGS)
     options = RaceOptions(
@@ -131,9 +136,14 @@ def main(argv):
         export_fp16=FLAGS.export_fp16, int8_min_agreement=FLAGS.int8_min_agreement,
         mixed_precision=FLAGS.mixed_precision,
         jit_compile=FLAGS.jit_compile,
-        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps, seed=FLAGS.seed)
+        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+        num_train_epochs=FLAGS.num_train_epochs, warmup_proportion=FLAGS.warmup_proportion,
+        **cli.runtime_options())
     cli.check_options(options.validate)
     cli.check_options(options.finetuning_options().validate, strategy.num_replicas_in_sync)
+    if seeds:
+        cli.report_export(run_seeds(RaceJob, options, seeds, strategy), FLAGS.export_format)
+        return
     results = run_race(options, strategy)
     logging.info("done at step %s; best: %s; predict: %s", results.get("global_step"),
                  results.get("best"), results.get("predict_accuracy"))

@@ -87,8 +87,18 @@ flags.DEFINE_string("export_dir", None, "Export the trained model here: a SavedM
                     "--export_format says.")
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
 cli.define_runtime_flags()
+cli.define_finetuning_flags(epochs=False)  # run_squad defines its own
 cli.define_export_flags()
 flags.adopt_module_key_flags(cli)  # list them in --help
+
+
+def hparams_task() -> str:
+    """The --hparams=paper table's task: CMRC 2018 for --metric=cmrc2018 (or the Chinese
+    WordPiece vocabulary with --metric=auto), else SQuAD v1.1 / v2.0."""
+    if FLAGS.metric == "cmrc2018" or (FLAGS.metric == "auto" and FLAGS.vocab_file
+                                      and not FLAGS.spm_model_file):
+        return "cmrc2018"
+    return "squad_v2" if FLAGS.version_2_with_negative else "squad_v1"
 
 
 def main(argv):
@@ -97,14 +107,18 @@ def main(argv):
 
     from albert_tf.errors import UserValueError
     from albert_tf.finetuning import FinetuningOptions
-    from albert_tf.tasks.span_qa.job import SquadOptions, run_squad
+    from albert_tf.finetuning import hparams, run_seeds
+    from albert_tf.tasks.span_qa.job import SquadJob, SquadOptions, run_squad
 
     logging.set_verbosity(logging.INFO)
     cli.require("albert_config_file", "output_dir")
+    cli.apply_hparams(hparams_task(), hparams.SQUAD_FLAGS)
+    seeds = cli.seeds_from_flags()
     if not FLAGS.spm_model_file and not FLAGS.vocab_file:
         raise UserValueError("--spm_model_file (SentencePiece) or --vocab_file (WordPiece) is "
                              "required")
-    albert_config = cli.load_albert_config(FLAGS.albert_config_file)
+    albert_config = cli.apply_albert_dropout(cli.load_albert_config(FLAGS.albert_config_file),
+                                             FLAGS.albert_dropout)
     cli.check_init_checkpoint(FLAGS.init_checkpoint)
     strategy = cli.strategy_from_flags(FLAGS)
     names = ("spm_model_file", "output_dir", "train_file", "predict_file", "train_feature_file",
@@ -115,14 +129,18 @@ def main(argv):
              "iterations_per_loop", "n_best_size", "max_answer_length",
              "version_2_with_negative", "start_n_top", "end_n_top", "dropout_prob",
              "null_score_diff_threshold", "optimizer", "mixed_precision", "jit_compile",
-             "gradient_accumulation_steps", "seed", "export_dir", "export_layer_norm",
+             "gradient_accumulation_steps", "export_dir", "export_layer_norm",
              "vocab_file", "metric", "export_int8", "export_fp16", "int8_min_agreement")
     options = SquadOptions(albert_config=albert_config, export_format=tuple(FLAGS.export_format),
-                           **{name: getattr(FLAGS, name) for name in names})
+                           **{name: getattr(FLAGS, name) for name in names},
+                           **cli.runtime_options())
     cli.check_options(options.validate)
     cli.check_options(FinetuningOptions.from_fields(
         options, do_eval=False, train_step=1, warmup_step=0).validate,
         strategy.num_replicas_in_sync)  # the steps come from the data later
+    if seeds:
+        cli.report_export(run_seeds(SquadJob, options, seeds, strategy), FLAGS.export_format)
+        return
     results = run_squad(options, strategy)
     if results.get("predict_metrics"):
         print(json.dumps(results["predict_metrics"]))

@@ -135,7 +135,9 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def define_runtime_flags() -> None:
     """Defines --strategy, the original's TPU flags, --mixed_precision, --jit_compile,
-    --gradient_accumulation_steps and --seed."""
+    --gradient_accumulation_steps, --seed, --deterministic and the divergence guard's flags
+    (--on_divergence, --spike_factor, --spike_window, --divergence_lr_factor,
+    --max_rollbacks)."""
     from albert_tf.training import distribute
 
     flags.DEFINE_enum("strategy", "one_device", list(distribute.STRATEGIES),
@@ -159,6 +161,144 @@ def define_runtime_flags() -> None:
                          "Micro-batches per optimizer step (the training batch is split "
                          "into them).")
     flags.DEFINE_integer("seed", None, "Seed for initialisation, dropout and input shuffling.")
+    flags.DEFINE_bool("deterministic", False,
+                      "TensorFlow's op determinism: a run repeats bit for bit on one machine "
+                      "(with --seed; 0 when not given). Costs speed: see docs/robust_runs.md.")
+    define_divergence_flags()
+
+
+def runtime_options(values=flags.FLAGS) -> dict:
+    """The options every job takes from the runtime flags: seed (0 under --deterministic
+    without --seed), deterministic, divergence (the guard)."""
+    seed = values.seed
+    if values.deterministic and seed is None:
+        seed = 0
+    return dict(seed=seed, deterministic=values.deterministic,
+                divergence=divergence_options(values))
+
+
+def define_divergence_flags(values=flags.FLAGS) -> None:
+    from albert_tf.training.divergence import DivergenceOptions, ON_DIVERGENCE
+
+    default = DivergenceOptions()
+    flags.DEFINE_enum("on_divergence", default.on_divergence, list(ON_DIVERGENCE),
+                      "When the loss or gradient norm turns NaN or infinite, or the loss "
+                      "spikes (--spike_factor): rollback = restore the last good checkpoint "
+                      "(the starting weights before the first), scale the learning rate by "
+                      "--divergence_lr_factor and go on, at most --max_rollbacks times; stop "
+                      "= stop at once. A stopped run exits non-zero naming the step, the "
+                      "cause and the last good checkpoint.", flag_values=values)
+    flags.DEFINE_float("spike_factor", default.spike_factor,
+                       "A step whose loss is above this many times the median loss of the "
+                       "last --spike_window steps diverged (0: no spike check).",
+                       flag_values=values)
+    flags.DEFINE_integer("spike_window", default.spike_window,
+                         "Steps whose median loss --spike_factor compares with.",
+                         flag_values=values)
+    flags.DEFINE_float("divergence_lr_factor", default.lr_factor,
+                       "Each rollback multiplies the learning rate by this.", flag_values=values)
+    flags.DEFINE_integer("max_rollbacks", default.max_rollbacks,
+                         "Rollbacks allowed before a diverging run stops.", flag_values=values)
+
+
+def divergence_options(values=flags.FLAGS):
+    """The DivergenceOptions the guard flags ask for (a bad value: a UserError naming it)."""
+    from albert_tf.training.divergence import DivergenceOptions
+
+    options = DivergenceOptions(
+        on_divergence=values.on_divergence, spike_factor=values.spike_factor,
+        spike_window=values.spike_window, lr_factor=values.divergence_lr_factor,
+        max_rollbacks=values.max_rollbacks)
+    check_options(options.validate)
+    return options
+
+
+def define_finetuning_flags(*, epochs: bool = True, values=flags.FLAGS) -> None:
+    """Defines what every fine-tuning CLI adds to its own flags: --hparams, --num_seeds,
+    --seeds, --albert_dropout and (with `epochs`) --num_train_epochs and
+    --warmup_proportion (into `values`)."""
+    flags.DEFINE_enum("hparams", "none", ["none", "paper"],
+                      "paper: the task's fine-tuning hyperparameters from the ALBERT paper's "
+                      "appendix (GLUE, SQuAD, RACE) or the CLUE baselines (Chinese tasks): "
+                      "learning rate, batch size, steps or epochs, warmup, sequence length, "
+                      "dropout; flags given explicitly win. See docs/hyperparameters.md.",
+                      flag_values=values)
+    flags.DEFINE_integer("num_seeds", None,
+                         "Fine-tune this many times (seeds 1..N) in <output_dir>/seed_<s>/, "
+                         "one after another; report each, the median and the best dev figure "
+                         "(the paper's protocol), export the best. A rerun resumes.",
+                         flag_values=values)
+    flags.DEFINE_list("seeds", None, "The seeds of a multi-seed run, e.g. 1,2,3 (instead of "
+                      "--num_seeds).", flag_values=values)
+    flags.DEFINE_float("albert_dropout", None,
+                       "The model's hidden and attention dropout (default: the "
+                       "albert_config.json's).", flag_values=values)
+    if epochs:
+        flags.DEFINE_float("num_train_epochs", None,
+                           "Train this many epochs of the training set: sets --train_step to "
+                           "int(examples / --train_batch_size x epochs).", flag_values=values)
+        flags.DEFINE_float("warmup_proportion", None,
+                           "Warm up for this fraction of the training steps (instead of "
+                           "--warmup_step).", flag_values=values)
+
+
+def seeds_from_flags(values=flags.FLAGS) -> Optional[Sequence[int]]:
+    """The seeds of a multi-seed run (--num_seeds or --seeds), None for one run."""
+    if values.num_seeds is not None and values.seeds:
+        raise errors.UserValueError("give --num_seeds or --seeds, not both")
+    if values.num_seeds is not None:
+        if values.num_seeds < 1:
+            raise errors.UserValueError(f"--num_seeds must be at least 1, got "
+                                        f"{values.num_seeds}")
+        return list(range(1, values.num_seeds + 1))
+    if values.seeds:
+        try:
+            seeds = [int(seed) for seed in values.seeds]
+        except ValueError:
+            raise errors.UserValueError(f"--seeds must be integers, got "
+                                        f"{','.join(values.seeds)}") from None
+        if len(set(seeds)) != len(seeds):
+            raise errors.UserValueError(f"--seeds repeats a seed: {','.join(values.seeds)}")
+        return seeds
+    return None
+
+
+_STEP_COUNTERPARTS = {"num_train_epochs": "train_step", "warmup_proportion": "warmup_step"}
+
+
+def apply_hparams(task: str, flag_names, values=flags.FLAGS) -> None:
+    """With --hparams=paper, sets the flags of `task`'s published hyperparameters that the
+    command line did not give (explicit flags win) and logs what was used and from where.
+    `flag_names`: the CLI's mapping of Hparams fields to its flag names."""
+    if values.hparams != "paper":
+        return
+    from albert_tf.finetuning import hparams
+
+    entry = hparams.lookup(task)
+    given = []
+    for flag, value in hparams.as_flags(entry, flag_names).items():
+        # An explicit --train_step (--warmup_step) also keeps the table's epochs (warmup
+        # proportion) from overriding it.
+        counterpart = _STEP_COUNTERPARTS.get(flag)
+        kept = flag if values[flag].present else counterpart if (
+            counterpart in values and values[counterpart].present) else None
+        if kept is None:
+            values[flag].value = value
+        elif f"--{kept}={values[kept].value}" not in given:
+            given.append(f"--{kept}={values[kept].value}")
+    logging.info("--hparams=paper: %s", hparams.describe(entry, task))
+    if given:
+        logging.info("--hparams=paper: explicit flags kept: %s", " ".join(given))
+
+
+def apply_albert_dropout(albert_config, dropout: Optional[float]):
+    """The config with its hidden and attention dropout set to `dropout` (None: unchanged)."""
+    if dropout is None:
+        return albert_config
+    if not 0.0 <= dropout < 1.0:
+        raise errors.UserValueError(f"--albert_dropout must be in [0, 1), got {dropout}")
+    return albert_config.replace(hidden_dropout_prob=dropout,
+                                 attention_probs_dropout_prob=dropout)
 
 
 def define_export_flags() -> None:

@@ -30,6 +30,7 @@ import tensorflow as tf  # noqa: E402
 
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer, export, training  # noqa: E402
 from albert_tf.training import optimization  # noqa: E402
+from albert_tf.training.divergence import DivergenceGuard, DivergenceOptions  # noqa: E402
 from albert_tf.pretraining import PretrainingTask  # noqa: E402
 
 WARMUP_STEPS = 2
@@ -76,9 +77,14 @@ class TrainRunner:
         optimizer = optimization.create_optimizer(1e-4, 10 ** 6, 0, clip_norm=None)
         task = PretrainingTask()
         self._output_dir = tempfile.mkdtemp(prefix="albert_bench_")
+        # The guard as the CLIs run it, spike check included (its cost is the same for any
+        # factor); its host-side check runs on every step's record, as in Trainer.train.
+        guard = DivergenceOptions(spike_factor=5.0) if case.get("guard", True) else None
+        self._guard = DivergenceGuard(guard) if guard else None
         cfg = training.TrainingConfig(output_dir=self._output_dir, num_train_steps=1,
                                       steps_per_loop=1, save_checkpoints_steps=10 ** 9,
-                                      jit_compile=bool(case["jit"]), checkpoint_iterator=False)
+                                      jit_compile=bool(case["jit"]), checkpoint_iterator=False,
+                                      divergence=guard)
         self.trainer = training.Trainer(strategy, self.model, optimizer, task, cfg,
                                         task.metric_names)
         features = synthetic_features(case)
@@ -92,6 +98,9 @@ class TrainRunner:
     def step(self) -> None:
         totals = self._train_fn(self._iterator, self._one)
         totals["loss_sum"].numpy()
+        if self._guard is not None:
+            self._guard.inspect(0, totals["step_losses"].numpy(),
+                                totals["step_grad_norms"].numpy())
 
     def close(self) -> None:
         shutil.rmtree(self._output_dir, ignore_errors=True)

@@ -99,11 +99,13 @@ class Row:
 
 
 def model_case(kind, model, seq, batch, precision, jit=False, mode="in_process",
-               max_predictions=20) -> dict:
-    """max_predictions: the original's default (20, at every sequence length)."""
+               max_predictions=20, guard=True) -> dict:
+    """max_predictions: the original's default (20, at every sequence length). guard:
+    training with the divergence guard's per-step records and checks (the CLIs' default);
+    `bench/ab.py --a guard=0 --b guard=1` measures what it costs."""
     return {"kind": kind, "model": MODELS[model], "model_name": model, "seq_length": seq,
             "batch_size": batch, "max_predictions": max_predictions, "precision": precision,
-            "jit": jit, "mode": mode}
+            "jit": jit, "mode": mode, "guard": guard}
 
 
 def suite_rows(suite: str, tiny: bool = False, bf16: bool = True) -> List[Row]:

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from albert_tf import checkpoints, tokenization
 from albert_tf.config import AlbertConfig
+from albert_tf.training import best_checkpoint
 from albert_tf.tasks.multiple_choice import c3, race, export as race_export, job as race_job
 from tests.conftest import REPO_ROOT
 
@@ -283,7 +284,7 @@ def read_blocks(path):
     blocks, current = [], {}
     for line in path.read_text().splitlines():
         key, value = line.split(" = ")
-        current[key] = float(value)
+        current[key] = best_checkpoint.parse_value(value)
         if key == "global_step":
             blocks.append(current)
             current = {}
@@ -339,6 +340,7 @@ def test_run_race_c3_train_eval_predict_export(dev_documents, tmp_path, chinese_
                 block["eval_examples_d"]) == (27, 14, 13)
         both = (14 * block["eval_accuracy_m"] + 13 * block["eval_accuracy_d"]) / 27
         assert block["eval_accuracy"] == pytest.approx(both)
+        assert isinstance(block["collapsed"], bool)
     best = json.loads((out / "best_eval.json").read_text())
     assert best["eval_accuracy"] == max(b["eval_accuracy"] for b in blocks)
 

@@ -127,6 +127,25 @@ def test_run_pretraining_missing_config_file(files):
     assert not (files / "out").exists()
 
 
+def test_robust_run_flag_mistakes(files):
+    """The divergence guard's, --hparams' and the seeds' flags: one line naming the flag,
+    before anything is read or written."""
+    base = [f"--albert_config_file={files / 'albert_config.json'}",
+            f"--output_dir={files / 'out'}", f"--spm_model_file={files / 'text.txt'}",
+            f"--data_dir={files}", "--do_train", "--do_eval"]
+    assert_user_error(run("run_classifier.py", *base, "--task_name=rte", "--num_seeds=0"),
+                      "run_classifier.py", "--num_seeds must be at least 1, got 0")
+    assert_user_error(run("run_ner.py", *base, "--task_name=conll2003", "--hparams=paper"),
+                      "run_ner.py", "--hparams=paper: no published hyperparameters for task "
+                      "'conll2003'")
+    assert_user_error(run("run_pretraining.py", base[0], base[1],
+                          f"--input_file={files / 'text.txt'}", "--do_train",
+                          "--spike_factor=0.5"),
+                      "run_pretraining.py", "--spike_factor must be above 1 (or 0: no spike "
+                      "check), got 0.5")
+    assert not (files / "out").exists()
+
+
 def test_fill_mask_on_a_directory_without_a_checkpoint(files):
     model_dir = files / "model"
     model_dir.mkdir()

@@ -81,8 +81,9 @@ def test_train_eval_predict_export_and_serve_raw_text(sst2, tmp_path):
     assert [l for l in evals.splitlines() if l.startswith("global_step")] == [
         "global_step = 20", "global_step = 40"]
     assert "eval_accuracy = " in evals and "eval_loss = " in evals
+    assert evals.count("collapsed = true") + evals.count("collapsed = false") == 2
     best = json.loads((out / "best_eval.json").read_text())
-    assert best["eval_examples"] == 80
+    assert best["eval_examples"] == 80 and isinstance(best["collapsed"], bool)
     assert (out / "model.ckpt-best.index").exists()
 
     probabilities = np.loadtxt(out / "test_results.tsv", delimiter="\t")

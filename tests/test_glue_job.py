@@ -46,6 +46,7 @@ def test_stsb_regression_train_eval_predict_export(shared_data, spm, tmp_path):
 
     best = json.loads((out / "best_eval.json").read_text())
     assert set(best) >= {"pearson", "spearman", "MSE", "eval_loss", "global_step"}
+    assert "collapsed" not in best  # no collapse check for regression
     evals = (out / "eval_results.txt").read_text()
     pearsons = [float(l.split(" = ")[1]) for l in evals.splitlines() if l.startswith("pearson")]
     assert len(pearsons) == 2 and best["pearson"] == max(pearsons)  # best by pearson
@@ -110,6 +111,7 @@ def test_custom_task_job_eval_and_predict(spm, tmp_path):
     results = run_glue(options)
     assert results["eval"]["eval_examples"] == 3
     assert 0.0 <= results["eval"]["eval_accuracy"] <= 1.0
+    assert isinstance(results["eval"]["collapsed"], bool)
     submission = (out / "submit_results.tsv").read_text().splitlines()
     assert submission[0] == "index\tprediction" and len(submission) == 3
     assert {l.split("\t")[1] for l in submission[1:]} <= {"neg", "pos"}

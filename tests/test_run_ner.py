@@ -118,12 +118,14 @@ def evaluate_cli(task, data_file, prediction_file):
 
 def eval_blocks(path):
     """eval_results.txt as one dict per evaluation (`key = value` lines, keys sorted)."""
+    from albert_tf.training import best_checkpoint
+
     blocks = [{}]
     for line in pathlib.Path(path).read_text().splitlines():
         key, value = line.split(" = ")
         if key in blocks[-1]:
             blocks.append({})
-        blocks[-1][key] = float(value)
+        blocks[-1][key] = best_checkpoint.parse_value(value)
     return blocks
 
 
@@ -230,8 +232,10 @@ def test_conll2003_softmax_train_eval_predict_score(setup, tmp_path):
         assert {"precision", "recall", "f1", "token_accuracy"} <= set(block)
         for kind in ("LOC", "MISC", "ORG", "PER"):  # every type of the dev gold
             assert {f"precision_{kind}", f"recall_{kind}", f"f1_{kind}"} <= set(block)
+        assert isinstance(block["collapsed"], bool)
     best = json.loads((out / "best_eval.json").read_text())
     assert best["f1"] == max(b["f1"] for b in blocks)
+    assert best["collapsed"] is False  # the best weights predict entities
     assert (out / "model.ckpt-best.index").exists()
     assert read_lines(out / "labels.txt") == CONLL_LABELS
     record = json.loads((out / "albert_tf_run.json").read_text())

@@ -12,6 +12,7 @@ import tensorflow_text  # noqa: F401  (registers the ops the SavedModel uses)
 
 from albert_tf import checkpoints
 from albert_tf.config import AlbertConfig
+from albert_tf.training import best_checkpoint
 from albert_tf.tasks.multiple_choice import race, job as race_job
 from albert_tf.tokenization import SentencePieceTokenizer
 from tests.conftest import REPO_ROOT
@@ -52,7 +53,7 @@ def read_blocks(path):
     blocks, current = [], {}
     for line in path.read_text().splitlines():
         key, value = line.split(" = ")
-        current[key] = float(value)
+        current[key] = best_checkpoint.parse_value(value)
         if key == "global_step":
             blocks.append(current)
             current = {}
@@ -78,6 +79,7 @@ def test_train_eval_predict_export_reload(setup, tmp_path):
         assert block["eval_examples_high"] == 6
         middle, high = block["eval_accuracy_middle"], block["eval_accuracy_high"]
         assert block["eval_accuracy"] == pytest.approx((11 * middle + 6 * high) / 17)
+        assert isinstance(block["collapsed"], bool)  # `collapsed = true` / `false`
     best = json.loads((out / "best_eval.json").read_text())
     assert best["eval_accuracy"] == max(b["eval_accuracy"] for b in blocks)
 

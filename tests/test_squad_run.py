@@ -122,6 +122,8 @@ def test_cli_trains_predicts_evaluates_exports(shared_data, tmp_path, v2):
     steps = [line for line in (out / "eval_results.txt").read_text().splitlines()
              if line.startswith("global_step")]
     assert len(steps) >= 2 and (out / "model.ckpt-best.index").exists()
+    # The collapse check is v2's (no answer / an answer almost everywhere) only.
+    assert ("collapsed = " in (out / "eval_results.txt").read_text()) is v2
     files = ["predictions.json", "nbest_predictions.json"] + (["null_odds.json"] if v2 else [])
     assert all((out / f).exists() for f in files)
     if v2:

@@ -8,6 +8,11 @@ job.py            run_finetuning (train, evaluate every checkpoint, keep the bes
                   (tokenizer, run directory, best weights, export)
 predict.py        the distributed prediction loop
 feature_cache.py  the one feature-cache policy (reuse, rebuild, refuse)
+collapse.py       collapse warnings: an evaluation predicting one label, no answer or no
+                  entity almost everywhere (`collapsed` in its metrics, one warning)
+hparams.py        the paper's (and the CLUE baselines') hyperparameters per task
+                  (--hparams=paper)
+seeds.py          run_seeds: N fine-tunings with different seeds, their median and best
 
 The names below are loaded on first use (PEP 562), so that a task module importing
 `feature_cache` does not load TensorFlow and Keras with the job.
@@ -23,7 +28,7 @@ _EXPORTS = {
     "ExampleMeanTask": "job", "FinetuningJob": "job", "evaluate_unrecorded_checkpoint": "job",
     "load_best_weights": "job", "run_finetuning": "job", "real_features": "job",
     "FinetuningOptions": "options", "TaskOptions": "options",
-    "predict_outputs": "predict",
+    "predict_outputs": "predict", "run_seeds": "seeds",
 }
 __all__ = list(_EXPORTS)
 

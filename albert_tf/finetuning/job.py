@@ -23,7 +23,8 @@ from absl import logging
 
 from albert_tf import errors
 from albert_tf import checkpoints, training
-from albert_tf.training import best_checkpoint, distribute, optimization, run_dir
+from albert_tf.training import (best_checkpoint, distribute, optimization, reproducibility,
+                                run_dir)
 from albert_tf.export import portable
 from albert_tf.finetuning.options import FinetuningOptions, TaskOptions  # noqa: F401
 from albert_tf.kernels import precision
@@ -99,8 +100,7 @@ def run_finetuning(options: FinetuningOptions, build_model: Callable[[str], kera
         raise ValueError("do_train needs a train_dataset_fn")
     if options.do_eval and evaluate_fn is None:
         raise ValueError("do_eval needs an evaluate_fn")
-    if options.seed is not None:
-        keras.utils.set_random_seed(options.seed)
+    reproducibility.seed_run(options.seed, options.deterministic)
     chief = distribute.is_chief(strategy)
     policy = precision.resolve(options.mixed_precision, strategy)
     model = _build_and_claim(options, build_model, policy, task, metric, strategy, identity,
@@ -169,7 +169,8 @@ def _trainer(options: FinetuningOptions, model, policy: str, task, strategy
         save_checkpoints_steps=options.save_checkpoints_steps,
         keep_checkpoint_max=options.keep_checkpoint_max,
         gradient_accumulation_steps=options.gradient_accumulation_steps,
-        jit_compile=options.jit_compile, summary_dir=os.path.join(options.output_dir, "train"))
+        jit_compile=options.jit_compile, summary_dir=os.path.join(options.output_dir, "train"),
+        divergence=options.divergence)
     return training.Trainer(strategy, model, optimizer, task, config,
                             getattr(task, "metric_names"), learning_rate_fn=schedule)
 
@@ -236,7 +237,8 @@ class FinetuningJob:
       read_data()                         (optional) reads what identity() needs, writing
                                           nothing (e.g. a label list from the data)
       prepare(tokenizer)                  reads the data and builds the feature caches; sets
-                                          train_dataset_fn / evaluate_fn / predict_fn
+                                          train_dataset_fn / evaluate_fn / predict_fn (and
+                                          num_train_examples, with do_train)
       exporters()                         {"saved_model": fn(model)}
       portable_model(model)               the token-id function, signature and metadata
                                           of its ONNX and LiteRT files (export.portable)
@@ -257,6 +259,7 @@ class FinetuningJob:
         self.evaluate_fn: Optional[Callable] = None
         self.predict_fn: Optional[Callable] = None
         self.eval_features_fn: Optional[Callable[[], Mapping[str, np.ndarray]]] = None
+        self.num_train_examples: Optional[int] = None  # set by prepare, with do_train
         self.results: Dict = {}
 
     # --- what a task family supplies ---------------------------------------------------------
@@ -285,9 +288,14 @@ class FinetuningJob:
     def portable_model(self, model: keras.Model) -> portable.PortableModel:
         raise NotImplementedError(f"{type(self).__name__} exports no ONNX or LiteRT model")
 
+    def evaluates(self) -> bool:
+        """Whether the run evaluates on a dev set (what a multi-seed run compares)."""
+        return bool(self.options.do_eval)
+
     def finetuning_options(self) -> FinetuningOptions:
-        """The run's options (a task may derive some, e.g. SQuAD's steps from its epochs)."""
-        return self.options.finetuning_options()
+        """The run's options, the steps from --num_train_epochs / --warmup_proportion when
+        given (a task may derive more, e.g. SQuAD's steps from its epochs)."""
+        return self.options.finetuning_options(self.num_train_examples)
 
     # --- the shared job ----------------------------------------------------------------------
 
@@ -317,6 +325,17 @@ class FinetuningJob:
                 strategy=self.strategy, identity=identity))
         if self.options.export_dir and self.chief:
             self.export(self.results.get("model"))
+        return self.results
+
+    def export_trained(self) -> Dict:
+        """Exports the best weights of an output_dir trained earlier (no training, no new
+        evaluation; with --do_eval the int8 files are checked on the dev set): what a
+        multi-seed run does with its best seed."""
+        self.validate(self.strategy.num_replicas_in_sync)
+        tokenizer = self.options.load_tokenizer()
+        self.read_data()
+        self.prepare(tokenizer)
+        self.export(None)
         return self.results
 
     def export(self, model: Optional[keras.Model]) -> None:

@@ -14,6 +14,7 @@ from albert_tf import tokenization
 from albert_tf.config import AlbertConfig
 from albert_tf.export import formats, portable
 from albert_tf.kernels import fused_ops, precision
+from albert_tf.training.divergence import DivergenceOptions
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -21,6 +22,8 @@ class FinetuningOptions:
     """Options of a fine-tuning job; defaults are the original run_classifier's flags.
 
     Batch sizes are global. `train_step` / `warmup_step` count optimizer updates.
+    `divergence`: the divergence guard (rollback on NaN, infinite or spiking losses).
+    `deterministic`: TensorFlow's op determinism (needs `seed`).
     """
 
     output_dir: str
@@ -41,6 +44,8 @@ class FinetuningOptions:
     jit_compile: bool = False
     gradient_accumulation_steps: int = 1
     seed: Optional[int] = None
+    deterministic: bool = False
+    divergence: DivergenceOptions = dataclasses.field(default_factory=DivergenceOptions)
 
     @classmethod
     def from_fields(cls, source, **overrides) -> "FinetuningOptions":
@@ -57,6 +62,9 @@ class FinetuningOptions:
         if not (self.do_train or self.do_eval or self.do_predict):
             raise ValueError("at least one of --do_train, --do_eval, --do_predict must be set")
         precision.check(self.mixed_precision)
+        self.divergence.validate()
+        if self.deterministic and self.seed is None:
+            raise ValueError("--deterministic needs --seed")
         for name in ("train_step", "save_checkpoints_steps", "iterations_per_loop",
                      "train_batch_size", "gradient_accumulation_steps"):
             if getattr(self, name) <= 0:
@@ -80,7 +88,9 @@ class TaskOptions(FinetuningOptions):
     `export_format` ("saved_model", "onnx", "tflite"); with `export_int8` the ONNX and
     LiteRT models in int8 too, each kept only where its predictions on the evaluation set
     agree with float32's at least `int8_min_agreement` of the time; with `export_fp16` a
-    float16 LiteRT model.
+    float16 LiteRT model. `num_train_epochs` (when set) gives `train_step` as
+    int(training examples / train_batch_size * epochs), the original's rule, and
+    `warmup_proportion` (when set) gives `warmup_step` as int(train_step * proportion).
     """
 
     albert_config: AlbertConfig
@@ -96,6 +106,8 @@ class TaskOptions(FinetuningOptions):
     export_int8: bool = False
     export_fp16: bool = False
     int8_min_agreement: float = portable.DEFAULT_INT8_MIN_AGREEMENT
+    num_train_epochs: Optional[float] = None
+    warmup_proportion: Optional[float] = None
 
     # The checks every task shares, each raising ValueError naming the flag. A task calls
     # them where its own checks interleave, so that the first error a user sees stays the
@@ -107,6 +119,7 @@ class TaskOptions(FinetuningOptions):
         self.check_vocabulary_given()
         self.check_max_seq_length()
         self.check_batch_sizes()
+        self.check_schedule()
 
     def check_export(self) -> None:
         fused_ops.check_export_layer_norm(self.export_layer_norm, "--export_layer_norm")
@@ -114,6 +127,13 @@ class TaskOptions(FinetuningOptions):
                                      mixed_precision=self.mixed_precision,
                                      export_dir=self.export_dir, fp16=self.export_fp16,
                                      int8_min_agreement=self.int8_min_agreement)
+
+    def check_schedule(self) -> None:
+        if self.num_train_epochs is not None and not self.num_train_epochs > 0:
+            raise ValueError(f"--num_train_epochs must be positive, got {self.num_train_epochs}")
+        if self.warmup_proportion is not None and not 0.0 <= self.warmup_proportion < 1.0:
+            raise ValueError(f"--warmup_proportion must be in [0, 1), got "
+                             f"{self.warmup_proportion}")
 
     def check_vocabulary_given(self) -> None:
         if not self.spm_model_file and not self.vocab_file:
@@ -151,6 +171,16 @@ class TaskOptions(FinetuningOptions):
                                                spm_model_file=self.spm_model_file,
                                                do_lower_case=self.do_lower_case)
 
-    def finetuning_options(self) -> FinetuningOptions:
-        """The run's options alone (what run_finetuning takes)."""
-        return FinetuningOptions.from_fields(self)
+    def finetuning_options(self, num_train_examples: Optional[int] = None
+                           ) -> FinetuningOptions:
+        """The run's options alone (what run_finetuning takes), with the step counts that
+        `num_train_epochs` / `warmup_proportion` give for `num_train_examples` training
+        examples (the steps as given when those are unset or the count unknown)."""
+        train_step, warmup_step = self.train_step, self.warmup_step
+        if self.num_train_epochs is not None and num_train_examples is not None:
+            train_step = max(1, int(num_train_examples / self.train_batch_size
+                                    * self.num_train_epochs))
+        if self.warmup_proportion is not None:
+            warmup_step = int(train_step * self.warmup_proportion)
+        return FinetuningOptions.from_fields(self, train_step=train_step,
+                                             warmup_step=warmup_step)

@@ -18,7 +18,9 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf import checkpoints, training
-from albert_tf.training import best_checkpoint, distribute, optimization, run_dir
+from albert_tf.training import (best_checkpoint, distribute, optimization, reproducibility,
+                                run_dir)
+from albert_tf.training.divergence import DivergenceOptions
 from albert_tf.pretraining import inputs
 from albert_tf.kernels import precision
 from albert_tf.config import AlbertConfig
@@ -119,6 +121,8 @@ class PretrainingOptions:
     gradient_accumulation_steps: int = 1
     seed: Optional[int] = None
     deterministic_input: bool = False
+    deterministic: bool = False  # TensorFlow's op determinism (needs seed)
+    divergence: DivergenceOptions = dataclasses.field(default_factory=DivergenceOptions)
 
     def validate(self, num_replicas: int) -> None:
         """Raises ValueError naming the flag that is wrong."""
@@ -130,6 +134,9 @@ class PretrainingOptions:
             raise ValueError("--eval_input_file is required with --do_eval (evaluation reads "
                              "held-out files, never the training files)")
         precision.check(self.mixed_precision)
+        self.divergence.validate()
+        if self.deterministic and self.seed is None:
+            raise ValueError("--deterministic needs --seed")
         if self.max_seq_length > self.albert_config.max_position_embeddings:
             raise ValueError(f"--max_seq_length {self.max_seq_length} exceeds the config's "
                              f"max_position_embeddings {self.albert_config.max_position_embeddings}")
@@ -155,7 +162,8 @@ BEST_PREFIX = best_checkpoint.BEST_PREFIX
 def _input_config(options, files, is_training):
     return inputs.PretrainingInputConfig(
         files, options.max_seq_length, options.max_predictions_per_seq, is_training=is_training,
-        seed=options.seed, deterministic=options.deterministic_input or not is_training)
+        seed=options.seed,
+        deterministic=options.deterministic_input or options.deterministic or not is_training)
 
 
 def _dataset_fn(config, global_batch):
@@ -188,8 +196,7 @@ def run_pretraining(options: PretrainingOptions,
     """
     strategy = strategy or tf.distribute.get_strategy()
     options.validate(strategy.num_replicas_in_sync)
-    if options.seed is not None:
-        keras.utils.set_random_seed(options.seed)
+    reproducibility.seed_run(options.seed, options.deterministic)
     chief = distribute.is_chief(strategy)
     _claim_output_dir_and_save_config(options, chief)
     ckpt_dir = os.path.join(options.output_dir, CHECKPOINT_SUBDIR)
@@ -269,7 +276,7 @@ def _training_config(options: PretrainingOptions, ckpt_dir: str) -> training.Tra
         keep_checkpoint_max=options.keep_checkpoint_max,
         gradient_accumulation_steps=options.gradient_accumulation_steps,
         jit_compile=options.jit_compile, summary_dir=os.path.join(options.output_dir, "train"),
-        max_train_seconds=options.max_train_seconds)
+        max_train_seconds=options.max_train_seconds, divergence=options.divergence)
 
 
 def _held_out_evaluator(options: PretrainingOptions, strategy: tf.distribute.Strategy,

@@ -8,9 +8,11 @@ makes a resumed run evaluate the checkpoint an interruption left unevaluated.
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Callable, Dict
 
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -26,7 +28,8 @@ class BestCheckpointTracker:
     """Appends evaluations to eval_results.txt and exports the best weights as TF1.
 
     eval_results.txt holds the original's `key = value` lines, one block per
-    evaluation. The best evaluation (by `metric`) is kept in `best_eval.json`
+    evaluation (a bool, e.g. `collapsed`, written `true` / `false`; `parse_value` reads
+    a value back). The best evaluation (by `metric`) is kept in `best_eval.json`
     and `best_trial.txt` (`global_step:best_step:best_value`, as the original),
     and its weights in `model.ckpt-best.{index,data-*}`. State survives restarts.
     Non-chief workers (`write=False`) track but write nothing.
@@ -59,6 +62,10 @@ class BestCheckpointTracker:
                     if line.startswith("global_step =")}
 
     def _improves(self, value: float) -> bool:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+            raise TypeError(f"the metric {self.metric!r} must be a number, got {value!r}")
+        if not math.isfinite(value):  # a NaN or infinite evaluation is never the best
+            return False
         if self.best is None:
             return True
         return value > self.best[self.metric] if self.higher_is_better \
@@ -69,19 +76,32 @@ class BestCheckpointTracker:
         """Records one evaluation; returns True when it is the new best (and was exported)."""
         if self.metric not in metrics:
             raise KeyError(f"evaluation returned no {self.metric!r} (got {sorted(metrics)})")
+        # NumPy bools as Python's: JSON `true`, never a number.
+        metrics = {key: bool(value) if isinstance(value, np.bool_) else value
+                   for key, value in metrics.items()}
+        # No file holds a NaN or infinite figure: such a metric is named, not written.
+        nonfinite = sorted(key for key, value in metrics.items()
+                           if isinstance(value, (float, np.floating))
+                           and not math.isfinite(value))
+        if nonfinite:
+            logging.warning("eval at step %d: %s not finite; not recorded, and this "
+                            "checkpoint cannot be the best", step, ", ".join(nonfinite))
+            metrics = {key: value for key, value in metrics.items() if key not in nonfinite}
+            metrics["nonfinite_metrics"] = ",".join(nonfinite)
         results = dict(metrics, global_step=step)
         logging.info("eval at step %d: %s", step,
-                     " | ".join(f"{k} {v:.4g}" for k, v in sorted(metrics.items())
+                     " | ".join(f"{k} {format_value(v)}" if isinstance(v, bool) else
+                                f"{k} {v:.4g}" for k, v in sorted(metrics.items())
                                 if isinstance(v, (int, float))))
-        improved = self._improves(metrics[self.metric])
+        improved = self.metric in metrics and self._improves(metrics[self.metric])
         if not self.write:
             self.best = results if improved else self.best
             return improved
         if summary_writer is not None:
             with summary_writer.as_default(step=step):
                 for key, value in metrics.items():
-                    if isinstance(value, (int, float)):
-                        tf.summary.scalar(key, value)
+                    if isinstance(value, (int, float)):  # a bool as 0 / 1
+                        tf.summary.scalar(key, float(value))
         if improved:
             tf1.save_tf1_checkpoint(model, os.path.join(self.output_dir, BEST_PREFIX),
                                             global_step=step)
@@ -97,9 +117,50 @@ class BestCheckpointTracker:
         if tf.io.gfile.exists(path):
             with tf.io.gfile.GFile(path) as handle:
                 previous = handle.read()
-        lines = [f"{key} = {results[key]}" for key in sorted(results)]
+        lines = [f"{key} = {format_value(results[key])}" for key in sorted(results)]
         fileio.atomic_write_text(path, previous + "\n".join(lines) + "\n")
         return improved
+
+
+def format_value(value) -> str:
+    """A value as eval_results.txt writes it: bools `true` / `false`, the rest by str()."""
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    return str(value)
+
+
+def parse_value(text: str):
+    """A value of eval_results.txt back: `true` / `false` as bools, numbers as int or
+    float (`nan`, `inf` included), anything else as the string."""
+    text = text.strip()
+    if text in ("true", "false"):
+        return text == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def read_eval_results(output_dir: str):
+    """The evaluations output_dir/eval_results.txt records, in order: one dict per block
+    (each block's keys are sorted, so a key not after the previous one starts the next
+    block), values as `parse_value` reads them."""
+    path = os.path.join(output_dir, "eval_results.txt")
+    if not tf.io.gfile.exists(path):
+        return []
+    blocks, previous = [], None
+    with tf.io.gfile.GFile(path) as handle:
+        for line in handle.read().splitlines():
+            if " = " not in line:
+                continue
+            key, value = line.split(" = ", 1)
+            if previous is None or key <= previous:
+                blocks.append({})
+            blocks[-1][key] = parse_value(value)
+            previous = key
+    return blocks
 
 
 def evaluate_unrecorded_checkpoint(trainer: loop.Trainer, tracker: BestCheckpointTracker,

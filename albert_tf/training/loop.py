@@ -91,13 +91,16 @@ class TrainingConfig:
 
 
 class _GuardState(tf.Module):
-    """What the guard keeps in every checkpoint: the learning-rate scale and the number of
-    rollbacks so far (a resumed run goes on with both)."""
+    """What the guard keeps in every checkpoint: the learning-rate scale, the number of
+    rollbacks so far and the loss of the run's first step (-1: none yet); a resumed run
+    goes on with all three."""
 
     def __init__(self, learning_rate_scale: Optional[tf.Variable]):
         super().__init__(name="divergence_guard")
         self.learning_rate_scale = learning_rate_scale
         self.rollbacks = tf.Variable(0, dtype=tf.int64, trainable=False, name="rollbacks")
+        self.initial_loss = tf.Variable(-1.0, dtype=tf.float32, trainable=False,
+                                        name="initial_loss")
 
 
 def _zeros_like_sums(names):
@@ -272,7 +275,9 @@ class Trainer:
             self._train_fn = self.build_train_function()
         guard = None
         if cfg.divergence is not None:
-            guard = DivergenceGuard(cfg.divergence, check_gradients=not self._loss_scaled)
+            initial = float(self._guard_state.initial_loss.numpy())
+            guard = DivergenceGuard(cfg.divergence, check_gradients=not self._loss_scaled,
+                                    initial_loss=initial if initial >= 0 else None)
         writer = tf.summary.create_file_writer(
             cfg.summary_dir or os.path.join(cfg.output_dir, "train")) if self.is_chief \
             else tf.summary.create_noop_writer()
@@ -305,6 +310,8 @@ class Trainer:
             if guard is not None:
                 event = guard.inspect(step, totals.pop("step_losses"),
                                       totals.pop("step_grad_norms"))
+                if guard.initial_loss is not None:
+                    self._guard_state.initial_loss.assign(guard.initial_loss)
                 if event is not None:
                     self._on_divergence(event, checkpoint, manager, start_snapshot)
                     guard.reset()
@@ -407,8 +414,9 @@ class Trainer:
             why = "stopping (nothing to roll back to)"
         error = NonFiniteLossError if "NaN" in event.cause or "infinite" in event.cause \
             else DivergenceError
-        return error(f"training diverged at step {event.step}: {event.cause}; {why}. The "
-                     f"last good checkpoint is {latest or 'none (none was written yet)'} "
+        where = f"The last good checkpoint is {latest}" if latest else \
+            "No checkpoint was written yet"
+        return error(f"training diverged at step {event.step}: {event.cause}; {why}. {where} "
                      "(try a lower --learning_rate or --hparams=paper, more --warmup_step, "
                      "another --seed)")
 

@@ -25,7 +25,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf import export, fileio, finetuning, tokenization
-from albert_tf.finetuning import predict
+from albert_tf.finetuning import collapse, predict
 from albert_tf.finetuning.options import FinetuningOptions, TaskOptions
 from albert_tf.training import run_dir
 from albert_tf.export import onnx as onnx_export, portable
@@ -75,6 +75,7 @@ class GlueOptions(TaskOptions):
         self.check_vocabulary_given()
         self.check_vocabulary_exists()
         self.check_max_seq_length()
+        self.check_schedule()
         if self.max_seq_length < 3:
             raise ValueError(f"--max_seq_length must be at least 3, got {self.max_seq_length}")
         # Evaluation batches are split evenly over the replicas (padded, as the original).
@@ -263,8 +264,9 @@ class GlueJob(finetuning.FinetuningJob):
         options = self.options
         if options.do_train:
             train_examples, train_path = self.features_for(tokenizer, "train")
+            self.num_train_examples = len(train_examples)
             logging.info("training on %d examples, batch %d, %d steps", len(train_examples),
-                         options.train_batch_size, options.train_step)
+                         options.train_batch_size, self.finetuning_options().train_step)
 
             def train_dataset_fn(input_context):
                 per_replica = (input_context.get_per_replica_batch_size(options.train_batch_size)
@@ -282,7 +284,8 @@ class GlueJob(finetuning.FinetuningJob):
             self.predict_fn = self.predictor(*self.features_for(tokenizer, "test"))
 
     def evaluator(self, examples, path):
-        """evaluate_fn(model, step) -> the task's metrics on the dev set."""
+        """evaluate_fn(model, step) -> the task's metrics on the dev set, with `collapsed`
+        (classification, not regression: see `finetuning.collapse`)."""
         gold = np.array([e.label for e in examples], np.float64 if self.regression else object)
         if not self.regression:
             index = {label: i for i, label in enumerate(self.spec.labels)}
@@ -294,6 +297,10 @@ class GlueJob(finetuning.FinetuningJob):
                                     f"of {len(examples)} dev examples")
             metrics = glue.compute_metrics(self.spec, logits, gold)
             metrics["eval_examples"] = len(examples)
+            if not self.regression:  # one label predicted almost everywhere?
+                collapse.mark(metrics, collapse.label_collapse(
+                    np.argmax(logits, axis=-1), gold, labels=self.spec.labels),
+                    self.spec.name, step)
             return metrics
         return evaluate_fn
 

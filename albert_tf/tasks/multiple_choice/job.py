@@ -37,7 +37,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf import fileio, finetuning, training
-from albert_tf.finetuning import predict
+from albert_tf.finetuning import collapse, predict
 from albert_tf.finetuning.options import TaskOptions
 from albert_tf.training import run_dir
 from albert_tf.config import AlbertConfig
@@ -59,13 +59,22 @@ class RaceTask(training.Task):
     give accuracy overall and per level (`levels`: level_ids 0 = middle,
     1 = high; C3's ("m", "d")). `masked` (C3): the features carry a `choice_mask`,
     with which the model masks absent choices before the loss and the argmax.
+
+    Evaluation (training=False) also sums, per choice, the questions predicted and the
+    questions answered by it (`eval_metric_names`, not computed in training steps), from
+    which `finalize` adds `collapsed` (`finetuning.collapse`; `name` names the task in
+    its warning).
     """
 
-    def __init__(self, levels=race.LEVELS, masked: bool = False):
+    def __init__(self, levels=race.LEVELS, masked: bool = False, name: str = "RACE"):
         self.levels = tuple(levels)
         self.masked = masked
+        self.name = name
         self.metric_names = ("loss_total", "examples", "correct") + tuple(
             f"{kind}_{level}" for level in self.levels for kind in ("examples", "correct"))
+        self.choice_count_names = tuple(f"{kind}_{choice}" for kind in ("predicted", "gold")
+                                        for choice in range(race.NUM_CHOICES))
+        self.eval_metric_names = self.metric_names + self.choice_count_names
 
     def normalizers(self, features):
         return {"examples": tf.reduce_sum(tf.cast(features["is_real_example"], tf.float32))}
@@ -83,6 +92,13 @@ class RaceTask(training.Task):
             in_level = tf.cast(tf.equal(features["level_ids"], level_id), tf.float32) * weights
             sums["examples_" + level] = tf.reduce_sum(in_level)
             sums["correct_" + level] = tf.reduce_sum(correct * in_level)
+        if not training:  # per-choice counts for the collapse check (evaluation only)
+            for kind, ids in (("predicted", outputs["predictions"]),
+                              ("gold", features["label_ids"])):
+                counts = tf.reduce_sum(tf.one_hot(tf.reshape(tf.cast(ids, tf.int32), [-1]),
+                                                  race.NUM_CHOICES) * weights[:, None], axis=0)
+                for choice in range(race.NUM_CHOICES):
+                    sums[f"{kind}_{choice}"] = counts[choice]
         return tf.math.divide_no_nan(total, normalizers["examples"]), sums
 
     def finalize(self, sums: Dict[str, float]) -> Dict[str, float]:
@@ -95,6 +111,14 @@ class RaceTask(training.Task):
                 metrics["eval_accuracy_" + level] = (sums["correct_" + level]
                                                      / sums["examples_" + level])
                 metrics["eval_examples_" + level] = int(sums["examples_" + level])
+        if all(name in sums for name in self.choice_count_names):  # an evaluation
+            counts = {kind: [sums[f"{kind}_{choice}"] for choice in range(race.NUM_CHOICES)]
+                      for kind in ("predicted", "gold")}
+            collapse.mark(metrics, collapse.label_collapse_from_counts(
+                counts["predicted"], counts["gold"],
+                labels=race.LABELS if self.name == "RACE" else
+                [f"option {choice}" for choice in range(race.NUM_CHOICES)],
+                what="dev questions"), self.name)
         return metrics
 
 
@@ -144,6 +168,7 @@ class RaceOptions(TaskOptions):
         if not 0.0 <= self.dropout_prob < 1.0:
             raise ValueError(f"--dropout_prob must be in [0, 1), got {self.dropout_prob}")
         self.check_batch_sizes()
+        self.check_schedule()
         if self.predict_split not in race.SPLITS:
             raise ValueError(f"--predict_split must be one of {', '.join(race.SPLITS)}, got "
                              f"{self.predict_split!r}")
@@ -269,7 +294,7 @@ class RaceJob(finetuning.FinetuningJob):
     def __init__(self, options: RaceOptions, strategy=None):
         super().__init__(options, strategy)
         self.is_c3 = options.task_name == "c3"
-        self.task = RaceTask(c3.SUBSETS, masked=True) if self.is_c3 else RaceTask()
+        self.task = RaceTask(c3.SUBSETS, masked=True, name="C3") if self.is_c3 else RaceTask()
 
     def identity(self):
         return run_dir.RunIdentity.of(run_dir.FINETUNING, self.options.task_name,
@@ -310,9 +335,10 @@ class RaceJob(finetuning.FinetuningJob):
         options, seq, is_c3 = self.options, self.options.max_seq_length, self.is_c3
         if options.do_train:
             examples, train_path = self.cached(tokenizer, "train", race.TRAIN_SHUFFLE_SEED)
+            self.num_train_examples = len(examples)
             logging.info("%s training: %d examples, batch %d, %d steps",
                          "C3" if is_c3 else "RACE", len(examples), options.train_batch_size,
-                         options.train_step)
+                         self.finetuning_options().train_step)
             self.train_dataset_fn = lambda input_context: race.dataset(
                 train_path, seq, options.train_batch_size // options.gradient_accumulation_steps,
                 is_training=True, input_context=input_context, seed=options.seed,
@@ -326,7 +352,7 @@ class RaceJob(finetuning.FinetuningJob):
                                     num_examples=len(dev_examples), input_context=input_context,
                                     choice_mask=is_c3)
             self.evaluate_fn = lambda model, step: training.evaluate(
-                self.strategy, model, task, dataset_fn, task.metric_names)
+                self.strategy, model, task, dataset_fn, task.eval_metric_names)
             self.eval_features_fn = lambda: finetuning.real_features(
                 dataset_fn(None), ("input_ids", "input_mask", "segment_ids") +
                 (("choice_mask",) if is_c3 else ()))

@@ -26,7 +26,9 @@ evaluated set itself (as the original): the answers of predictions.json are ""
 where null_odds > best_f1_thresh, and the results say
 `null_threshold_source = "tuned_on_eval_set"`. With a given threshold, that one
 is used (`"given"`). `exact` / `f1` are the official v2.0 score of
-predictions.json as written; `best_*` come from null_odds.json.
+predictions.json as written; `best_*` come from null_odds.json. `collapsed` (v2): those
+answers are "" (or not "") for at least 95% of the questions while the gold's share of
+that outcome is below 80% (`finetuning.collapse`, with one warning).
 """
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ from albert_tf import fileio, finetuning, tokenization
 from albert_tf.export import portable
 from albert_tf.training import run_dir
 from albert_tf.modeling.models import AlbertSpanLabeler, AlbertSquadV2
-from albert_tf.finetuning import predict
+from albert_tf.finetuning import collapse, predict
 from albert_tf.finetuning.options import TaskOptions
 from albert_tf.tasks.span_qa import export as squad_export
 from albert_tf.tasks.span_qa import (data as squad_data, features as squad_features,
@@ -268,6 +270,14 @@ def score(dataset, predictions: squad_postprocess.SquadPredictions, options: Squ
     return answers, metrics
 
 
+def answerability_collapse(examples, answers) -> Optional[str]:
+    """`collapse.answerability_collapse` of the answers as written ("" = no answer) against
+    the gold (a question without gold answers is unanswerable, as the official v2.0 script)."""
+    predicted = [not answers.get(e.qas_id, "") for e in examples]
+    gold = [e.is_impossible or not e.answers for e in examples]
+    return collapse.answerability_collapse(predicted, gold)
+
+
 class SquadJob(finetuning.FinetuningJob):
     """run_squad.py's job: SQuAD v1.1 / v2.0 or CMRC 2018, best checkpoint by `f1` on
     predict_file when it has gold answers."""
@@ -302,6 +312,10 @@ class SquadJob(finetuning.FinetuningJob):
 
     def training_task(self):
         return SquadTask(self.v2)
+
+    def evaluates(self) -> bool:
+        """SQuAD evaluates the --predict_file predictions (when the file has answers)."""
+        return bool(self.options.do_predict and self.options.predict_file)
 
     def finetuning_options(self):
         return finetuning.FinetuningOptions.from_fields(
@@ -373,9 +387,14 @@ class SquadJob(finetuning.FinetuningJob):
                                                    answers)
 
     def evaluate(self, model, step) -> Dict:
+        """The checkpoint's metrics on predict_file (its predictions files written); v2
+        adds `collapsed` (no answer, or an answer, almost everywhere: `finetuning.collapse`)."""
         predictions = self.predictions_of(model)
         answers, metrics = score(self.dataset, predictions, self.options, self.metric_name)
         self.write(predictions, answers)
+        if self.v2:
+            collapse.mark(metrics, answerability_collapse(self.examples, answers),
+                          "SQuAD v2.0", step, warmup_flag="--warmup_proportion")
         return metrics
 
     def predict(self, model):

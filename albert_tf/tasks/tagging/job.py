@@ -30,7 +30,7 @@ from absl import logging
 
 from albert_tf import fileio
 from albert_tf.finetuning import job as finetuning_job
-from albert_tf.finetuning import predict
+from albert_tf.finetuning import collapse, predict
 from albert_tf.finetuning.options import TaskOptions
 from albert_tf.modeling.token_classifier import AlbertTokenClassifier
 from albert_tf.tasks.tagging import export as tagging_export
@@ -277,9 +277,11 @@ class TaggingJob(finetuning_job.FinetuningJob):
             fileio.atomic_write_text(os.path.join(options.output_dir, LABELS_FILE),
                                      "".join(label + "\n" for label in self.labels))
         if options.do_train:
+            self.num_train_examples = len(self.splits["train"].sentences)
             self.train_dataset_fn = self.training_batches
         if options.do_eval:
-            self.evaluate_fn = lambda model, step: self.scores(model, self.splits["dev"])
+            self.evaluate_fn = lambda model, step: self.scores(model, self.splits["dev"],
+                                                               step=step)
             self.eval_features_fn = self.eval_token_features
         if options.do_predict:
             self.predict_fn = self.predict
@@ -315,8 +317,11 @@ class TaggingJob(finetuning_job.FinetuningJob):
                                                "iob2"), "iob2")[0]
                 for sentence in per_word]
 
-    def scores(self, model, data: SplitData, predicted=None) -> Dict:
-        """Entity precision / recall / F1 (micro and per type) and token accuracy."""
+    def scores(self, model, data: SplitData, predicted=None, step: Optional[int] = None
+               ) -> Dict:
+        """Entity precision / recall / F1 (micro and per type) and token accuracy; an
+        evaluation (`step` given) adds `collapsed`: no entity predicted while the gold
+        has some (`finetuning.collapse`, with one warning)."""
         predicted = self.predicted_tags(model, data) if predicted is None else predicted
         gold = [schemes.convert(s.tags, self.scheme, "iob2") for s in data.sentences]
         found = metrics.entity_scores(gold, predicted)
@@ -325,6 +330,10 @@ class TaggingJob(finetuning_job.FinetuningJob):
             for name in ("precision", "recall", "f1"):
                 result[f"{name}_{kind}"] = figures[name]
         result["eval_examples"] = len(data.sentences)
+        if step is not None:
+            collapse.mark(result, collapse.entity_collapse(
+                found["predicted"], found["support"], num_sentences=len(data.sentences)),
+                f"NER {self.options.task_name}", step)
         return result
 
     def predict(self, model):

@@ -1,0 +1,127 @@
+"""Several fine-tunings of one task with different seeds: the paper's median-of-N protocol.
+
+`run_seeds` runs one job per seed, one after another, each in `<output_dir>/seed_<s>/`
+(a complete run directory of its own: checkpoints, eval_results.txt, model.ckpt-best,
+predictions), then reports each seed's best dev figure, their median and the best seed,
+in the log and in `<output_dir>/seed_results.json`, and exports the best seed's weights
+to --export_dir. A finished seed leaves `seed_<s>/seed_result.json`; a rerun of the same
+command skips those seeds and resumes the interrupted one from its checkpoints.
+"""
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import os
+import statistics
+from typing import Callable, Dict, List, Optional, Sequence
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from albert_tf import errors, fileio
+from albert_tf.finetuning.options import TaskOptions
+
+SEED_RESULT = "seed_result.json"
+SEED_RESULTS = "seed_results.json"
+_NO_EVALUATION = ("{what} a multi-seed run compares the seeds on the dev set: it needs "
+                  "--do_eval (run_squad.py: --do_predict on a file with answers)")
+
+
+def seed_dir(output_dir: str, seed: int) -> str:
+    return os.path.join(output_dir, f"seed_{seed}")
+
+
+def run_seeds(make_job: Callable, options: TaskOptions, seeds: Sequence[int],
+              strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
+    """Fine-tunes once per seed of `seeds` and summarises; returns the summary dict
+    (`metric`, `seeds`: [{seed, value, step, collapsed, output_dir}], `median`,
+    `best_seed`, `best_value`, `best_output_dir`, and `export_dir` when exported).
+
+    make_job(options, strategy) -> a FinetuningJob (e.g. GlueJob). The jobs are compared
+    by their dev metric, so the run must evaluate (--do_eval; SQuAD: --do_predict on a
+    file with answers). Each seed's feature caches go to `cached_dir` (the parent
+    output_dir by default) where the task has one, so they are built once.
+    """
+    if not seeds:
+        raise errors.UserValueError("--num_seeds / --seeds: no seed to run")
+    records: List[Dict] = []
+    metric, higher_is_better = None, True
+    for index, seed in enumerate(seeds):
+        job = make_job(_seed_options(options, seed), strategy)
+        metric, higher_is_better = job.metric, job.higher_is_better
+        if not job.evaluates():
+            raise errors.UserValueError(_NO_EVALUATION.format(what="--num_seeds / --seeds:"))
+        record = _finished(job.options.output_dir)
+        if record is not None:
+            logging.info("seed %d (%d of %d): finished earlier, %s %.4g", seed, index + 1,
+                         len(seeds), record["metric"], record["value"])
+        else:
+            logging.info("seed %d (%d of %d): fine-tuning in %s", seed, index + 1, len(seeds),
+                         job.options.output_dir)
+            record = _run_one(job, seed)
+            _release_memory()
+        records.append(record)
+    summary = _summarise(records, metric, higher_is_better, options.output_dir)
+    if options.export_dir:
+        best = make_job(dataclasses.replace(
+            _seed_options(options, summary["best_seed"]), export_dir=options.export_dir,
+            do_train=False, do_predict=False), strategy)
+        summary["export_dir"] = best.export_trained().get("export_dir")
+    return summary
+
+
+def _seed_options(options: TaskOptions, seed: int) -> TaskOptions:
+    changes = dict(output_dir=seed_dir(options.output_dir, seed), seed=seed, export_dir=None)
+    if hasattr(options, "cached_dir") and not getattr(options, "cached_dir"):
+        changes["cached_dir"] = options.output_dir
+    return dataclasses.replace(options, **changes)
+
+
+def _finished(output_dir: str) -> Optional[Dict]:
+    path = os.path.join(output_dir, SEED_RESULT)
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as handle:
+        return json.load(handle)
+
+
+def _run_one(job, seed: int) -> Dict:
+    """Runs one seed's job; records its best evaluation in seed_<s>/seed_result.json."""
+    results = job.run()
+    best = results.get("best")
+    if not best or job.metric not in best:
+        raise errors.UserValueError(_NO_EVALUATION.format(
+            what=f"seed {seed}: the run recorded no {job.metric} to compare the seeds by;"))
+    record = {"seed": seed, "metric": job.metric, "value": float(best[job.metric]),
+              "step": int(best.get("global_step", results.get("global_step", 0))),
+              "collapsed": bool(best.get("collapsed", False)),
+              "output_dir": job.options.output_dir}
+    if job.chief:
+        fileio.atomic_write_text(os.path.join(job.options.output_dir, SEED_RESULT),
+                                 json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def _release_memory() -> None:
+    """Frees the finished seed's model before the next one is built."""
+    keras.backend.clear_session()
+    gc.collect()
+
+
+def _summarise(records: List[Dict], metric: str, higher_is_better: bool,
+               output_dir: str) -> Dict:
+    values = [record["value"] for record in records]
+    best = (max if higher_is_better else min)(records, key=lambda record: record["value"])
+    summary = {"metric": metric, "seeds": records, "median": statistics.median(values),
+               "best_seed": best["seed"], "best_value": best["value"],
+               "best_output_dir": best["output_dir"]}
+    for record in records:
+        logging.info("seed %d: %s %.4g at step %d%s", record["seed"], metric, record["value"],
+                     record["step"], " (collapsed)" if record["collapsed"] else "")
+    logging.info("%d seeds: median %s %.4g; best seed %d (%.4g) in %s", len(records), metric,
+                 summary["median"], best["seed"], best["value"], best["output_dir"])
+    fileio.atomic_write_text(os.path.join(output_dir, SEED_RESULTS),
+                             json.dumps(summary, indent=2) + "\n")
+    return summary

@@ -1,0 +1,109 @@
+"""The CLI side of robust runs: --hparams=paper filling the flags the command line left out,
+--num_seeds / --seeds, --deterministic's seed, the divergence guard's flags; each bad value
+one line naming its flag."""
+import pytest
+from absl import flags
+
+from albert_tf import cli, errors
+from albert_tf.finetuning import hparams
+from albert_tf.training.divergence import DivergenceOptions
+
+
+def classifier_flags(argv):
+    """A fresh FlagValues with run_classifier's flags that --hparams touches, parsed."""
+    values = flags.FlagValues()
+    flags.DEFINE_float("learning_rate", 5e-5, "", flag_values=values)
+    flags.DEFINE_integer("train_batch_size", 32, "", flag_values=values)
+    flags.DEFINE_integer("max_seq_length", 512, "", flag_values=values)
+    flags.DEFINE_integer("train_step", 1000, "", flag_values=values)
+    flags.DEFINE_integer("warmup_step", 0, "", flag_values=values)
+    flags.DEFINE_float("classifier_dropout", 0.1, "", flag_values=values)
+    flags.DEFINE_integer("seed", None, "", flag_values=values)
+    flags.DEFINE_bool("deterministic", False, "", flag_values=values)
+    cli.define_finetuning_flags(values=values)
+    cli.define_divergence_flags(values=values)
+    values(["prog"] + argv)
+    return values
+
+
+def test_paper_hparams_fill_the_flags_not_given(caplog):
+    values = classifier_flags(["--hparams=paper", "--learning_rate=2e-5"])
+    caplog.set_level("INFO", logger="absl")
+    cli.apply_hparams("RTE", hparams.CLASSIFIER_FLAGS, values=values)
+    # RTE in the paper: 3e-5, 32, ALBERT dropout 0.1, classifier 0.1, 800 steps, 200 warmup, 512
+    assert values.learning_rate == 2e-5  # explicit: kept
+    assert (values.train_batch_size, values.train_step, values.warmup_step,
+            values.max_seq_length) == (32, 800, 200, 512)
+    assert values.albert_dropout == 0.1 and values.classifier_dropout == 0.1
+    assert values.num_train_epochs is None
+    text = caplog.text
+    assert "--hparams=paper: " in text and "Table 14" in text
+    assert "explicit flags kept: --learning_rate=2e-05" in text
+
+
+def test_an_explicit_train_step_keeps_the_tables_epochs_out():
+    values = classifier_flags(["--hparams=paper", "--train_step=77"])
+    cli.apply_hparams("afqmc", hparams.CLASSIFIER_FLAGS, values=values)
+    assert values.train_step == 77 and values.num_train_epochs is None
+    assert values.warmup_proportion == 0.1 and values.learning_rate == 3e-5
+    values = classifier_flags(["--hparams=paper"])
+    cli.apply_hparams("afqmc", hparams.CLASSIFIER_FLAGS, values=values)
+    assert values.num_train_epochs == 2.0 and values.train_batch_size == 16
+
+
+def test_without_hparams_nothing_changes():
+    values = classifier_flags([])
+    cli.apply_hparams("rte", hparams.CLASSIFIER_FLAGS, values=values)
+    assert values.learning_rate == 5e-5 and values.albert_dropout is None
+
+
+def test_paper_hparams_on_a_task_the_table_lacks_name_the_flag():
+    values = classifier_flags(["--hparams=paper"])
+    with pytest.raises(errors.UserValueError, match=r"^--hparams=paper: no published "
+                       r"hyperparameters for task 'conll2003'"):
+        cli.apply_hparams("conll2003", hparams.NER_FLAGS, values=values)
+
+
+@pytest.mark.parametrize("argv, seeds", [
+    ([], None), (["--num_seeds=3"], [1, 2, 3]), (["--seeds=5,2"], [5, 2]),
+    (["--num_seeds=1"], [1])])
+def test_seeds_from_flags(argv, seeds):
+    assert cli.seeds_from_flags(classifier_flags(argv)) == seeds
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--num_seeds=0"], "--num_seeds must be at least 1, got 0"),
+    (["--num_seeds=2", "--seeds=1,2"], "give --num_seeds or --seeds, not both"),
+    (["--seeds=1,x"], "--seeds must be integers, got 1,x"),
+    (["--seeds=3,3"], "--seeds repeats a seed: 3,3"),
+])
+def test_bad_seed_flags_are_one_line(argv, message):
+    with pytest.raises(errors.UserValueError) as bad:
+        cli.seeds_from_flags(classifier_flags(argv))
+    assert str(bad.value) == message
+
+
+def test_runtime_options_give_deterministic_runs_a_seed_and_the_guard_its_flags():
+    options = cli.runtime_options(classifier_flags(
+        ["--deterministic", "--spike_factor=4", "--on_divergence=stop", "--max_rollbacks=1"]))
+    assert options["seed"] == 0 and options["deterministic"]
+    assert options["divergence"] == DivergenceOptions(on_divergence="stop", spike_factor=4,
+                                                      max_rollbacks=1)
+    assert cli.runtime_options(classifier_flags(["--seed=7"]))["seed"] == 7
+
+
+def test_a_bad_guard_flag_is_a_user_error_naming_it():
+    with pytest.raises(errors.UserValueError, match=r"^--spike_factor must be above 1"):
+        cli.runtime_options(classifier_flags(["--spike_factor=0.5"]))
+
+
+def test_albert_dropout_replaces_both_dropouts():
+    from albert_tf.config import AlbertConfig
+
+    config = AlbertConfig(vocab_size=10, hidden_size=8, num_attention_heads=2,
+                          intermediate_size=8, embedding_size=4)
+    changed = cli.apply_albert_dropout(config, 0.1)
+    assert (changed.hidden_dropout_prob, changed.attention_probs_dropout_prob) == (0.1, 0.1)
+    assert cli.apply_albert_dropout(config, None) is config
+    with pytest.raises(errors.UserValueError, match=r"^--albert_dropout must be in \[0, 1\)"):
+        cli.apply_albert_dropout(config, 1.0)
