@@ -286,7 +286,7 @@ def apply_hparams(task: str, flag_names, values=flags.FLAGS) -> None:
             values[flag].value = value
         elif f"--{kept}={values[kept].value}" not in given:
             given.append(f"--{kept}={values[kept].value}")
-    logging.info("--hparams=paper: %s", hparams.describe(entry, task))
+    logging.info("%s", hparams.describe(entry, task))
     if given:
         logging.info("--hparams=paper: explicit flags kept: %s", " ".join(given))
 

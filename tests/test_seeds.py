@@ -129,3 +129,39 @@ def test_deterministic_runs_repeat_bit_for_bit(sst2, tmp_path):  # noqa: F811
     assert tensors[0].keys() == tensors[1].keys()
     for key in tensors[0]:
         np.testing.assert_array_equal(tensors[0][key], tensors[1][key], err_msg=key)
+
+
+def test_each_seed_runs_without_export_and_shares_the_caches(sst2, tmp_path):  # noqa: F811
+    options = options_for(sst2, tmp_path, export_dir=str(tmp_path / "export"),
+                          export_format=("saved_model", "onnx"), export_int8=True)
+    seed = seeds_module._seed_options(options, 7)
+    assert (seed.output_dir, seed.seed, seed.cached_dir) == (
+        str(tmp_path / "seed_7"), 7, str(tmp_path))
+    assert seed.export_dir is None and not seed.export_int8
+    seed.validate(1)  # a seed's options pass the checks its job runs
+
+
+class DivergingJob(GlueJob):
+    """The guard stops seed 2 (as a run diverging past --max_rollbacks would)."""
+
+    def run(self):
+        from albert_tf.training import DivergenceError
+
+        if self.options.seed == 2:
+            raise DivergenceError("training diverged at step 3: the loss became NaN; stopping")
+        return super().run()
+
+
+def test_a_diverged_seed_is_recorded_and_the_others_run_on(sst2, tmp_path, caplog):  # noqa: F811
+    caplog.set_level("INFO", logger="absl")
+    summary = run_seeds(DivergingJob, options_for(sst2, tmp_path), [2, 1])
+    assert summary["diverged"] == 1 and summary["best_seed"] == 1
+    assert summary["median"] == summary["seeds"][1]["value"]
+    with open(tmp_path / "seed_2" / seeds_module.SEED_RESULT) as handle:
+        assert json.load(handle)["value"] is None
+    assert "seed 2: diverged (training diverged at step 3" in caplog.text
+    assert "2 seeds (1 diverged): median eval_accuracy" in caplog.text
+    from albert_tf.training import DivergenceError
+
+    with pytest.raises(DivergenceError, match="^all 1 seeds diverged"):
+        run_seeds(DivergingJob, options_for(sst2, tmp_path), [2])  # recorded: not rerun

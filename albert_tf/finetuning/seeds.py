@@ -5,7 +5,9 @@
 predictions), then reports each seed's best dev figure, their median and the best seed,
 in the log and in `<output_dir>/seed_results.json`, and exports the best seed's weights
 to --export_dir. A finished seed leaves `seed_<s>/seed_result.json`; a rerun of the same
-command skips those seeds and resumes the interrupted one from its checkpoints.
+command skips those seeds and resumes the interrupted one from its checkpoints. A seed
+that diverges (the guard stops it) is recorded as diverged and the next one runs; the
+median and the best are over the seeds that finished.
 """
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf import errors, fileio
+from albert_tf.export import formats
 from albert_tf.finetuning.options import TaskOptions
+from albert_tf.training.loop import DivergenceError
 
 SEED_RESULT = "seed_result.json"
 SEED_RESULTS = "seed_results.json"
@@ -37,7 +41,8 @@ def run_seeds(make_job: Callable, options: TaskOptions, seeds: Sequence[int],
               strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
     """Fine-tunes once per seed of `seeds` and summarises; returns the summary dict
     (`metric`, `seeds`: [{seed, value, step, collapsed, output_dir}], `median`,
-    `best_seed`, `best_value`, `best_output_dir`, and `export_dir` when exported).
+    `best_seed`, `best_value`, `best_output_dir`, and when exported `export_dir` and the
+    paths of the ONNX / LiteRT files, as a job's results name them).
 
     make_job(options, strategy) -> a FinetuningJob (e.g. GlueJob). The jobs are compared
     by their dev metric, so the run must evaluate (--do_eval; SQuAD: --do_predict on a
@@ -55,8 +60,9 @@ def run_seeds(make_job: Callable, options: TaskOptions, seeds: Sequence[int],
             raise errors.UserValueError(_NO_EVALUATION.format(what="--num_seeds / --seeds:"))
         record = _finished(job.options.output_dir)
         if record is not None:
-            logging.info("seed %d (%d of %d): finished earlier, %s %.4g", seed, index + 1,
-                         len(seeds), record["metric"], record["value"])
+            logging.info("seed %d (%d of %d): finished earlier%s", seed, index + 1, len(seeds),
+                         ", diverged" if record["value"] is None else
+                         f", {record['metric']} {record['value']:.4g}")
         else:
             logging.info("seed %d (%d of %d): fine-tuning in %s", seed, index + 1, len(seeds),
                          job.options.output_dir)
@@ -67,13 +73,19 @@ def run_seeds(make_job: Callable, options: TaskOptions, seeds: Sequence[int],
     if options.export_dir:
         best = make_job(dataclasses.replace(
             _seed_options(options, summary["best_seed"]), export_dir=options.export_dir,
-            do_train=False, do_predict=False), strategy)
-        summary["export_dir"] = best.export_trained().get("export_dir")
+            export_format=options.export_format, export_int8=options.export_int8,
+            export_fp16=options.export_fp16, do_train=False, do_predict=False), strategy)
+        exported = best.export_trained()
+        summary.update({key: value for key, value in exported.items()
+                        if key == "export_dir" or key.startswith(("onnx", "tflite"))})
     return summary
 
 
 def _seed_options(options: TaskOptions, seed: int) -> TaskOptions:
-    changes = dict(output_dir=seed_dir(options.output_dir, seed), seed=seed, export_dir=None)
+    """One seed's run: its own output_dir, no export (the best seed's comes at the end)."""
+    changes = dict(output_dir=seed_dir(options.output_dir, seed), seed=seed, export_dir=None,
+                   export_format=formats.DEFAULT_EXPORT_FORMATS, export_int8=False,
+                   export_fp16=False)
     if hasattr(options, "cached_dir") and not getattr(options, "cached_dir"):
         changes["cached_dir"] = options.output_dir
     return dataclasses.replace(options, **changes)
@@ -88,8 +100,16 @@ def _finished(output_dir: str) -> Optional[Dict]:
 
 
 def _run_one(job, seed: int) -> Dict:
-    """Runs one seed's job; records its best evaluation in seed_<s>/seed_result.json."""
-    results = job.run()
+    """Runs one seed's job; records its best evaluation (or its divergence: the guard
+    stopped it) in seed_<s>/seed_result.json."""
+    try:
+        results = job.run()
+    except DivergenceError as err:
+        logging.warning("seed %d diverged and stopped: %s", seed, err)
+        record = {"seed": seed, "metric": job.metric, "value": None, "diverged": str(err),
+                  "output_dir": job.options.output_dir}
+        _write_record(job, record)
+        return record
     best = results.get("best")
     if not best or job.metric not in best:
         raise errors.UserValueError(_NO_EVALUATION.format(
@@ -98,10 +118,14 @@ def _run_one(job, seed: int) -> Dict:
               "step": int(best.get("global_step", results.get("global_step", 0))),
               "collapsed": bool(best.get("collapsed", False)),
               "output_dir": job.options.output_dir}
+    _write_record(job, record)
+    return record
+
+
+def _write_record(job, record: Dict) -> None:
     if job.chief:
         fileio.atomic_write_text(os.path.join(job.options.output_dir, SEED_RESULT),
                                  json.dumps(record, indent=2) + "\n")
-    return record
 
 
 def _release_memory() -> None:
@@ -112,16 +136,28 @@ def _release_memory() -> None:
 
 def _summarise(records: List[Dict], metric: str, higher_is_better: bool,
                output_dir: str) -> Dict:
-    values = [record["value"] for record in records]
-    best = (max if higher_is_better else min)(records, key=lambda record: record["value"])
-    summary = {"metric": metric, "seeds": records, "median": statistics.median(values),
+    finished = [record for record in records if record["value"] is not None]
+    for record in records:
+        if record["value"] is None:
+            logging.info("seed %d: diverged (%s)", record["seed"], record["diverged"])
+        else:
+            logging.info("seed %d: %s %.4g at step %d%s", record["seed"], metric,
+                         record["value"], record["step"],
+                         " (collapsed)" if record["collapsed"] else "")
+    if not finished:
+        raise DivergenceError(f"all {len(records)} seeds diverged; see the seed_<s>/ "
+                              "directories' logs (try a lower --learning_rate or "
+                              "--hparams=paper)")
+    best = (max if higher_is_better else min)(finished, key=lambda record: record["value"])
+    summary = {"metric": metric, "seeds": records,
+               "median": statistics.median([record["value"] for record in finished]),
+               "diverged": len(records) - len(finished),
                "best_seed": best["seed"], "best_value": best["value"],
                "best_output_dir": best["output_dir"]}
-    for record in records:
-        logging.info("seed %d: %s %.4g at step %d%s", record["seed"], metric, record["value"],
-                     record["step"], " (collapsed)" if record["collapsed"] else "")
-    logging.info("%d seeds: median %s %.4g; best seed %d (%.4g) in %s", len(records), metric,
-                 summary["median"], best["seed"], best["value"], best["output_dir"])
+    diverged = f" ({summary['diverged']} diverged)" if summary["diverged"] else ""
+    logging.info("%d seeds%s: median %s %.4g; best seed %d (%.4g) in %s", len(records),
+                 diverged, metric, summary["median"], best["seed"], best["value"],
+                 best["output_dir"])
     fileio.atomic_write_text(os.path.join(output_dir, SEED_RESULTS),
                              json.dumps(summary, indent=2) + "\n")
     return summary

@@ -1,7 +1,8 @@
 """The one training / evaluation loop and what it needs.
 
 loop.py (Trainer, Task, TrainingConfig, evaluate), divergence.py (the divergence guard's
-options and checks: NaN, infinite, loss spikes), optimization.py (the original's
+options and checks: NaN, infinite, loss spikes), reproducibility.py (seeds and op
+determinism), optimization.py (the original's
 AdamW and LAMB with warmup and linear decay), distribute.py (tf.distribute strategies
 from flags' values), run_dir.py (what an output directory holds, and refusing another
 run's directory), best_checkpoint.py (every evaluation recorded, the best weights
