@@ -127,6 +127,7 @@ def test_run_pretraining_missing_config_file(files):
     assert not (files / "out").exists()
 
 
+@pytest.mark.slow  # three subprocesses; tests/test_robust_cli.py checks the messages in process
 def test_robust_run_flag_mistakes(files):
     """The divergence guard's, --hparams' and the seeds' flags: one line naming the flag,
     before anything is read or written."""

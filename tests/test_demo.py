@@ -105,6 +105,7 @@ def test_frequent_token_ids_are_counted_once_per_version_of_the_data(tmp_path, m
     assert demo._frequent_token_ids.cache_info().misses == misses + 1
 
 
+@pytest.mark.slow  # ~35 s: a second miniature pretraining; keeps the default suite under 10 minutes
 def test_changed_settings_pretrain_afresh_instead_of_resuming_the_old_run(tmp_path, mini_run):
     """A rerun with other settings (here fewer steps; an upgrade that changes the recipe
     alike) must not resume the previous run's checkpoints: its pretraining outputs are
@@ -130,6 +131,7 @@ def test_changed_settings_pretrain_afresh_instead_of_resuming_the_old_run(tmp_pa
     assert "[pretrain] complete, skipped" in again.stderr and "settings changed" not in again.stderr
 
 
+@pytest.mark.slow  # ~34 s: a calibrated miniature run; keeps the default suite under 10 minutes
 def test_calibration_sizes_the_run_and_is_kept(tmp_path, mini_run):
     """Without a step count, a calibration run times this model and picks the steps that
     fit the budget (a multiple of 50, at least 100); a re-run keeps them."""

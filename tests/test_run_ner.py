@@ -248,6 +248,7 @@ def test_conll2003_softmax_train_eval_predict_score(setup, tmp_path):
     assert sum(len(s) for s in written) == 763
 
 
+@pytest.mark.slow  # ~39 s: the CoNLL-2003 end-to-end test stays in the default suite
 def test_cluener_crf_submission_file_and_constrained_viterbi(setup, tmp_path):
     out = tmp_path / "cluener"
     done = run_cli(setup, "cluener", out, use_crf=True, train_step=100,

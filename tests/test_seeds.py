@@ -45,6 +45,7 @@ class InterruptedJob(GlueJob):
         self.evaluate_fn = interrupting
 
 
+@pytest.mark.slow  # ~20 s: three fine-tunings
 def test_three_seeds_report_the_median_and_export_the_best(sst2, tmp_path):  # noqa: F811
     out = tmp_path / "run"
     options = options_for(sst2, out, export_dir=str(tmp_path / "export"),
@@ -77,6 +78,7 @@ def test_three_seeds_report_the_median_and_export_the_best(sst2, tmp_path):  # n
         assert found == (record["seed"] == best["seed"]), record
 
 
+@pytest.mark.slow  # ~20 s: three fine-tunings
 def test_an_interrupted_multi_seed_run_resumes_at_its_seed(sst2, tmp_path, caplog):  # noqa: F811
     out = tmp_path / "run"
     InterruptedJob.INTERRUPT_SEED = 2
@@ -93,6 +95,12 @@ def test_an_interrupted_multi_seed_run_resumes_at_its_seed(sst2, tmp_path, caplo
     assert "seed 1 (1 of 3): finished earlier" in caplog.text
     assert "resumed from" in caplog.text and "seed_2" in caplog.text
     assert (out / "seed_1" / seeds_module.SEED_RESULT).read_text() == seed_1
+    # A rerun with other settings would mix them in one median: refused, naming them.
+    from albert_tf.errors import UserValueError
+
+    with pytest.raises(UserValueError, match=r"seed_1 finished with other settings: "
+                       r"--learning_rate 0\.001 \(now 0\.002\); give another --output_dir"):
+        run_seeds(GlueJob, options_for(sst2, out, learning_rate=2e-3), [1, 2, 3])
 
 
 def test_a_multi_seed_run_without_evaluation_is_refused(sst2, tmp_path):  # noqa: F811

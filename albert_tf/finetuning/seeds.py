@@ -58,7 +58,7 @@ def run_seeds(make_job: Callable, options: TaskOptions, seeds: Sequence[int],
         metric, higher_is_better = job.metric, job.higher_is_better
         if not job.evaluates():
             raise errors.UserValueError(_NO_EVALUATION.format(what="--num_seeds / --seeds:"))
-        record = _finished(job.options.output_dir)
+        record = _finished(job.options)
         if record is not None:
             logging.info("seed %d (%d of %d): finished earlier%s", seed, index + 1, len(seeds),
                          ", diverged" if record["value"] is None else
@@ -91,12 +91,31 @@ def _seed_options(options: TaskOptions, seed: int) -> TaskOptions:
     return dataclasses.replace(options, **changes)
 
 
-def _finished(output_dir: str) -> Optional[Dict]:
-    path = os.path.join(output_dir, SEED_RESULT)
+# The options a finished seed must share with the rerun that skips it.
+SETTINGS = ("learning_rate", "train_batch_size", "train_step", "warmup_step",
+            "num_train_epochs", "warmup_proportion", "max_seq_length", "optimizer")
+
+
+def _settings(options: TaskOptions) -> Dict:
+    return {name: getattr(options, name) for name in SETTINGS if hasattr(options, name)}
+
+
+def _finished(options: TaskOptions) -> Optional[Dict]:
+    """The record of a seed that finished earlier with these settings, None when it has
+    not; a UserError when it finished with other settings (the summary would mix them)."""
+    path = os.path.join(options.output_dir, SEED_RESULT)
     if not tf.io.gfile.exists(path):
         return None
     with tf.io.gfile.GFile(path) as handle:
-        return json.load(handle)
+        record = json.load(handle)
+    now = _settings(options)
+    changed = [f"--{name} {record['settings'][name]} (now {now[name]})" for name in now
+               if name in record.get("settings", {}) and record["settings"][name] != now[name]]
+    if changed:
+        raise errors.UserValueError(
+            f"{options.output_dir} finished with other settings: {', '.join(changed)}; give "
+            f"another --output_dir, or delete {options.output_dir} to run it again")
+    return record
 
 
 def _run_one(job, seed: int) -> Dict:
@@ -107,7 +126,7 @@ def _run_one(job, seed: int) -> Dict:
     except DivergenceError as err:
         logging.warning("seed %d diverged and stopped: %s", seed, err)
         record = {"seed": seed, "metric": job.metric, "value": None, "diverged": str(err),
-                  "output_dir": job.options.output_dir}
+                  "output_dir": job.options.output_dir, "settings": _settings(job.options)}
         _write_record(job, record)
         return record
     best = results.get("best")
@@ -117,7 +136,7 @@ def _run_one(job, seed: int) -> Dict:
     record = {"seed": seed, "metric": job.metric, "value": float(best[job.metric]),
               "step": int(best.get("global_step", results.get("global_step", 0))),
               "collapsed": bool(best.get("collapsed", False)),
-              "output_dir": job.options.output_dir}
+              "output_dir": job.options.output_dir, "settings": _settings(job.options)}
     _write_record(job, record)
     return record
 

@@ -298,8 +298,10 @@ class Trainer:
         """train()'s loop over windows of steps: run, check, log, save, evaluate."""
         cfg = self.config
         last_metrics: Dict[str, float] = {}
+        # The rate and ETA count from here (and again after a rollback); the time limit
+        # counts from the call.
         start_step = self.step
-        start_time = time.time()
+        start_time = budget_start = time.time()
         while self.step < cfg.num_train_steps:
             step = self.step
             next_save = (step // cfg.save_checkpoints_steps + 1) * cfg.save_checkpoints_steps
@@ -324,7 +326,7 @@ class Trainer:
                     "(try a lower --learning_rate, or float32 instead of mixed_float16)")
             last_metrics = self._log(writer, totals, elapsed, start_step, start_time)
             out_of_time = (cfg.max_train_seconds is not None
-                           and time.time() - start_time >= cfg.max_train_seconds
+                           and time.time() - budget_start >= cfg.max_train_seconds
                            and self.step < cfg.num_train_steps)
             if (self.step % cfg.save_checkpoints_steps == 0 or self.step >= cfg.num_train_steps
                     or out_of_time):
