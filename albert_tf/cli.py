@@ -163,7 +163,8 @@ def define_runtime_flags() -> None:
     flags.DEFINE_integer("seed", None, "Seed for initialisation, dropout and input shuffling.")
     flags.DEFINE_bool("deterministic", False,
                       "TensorFlow's op determinism: a run repeats bit for bit on one machine "
-                      "(with --seed; 0 when not given). Costs speed: see docs/robust_runs.md.")
+                      "(with --seed; 0 when not given). No slower on the CPUs measured; "
+                      "slower on GPUs (docs/robust_runs.md).")
     define_divergence_flags()
 
 
@@ -190,7 +191,8 @@ def define_divergence_flags(values=flags.FLAGS) -> None:
                       "cause and the last good checkpoint.", flag_values=values)
     flags.DEFINE_float("spike_factor", default.spike_factor,
                        "A step whose loss is above this many times the median loss of the "
-                       "last --spike_window steps diverged (0: no spike check).",
+                       "last --spike_window steps, and above the first step's loss, diverged "
+                       "(0: no spike check).",
                        flag_values=values)
     flags.DEFINE_integer("spike_window", default.spike_window,
                          "Steps whose median loss --spike_factor compares with.",

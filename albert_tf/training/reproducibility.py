@@ -13,13 +13,13 @@ def seed_run(seed: Optional[int], deterministic: bool = False) -> None:
     `deterministic`, turns on TensorFlow's op determinism for this process: every op
     then picks a deterministic kernel (or raises when it has none), tf.data keeps its
     order, and a run with the same seed repeats bit for bit on one machine and
-    TensorFlow build. It is slower (see docs/robust_runs.md) and cannot be turned off
-    again in the process."""
+    TensorFlow build. It measured no slower on CPU (slower on GPUs: see
+    docs/robust_runs.md) and cannot be turned off again in the process."""
     if deterministic:
         if seed is None:
             raise ValueError("--deterministic needs a seed")
         tf.config.experimental.enable_op_determinism()
         logging.info("--deterministic: TensorFlow op determinism on, seed %d (a rerun repeats "
-                     "bit for bit on this machine; training is slower)", seed)
+                     "bit for bit on this machine)", seed)
     if seed is not None:
         keras.utils.set_random_seed(seed)
