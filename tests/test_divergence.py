@@ -258,3 +258,18 @@ def test_a_nan_evaluation_is_never_the_best_and_never_written(tmp_path):
     assert tracker.evaluated_steps() == {5}
     tracker.best = {"eval_accuracy": 0.5, "global_step": 1}
     assert not tracker.record(6, {"eval_accuracy": float("nan")}, model=None)
+
+
+@pytest.mark.slow  # ~20 s: a subprocess with two logical CPUs
+def test_rollback_under_a_mirrored_strategy():
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    done = subprocess.run([sys.executable, str(REPO_ROOT / "tests/mirrored_guard_run.py")],
+                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "step": 12, "rollbacks": 1, "scale": 0.5, "finite": True}
+    assert "divergence at step 7 (the loss became NaN" in done.stderr
