@@ -23,11 +23,13 @@ def tiny_config(**changes):
     return AlbertConfig(**values)
 
 
-def randomize(variables, seed=0):
-    """Gives every variable (incl. LayerNorm and biases) non-trivial random values."""
+def randomize(variables, seed=0, matrix_scale=0.3, vector_scale=0.5):
+    """Gives every variable (incl. LayerNorm and biases) non-trivial random values: normal
+    with standard deviation `matrix_scale` (matrices) or `vector_scale` (vectors; LayerNorm
+    gammas around 1)."""
     rng = np.random.default_rng(seed)
     for var in variables:
-        scale = 0.3 if len(var.shape) > 1 else 0.5
+        scale = matrix_scale if len(var.shape) > 1 else vector_scale
         value = rng.normal(0.0, scale, var.shape)
         if var.path.endswith("gamma"):
             value += 1.0

@@ -69,11 +69,7 @@ def realistic(model, features, seed=0):
     error depend on the CPU's int8 kernels (measured on an AVX2-only EPYC: logits off by
     40% of the largest), which says nothing about a trained model."""
     model(features, training=False)
-    rng = np.random.default_rng(seed)
-    for var in model.weights:
-        scale = 0.04 if len(var.shape) > 1 else 0.02
-        value = rng.normal(0.0, scale, var.shape) + (1.0 if var.path.endswith("gamma") else 0.0)
-        var.assign(value.astype("float32"))
+    randomize(model.weights, seed, matrix_scale=0.04, vector_scale=0.02)
     return model
 
 

@@ -63,13 +63,15 @@ class RaceTask(training.Task):
     Evaluation (training=False) also sums, per choice, the questions predicted and the
     questions answered by it (`eval_metric_names`, not computed in training steps), from
     which `finalize` adds `collapsed` (`finetuning.collapse`; `name` names the task in
-    its warning).
+    its warning, `choice_labels` the choices).
     """
 
-    def __init__(self, levels=race.LEVELS, masked: bool = False, name: str = "RACE"):
+    def __init__(self, levels=race.LEVELS, masked: bool = False, name: str = "RACE",
+                 choice_labels=race.LABELS):
         self.levels = tuple(levels)
         self.masked = masked
         self.name = name
+        self.choice_labels = tuple(choice_labels)
         self.metric_names = ("loss_total", "examples", "correct") + tuple(
             f"{kind}_{level}" for level in self.levels for kind in ("examples", "correct"))
         self.choice_count_names = tuple(f"{kind}_{choice}" for kind in ("predicted", "gold")
@@ -115,9 +117,7 @@ class RaceTask(training.Task):
             counts = {kind: [sums[f"{kind}_{choice}"] for choice in range(race.NUM_CHOICES)]
                       for kind in ("predicted", "gold")}
             collapse.mark(metrics, collapse.label_collapse_from_counts(
-                counts["predicted"], counts["gold"],
-                labels=race.LABELS if self.name == "RACE" else
-                [f"option {choice}" for choice in range(race.NUM_CHOICES)],
+                counts["predicted"], counts["gold"], labels=self.choice_labels,
                 what="dev questions"), self.name)
         return metrics
 
@@ -294,7 +294,9 @@ class RaceJob(finetuning.FinetuningJob):
     def __init__(self, options: RaceOptions, strategy=None):
         super().__init__(options, strategy)
         self.is_c3 = options.task_name == "c3"
-        self.task = RaceTask(c3.SUBSETS, masked=True, name="C3") if self.is_c3 else RaceTask()
+        self.task = RaceTask(c3.SUBSETS, masked=True, name="C3", choice_labels=[
+            f"option {choice}" for choice in range(race.NUM_CHOICES)]) if self.is_c3 \
+            else RaceTask()
 
     def identity(self):
         return run_dir.RunIdentity.of(run_dir.FINETUNING, self.options.task_name,
