@@ -2,6 +2,7 @@
 
   python demo.py [--output_dir demo_output] [--size full|mini] [--pretrain_minutes M]
                  [--num_train_steps N] [--mixed_precision auto|float32|mixed_bfloat16]
+                 [--recipe auto|standard|short]
 
 Stages (each shows progress; a re-run skips the stages whose outputs are
 complete and were made with the same settings, and pretraining resumes from
@@ -9,7 +10,10 @@ its last checkpoint if it was interrupted; with other settings it starts afresh)
   1. spm       train a SentencePiece model on demo_corpus/train (ALBERT's settings)
   2. data      write train and held-out TFRecords (whole-word MLM + SOP, the original's schema)
   3. calibrate time a few steps and one evaluation on this machine: the number of steps
-               that fits in --pretrain_minutes (calibration.json; skipped with --num_train_steps)
+               that fits in --pretrain_minutes (calibration.json; skipped with --num_train_steps).
+               Where fewer than SHORT_RUN_STEPS fit (a slow CPU), the short-budget recipe
+               takes over (--recipe=auto): sequences of 32, whose data and calibration
+               (data_s32/, calibration_short.json) come out of the same budget
   4. pretrain  pretrain a small ALBERT with LAMB, evaluating on the held-out split, with the
                fill-ins of a few sentences at each evaluation (fillins.jsonl)
   5. export    a SavedModel with the original TF-Hub signatures (tokens, mlm, sop), and the
@@ -37,6 +41,11 @@ from absl import flags, logging  # noqa: E402
 
 REPO = os.path.dirname(os.path.abspath(__file__))
 TIME_LIMIT_SLACK = 1.15
+# Below this many calibrated steps of the standard recipe, `--recipe=auto` takes the
+# short-budget one: at sequence 64 a run of about 2,000 steps ends on the unigram plateau
+# (docs/pretraining.md, "The demo's recipe").
+SHORT_RUN_STEPS = 3000
+RECIPES = ("auto", "standard", "short")
 SENTENCES = [
     "He opened the [MASK] and walked into the room.",
     "It was a cold [MASK] in the middle of winter.",
@@ -51,6 +60,8 @@ class DemoConfig:
     CPU cores (docs/pretraining.md, "The demo's recipe"); pretraining is sized by time."""
 
     train_glob: str = os.path.join(REPO, "demo_corpus", "train", "*.txt")
+    recipe: str = "standard"  # or "short" (`short_budget`)
+    data_dir: str = "data"  # under the output directory
     heldout_glob: str = os.path.join(REPO, "demo_corpus", "heldout", "*.txt")
     vocab_size: int = 4000
     max_seq_length: int = 64
@@ -91,6 +102,16 @@ class DemoConfig:
                    num_attention_heads=2, intermediate_size=64, train_batch_size=8,
                    num_train_steps=20, learning_rate=1e-3, evaluations=2,
                    iterations_per_loop=5, eval_batch_size=8, num_workers=1)
+
+    def short_budget(self) -> "DemoConfig":
+        """The recipe for a CPU that fits fewer than SHORT_RUN_STEPS standard steps in the
+        budget: sequences of 32 (5 predictions each), 1.6x the steps per second, and a
+        plateau left after fewer updates (local context is all the first patterns use)."""
+        return dataclasses.replace(self, recipe="short", max_seq_length=32,
+                                   max_predictions_per_seq=5, data_dir="data_s32")
+
+    def data_file(self, out: str, split: str) -> str:
+        return os.path.join(out, self.data_dir, f"{split}.tfrecord")
 
     def time_limit_seconds(self) -> Optional[float]:
         """With a calibrated step count: stop at 1.15x the budget should the machine slow
@@ -208,8 +229,7 @@ def stage_data(cfg, out):
                                        ngram=cfg.ngram)),
             num_workers=cfg.num_workers, progress_seconds=10)
         summary = runner.create_pretraining_data(
-            sorted(glob.glob(pattern)), [os.path.join(out, "data", f"{split}.tfrecord")],
-            options)
+            sorted(glob.glob(pattern)), [cfg.data_file(out, split)], options)
         logging.info("[data] %s: %d instances, %d tokens", split, summary.get("instances", 0),
                      summary.get("tokens", 0))
 
@@ -220,8 +240,8 @@ def pretraining_options(cfg, out, output_dir=None):
     schedule = cfg.schedule()
     return PretrainingOptions(
         albert_config=albert_config(cfg), output_dir=output_dir or out,
-        input_file=os.path.join(out, "data", "train.tfrecord"),
-        eval_input_file=os.path.join(out, "data", "heldout.tfrecord"),
+        input_file=cfg.data_file(out, "train"),
+        eval_input_file=cfg.data_file(out, "heldout"),
         max_seq_length=cfg.max_seq_length, max_predictions_per_seq=cfg.max_predictions_per_seq,
         do_train=True, do_eval=True, train_batch_size=cfg.train_batch_size,
         eval_batch_size=cfg.eval_batch_size, optimizer=cfg.optimizer,
@@ -237,9 +257,11 @@ CALIBRATION_WINDOWS = 3  # of CALIBRATION_WINDOW_STEPS steps; the first one also
 CALIBRATION_WINDOW_STEPS = 40
 
 
-def stage_calibrate(cfg, out):
+def stage_calibrate(cfg, out, path, spent_since=None):
     """Times a few training steps and one evaluation of this very model and data, then
-    writes calibration.json with the number of steps that fit in `pretrain_minutes`.
+    writes `path` (JSON) with the number of steps that fit in `pretrain_minutes`, less
+    the time since `spent_since` (time.time(): the short recipe's own data and
+    calibration come out of the budget).
 
     The count is rounded down to a multiple of 50 steps and kept on re-runs, so a
     re-run (or a resumed run) trains the same steps under the same seed.
@@ -262,31 +284,35 @@ def stage_calibrate(cfg, out):
     evaluation = read_jsonl(os.path.join(scratch, "fillins.jsonl"))[-1]["evaluation_seconds"]
     shutil.rmtree(scratch, ignore_errors=True)
     # Evaluations come every num_train_steps // evaluations steps and at the end.
-    usable = cfg.pretrain_minutes * 60 * 0.97 - tracing - (cfg.evaluations + 1) * evaluation
+    spent = time.time() - spent_since if spent_since else 0.0
+    usable = (cfg.pretrain_minutes * 60 * 0.97 - spent - tracing
+              - (cfg.evaluations + 1) * evaluation)
     steps = max(100, int(max(usable, 0.0) * rate / cfg.train_batch_size) // 50 * 50)
     cpu = precision.read_cpu_info()
     record = {"sequences_per_sec": round(rate, 1), "tracing_seconds": round(tracing, 1),
               "evaluation_seconds": round(evaluation, 1), "num_train_steps": steps,
-              "pretrain_minutes": cfg.pretrain_minutes, "mixed_precision": cfg.mixed_precision,
-              "cpu": cpu.name, "cpu_flags": cpu.shown_flags()}
-    fileio.atomic_write_text(os.path.join(out, "calibration.json"),
-                             json.dumps(record, indent=2) + "\n")
-    logging.info("[calibrate] %.1f sequences/s on %s (%s, %s), %.1f s per evaluation: %d "
-                 "steps of %d sequences fit in the %.1f-minute pretraining budget", rate,
-                 cpu.name, cpu.shown_flags(), cfg.mixed_precision, evaluation, steps,
-                 cfg.train_batch_size, cfg.pretrain_minutes)
+              "pretrain_minutes": cfg.pretrain_minutes, "recipe": cfg.recipe,
+              "max_seq_length": cfg.max_seq_length, "budget_seconds_spent": round(spent, 1),
+              "mixed_precision": cfg.mixed_precision, "cpu": cpu.name,
+              "cpu_flags": cpu.shown_flags()}
+    fileio.atomic_write_text(path, json.dumps(record, indent=2) + "\n")
+    spent_text = f" (less {spent:.0f} s spent on its data and calibration)" if spent else ""
+    logging.info("[calibrate] %s recipe (sequences of %d): %.1f sequences/s on %s (%s, %s), "
+                 "%.1f s per evaluation: %d steps of %d sequences fit in the %.1f-minute "
+                 "pretraining budget%s", cfg.recipe, cfg.max_seq_length, rate, cpu.name,
+                 cpu.shown_flags(), cfg.mixed_precision, evaluation, steps,
+                 cfg.train_batch_size, cfg.pretrain_minutes, spent_text)
 
 
 FREQUENT_TOKENS = 100  # accuracy is also reported on the tokens outside these
 
 
-def frequent_token_ids(out, count=FREQUENT_TOKENS):
-    """The `count` most frequent masked-LM targets of the training data (ids).
+def frequent_token_ids(path, count=FREQUENT_TOKENS):
+    """The `count` most frequent masked-LM targets of the training data at `path` (ids).
 
     Counted once per version of the file in a process (calibration and pretraining
     both ask): the cache is keyed by the file's size and modification time.
     """
-    path = os.path.join(out, "data", "train.tfrecord")
     stat = os.stat(path)
     return _frequent_token_ids(path, (stat.st_size, stat.st_mtime_ns), count).copy()
 
@@ -316,7 +342,7 @@ class Snapshots:
         from albert_tf.tokenization import load_tokenizer
         self.cfg, self.out = cfg, out
         self.path = os.path.join(record_dir or out, "fillins.jsonl")
-        self.frequent = frequent_token_ids(out)
+        self.frequent = frequent_token_ids(cfg.data_file(out, "train"))
         self.tokenizer = load_tokenizer(spm_model_file=os.path.join(out, "demo.model"))
         self.make_official = lambda model: checkpoints.OfficialModel(
             albert_config(cfg), self.tokenizer, model, None)
@@ -327,7 +353,7 @@ class Snapshots:
         import tensorflow as tf
         from albert_tf.pretraining import inputs
         config = inputs.PretrainingInputConfig(
-            os.path.join(self.out, "data", "heldout.tfrecord"), self.cfg.max_seq_length,
+            self.cfg.data_file(self.out, "heldout"), self.cfg.max_seq_length,
             self.cfg.max_predictions_per_seq, is_training=False)
         correct = total = 0
         if model is not self._traced_for:  # one traced call per model, not eager batches
@@ -475,12 +501,12 @@ def stage_plot(cfg, out):
     plt.close(fig)
 
 
-def chance_levels(out):
+def chance_levels(cfg, out):
     """Majority-class baselines on the held-out data: most frequent masked token, SOP label."""
     import collections
     import tensorflow as tf
     token_counts, sop_counts = collections.Counter(), collections.Counter()
-    for record in tf.data.TFRecordDataset(os.path.join(out, "data", "heldout.tfrecord")):
+    for record in tf.data.TFRecordDataset(cfg.data_file(out, "heldout")):
         example = tf.train.Example.FromString(record.numpy()).features.feature
         ids = example["masked_lm_ids"].int64_list.value
         weights = example["masked_lm_weights"].float_list.value
@@ -516,7 +542,7 @@ def report(cfg, out, elapsed, stage_seconds):
         best = json.load(handle)
     train = read_jsonl(os.path.join(out, "train", "metrics.jsonl"))
     rates = [r["sequences_per_sec"] for r in train[1:]] or [r["sequences_per_sec"] for r in train]
-    mlm_chance, sop_chance = chance_levels(out)
+    mlm_chance, sop_chance = chance_levels(cfg, out)
     snapshots = read_jsonl(os.path.join(out, "fillins.jsonl"))
     best_snapshot = next((s for s in snapshots if s["step"] == best["global_step"]), {})
     history = fill_in_history(snapshots)
@@ -529,6 +555,8 @@ def report(cfg, out, elapsed, stage_seconds):
         "steps": trained,
         "planned_steps": cfg.num_train_steps,
         "train_batch_size": cfg.train_batch_size,
+        "recipe": cfg.recipe,
+        "max_seq_length": cfg.max_seq_length,
         "sequences_per_sec": sum(rates) / len(rates) if rates else 0.0,
         "mixed_precision": cfg.mixed_precision,
         "cpu": precision.read_cpu_info().name,
@@ -549,7 +577,8 @@ def report(cfg, out, elapsed, stage_seconds):
                f"machine ran slower than when it was calibrated)"
                if trained < cfg.num_train_steps else "")
     print(f"\nSummary: {summary['steps']} steps{stopped} of {cfg.train_batch_size} sequences "
-          f"({summary['sequences_per_sec']:.1f} sequences/s, {cfg.mixed_precision}, "
+          f"of {cfg.max_seq_length} tokens ({cfg.recipe} recipe; "
+          f"{summary['sequences_per_sec']:.1f} sequences/s, {cfg.mixed_precision}, "
           f"{summary['cpu']}); best held-out checkpoint at step {summary['best_step']}:\n"
           f"  masked-LM accuracy     {summary['heldout_masked_lm_accuracy']:.3f}  "
           f"(chance: always the most frequent token = {mlm_chance:.3f}; "
@@ -591,28 +620,26 @@ def resolved_precision(requested: str, out: str) -> str:
     return chosen
 
 
-def run(cfg: DemoConfig, out: str):
-    """Runs every stage; returns (summary dict, Stages)."""
+def run(cfg: DemoConfig, out: str, recipe: str = "standard"):
+    """Runs every stage; returns (summary dict, Stages). `recipe`: "standard", "short", or
+    "auto" (`--recipe`'s default: the short-budget recipe where calibration fits fewer
+    than SHORT_RUN_STEPS standard steps; the standard one with a fixed `num_train_steps`)."""
     start = time.time()
     os.makedirs(out, exist_ok=True)
     cfg = dataclasses.replace(cfg, mixed_precision=resolved_precision(cfg.mixed_precision, out))
     stages = Stages(out)
     spm_fp = cfg.fingerprint("train_glob", "vocab_size")
     stages.run("spm", spm_fp, [os.path.join(out, "demo.model")], lambda: stage_spm(cfg, out))
-    data_fp = cfg.fingerprint("train_glob", "heldout_glob", "max_seq_length",
-                              "max_predictions_per_seq", "masked_lm_prob", "ngram", "dupe_factor", "heldout_dupe_factor",
-                              "seed") + spm_fp
-    stages.run("data", data_fp, [os.path.join(out, "data", f"{s}.tfrecord")
-                                 for s in ("train", "heldout")], lambda: stage_data(cfg, out))
-    if not cfg.num_train_steps:
-        calibration = os.path.join(out, "calibration.json")
-        fields = [f.name for f in dataclasses.fields(cfg) if f.name not in
-                  ("num_workers", "train_glob", "heldout_glob", "num_train_steps")]
-        stages.run("calibrate", cfg.fingerprint(*fields) + data_fp, [calibration],
-                   lambda: stage_calibrate(cfg, out))
-        with open(calibration, encoding="utf-8") as handle:
-            cfg = dataclasses.replace(cfg, num_train_steps=json.load(handle)["num_train_steps"],
-                                      calibrated=True)
+    if recipe == "short":
+        cfg = cfg.short_budget()
+    cfg, data_fp = data_and_steps(cfg, out, stages, spm_fp)
+    if recipe == "auto" and cfg.calibrated and cfg.num_train_steps < SHORT_RUN_STEPS:
+        logging.info("[calibrate] %d steps of the standard recipe fit, fewer than %d: this "
+                     "run takes the short-budget recipe (sequences of 32), which leaves the "
+                     "unigram plateau in fewer steps (docs/pretraining.md)",
+                     cfg.num_train_steps, SHORT_RUN_STEPS)
+        short = dataclasses.replace(cfg.short_budget(), num_train_steps=0, calibrated=False)
+        cfg, data_fp = data_and_steps(short, out, stages, spm_fp, spent_since=time.time())
     model_fields = [f.name for f in dataclasses.fields(cfg)
                     if f.name not in ("num_workers", "train_glob", "heldout_glob",
                                       "pretrain_minutes")]
@@ -631,6 +658,29 @@ def run(cfg: DemoConfig, out: str):
     return summary, stages
 
 
+def data_and_steps(cfg, out, stages, spm_fp, spent_since=None):
+    """The recipe's data stage and, without a fixed step count, its calibration (the
+    short recipe's stages and files carry its name). Returns (cfg with num_train_steps,
+    the data's fingerprint)."""
+    suffix = "" if cfg.recipe == "standard" else f" ({cfg.recipe})"
+    data_fp = cfg.fingerprint("train_glob", "heldout_glob", "max_seq_length",
+                              "max_predictions_per_seq", "masked_lm_prob", "ngram",
+                              "dupe_factor", "heldout_dupe_factor", "seed") + spm_fp
+    stages.run("data" + suffix, data_fp, [cfg.data_file(out, s) for s in ("train", "heldout")],
+               lambda: stage_data(cfg, out))
+    if cfg.num_train_steps:
+        return cfg, data_fp
+    calibration = os.path.join(out, "calibration.json" if not suffix
+                               else f"calibration_{cfg.recipe}.json")
+    fields = [f.name for f in dataclasses.fields(cfg) if f.name not in
+              ("num_workers", "train_glob", "heldout_glob", "num_train_steps")]
+    stages.run("calibrate" + suffix, cfg.fingerprint(*fields) + data_fp, [calibration],
+               lambda: stage_calibrate(cfg, out, calibration, spent_since))
+    with open(calibration, encoding="utf-8") as handle:
+        steps = json.load(handle)["num_train_steps"]
+    return dataclasses.replace(cfg, num_train_steps=steps, calibrated=True), data_fp
+
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", os.path.join(REPO, "demo_output"), "Where everything goes.")
 flags.DEFINE_enum("size", "full", ["full", "mini"],
@@ -640,6 +690,11 @@ flags.DEFINE_integer("num_train_steps", None,
                      "Pretraining steps; default: as many as fit in --pretrain_minutes on this "
                      "machine (timed by a short calibration run, kept in calibration.json).")
 flags.DEFINE_float("pretrain_minutes", None, "Pretraining time budget (full: 6.5 minutes).")
+flags.DEFINE_enum("recipe", "auto", list(RECIPES),
+                  f"auto: the standard recipe (sequences of 64), or the short-budget one "
+                  f"(sequences of 32) where calibration fits fewer than {SHORT_RUN_STEPS} "
+                  "standard steps in the budget (a slow CPU); with --num_train_steps, auto "
+                  "is the standard recipe.")
 flags.DEFINE_enum("mixed_precision", "auto", ["auto", "float32", "mixed_bfloat16"],
                   "auto: bf16 where the CPU multiplies it faster than float32 (AMX, or "
                   "AVX512-BF16 whose GEMMs measure at least 1.3x float32), float32 elsewhere.")
@@ -664,7 +719,7 @@ def main(argv):
         cfg.pretrain_minutes = FLAGS.pretrain_minutes
     cfg.mixed_precision = FLAGS.mixed_precision
     sys.path.insert(0, REPO)
-    run(cfg, FLAGS.output_dir)
+    run(cfg, FLAGS.output_dir, FLAGS.recipe if FLAGS.size == "full" else "standard")
 
 
 if __name__ == "__main__":

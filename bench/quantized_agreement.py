@@ -59,6 +59,13 @@ the exported weights) with the CPU named; then per task the run times, float32's
 frequent prediction (a model that predicts one value everywhere agrees trivially), each
 file's dev accuracy (or SQuAD answer F1) and the largest float32 top-2 gap of any
 disagreement. --output writes all of it as JSON, with the CLI's log figures beside ours.
+
+With --int8_settings=default,reduce_range,per_tensor,uint8 it also remakes model.int8.onnx
+from model.onnx with each of those quantization settings (albert_tf.export.onnx
+.Int8Settings) and runs each as both kinds of CPU compute it: exact int32 sums (VNNI) and
+u8 x s8 pairs saturated to int16 (x86 without VNNI), emulated by
+albert_tf.export.int8_arithmetic on whatever CPU runs the script, in batches of 4; the
+emulation of this CPU's kind is checked against its own ONNX Runtime first.
 """
 from __future__ import annotations
 
@@ -104,6 +111,12 @@ SQUAD_N_BEST, SQUAD_MAX_ANSWER = 20, 30  # run_squad.py's defaults
 # C3 documents (of each shared dev file, c3-m and c3-d) for training and for evaluation.
 C3_SLICES = {"train": ((0, 700), (0, 1200)), "dev": ((846, 1046), (1428, 1628))}
 CHINESE_VOCAB = SHARED / "chinese" / "vocab" / "vocab_chinese.txt"
+# --int8_settings: quantization settings of model.int8.onnx made again from model.onnx,
+# each run as both kinds of CPU compute it (albert_tf.export.int8_arithmetic), in
+# batches of EMULATION_BATCH (the emulation holds K/2 x N float64 per row and product).
+INT8_SETTINGS = {"default": {}, "reduce_range": {"reduce_range": True},
+                 "per_tensor": {"per_channel": False}, "uint8": {"weight_type": "uint8"}}
+EMULATION_BATCH = 4
 
 
 @dataclasses.dataclass
@@ -447,13 +460,14 @@ def run_file(path: pathlib.Path, features, batch_size: int = CHECK_BATCH) -> Dic
     return portable.run_file(str(path), features, batch_size)
 
 
-def compare_files(task: Task, outputs: Dict[str, Dict], features, near_tie: float) -> Dict:
+def compare_files(task: Task, outputs: Dict[str, Dict], features, near_tie: float,
+                  pairs=PAIRS) -> Dict:
     """Each quantized file against its float32 file: agreement (ours, and
     `portable.prediction_agreement`'s as a cross-check), disagreements, near-ties."""
     from albert_tf.export import portable
 
     found: Dict[str, Dict] = {}
-    for quantized, reference in PAIRS:
+    for quantized, reference in pairs:
         if quantized not in outputs:
             continue
         ref = outputs[reference]
@@ -468,8 +482,49 @@ def compare_files(task: Task, outputs: Dict[str, Dict], features, near_tie: floa
             "library_values": compared, "disagreements": int(differ.sum()),
             "near_tie_disagreements": int((differ & (gaps < near_tie)).sum()),
             "near_tie_values": int((gaps < near_tie).sum()),
-            "disagreement_gaps": sorted(round(float(g), 4) for g in gaps[differ])}
+            "disagreement_gaps": sorted(round(float(g), 4) for g in gaps[differ]),
+            "largest_change": largest_change(ref, outputs[quantized])}
     return found
+
+
+def largest_change(reference: Dict, got: Dict) -> float:
+    """The largest change of any float output (logits, probabilities), as a fraction of
+    that output's spread in the reference (max - min over the evaluation set)."""
+    import numpy as np
+    changes = [float(np.abs(got[key] - value).max() / max(np.ptp(value), 1e-12))
+               for key, value in reference.items()
+               if key in got and np.issubdtype(np.asarray(value).dtype, np.floating)]
+    return max(changes, default=0.0)
+
+
+def int8_variants(args, export_dir: pathlib.Path, work: pathlib.Path, features) -> Dict:
+    """model.int8.onnx made again with each of --int8_settings and run as each kind of CPU
+    computes it: {"<setting> [<arithmetic>]": outputs}, plus this CPU's own run of the
+    default file at the same batch size ("default [this CPU]"), which must equal the
+    emulation of this CPU's arithmetic (checked: a broken emulation stops the run)."""
+    import numpy as np
+    import onnx
+    from albert_tf.export import int8_arithmetic, onnx as onnx_export
+    outputs = {}
+    local = int8_arithmetic.local_arithmetic()
+    for name in args.int8_settings:
+        settings = onnx_export.Int8Settings(**INT8_SETTINGS[name])
+        path = work / f"int8-{name}.onnx"
+        onnx_export.quantize_int8(str(export_dir / "model.onnx"), str(path), settings)
+        quantized = onnx.load(str(path))
+        for arithmetic in int8_arithmetic.ARITHMETICS:
+            emulated = work / f"int8-{name}-{arithmetic}.onnx"
+            onnx.save(int8_arithmetic.emulate(quantized, arithmetic), str(emulated))
+            outputs[f"{name} [{arithmetic}]"] = run_file(emulated, features, EMULATION_BATCH)
+            emulated.unlink()
+        if name == "default":
+            own = run_file(path, features, EMULATION_BATCH)
+            emulation = outputs[f"default [{local}]"]
+            for key, value in own.items():
+                if not np.allclose(value, emulation[key], atol=1e-4):
+                    raise RuntimeError(f"the {local} emulation of {path} differs from this "
+                                       f"CPU's ONNX Runtime on {key!r}")
+    return outputs
 
 
 def most_frequent_share(task: Task, outputs: Dict, features) -> Dict:
@@ -524,6 +579,7 @@ def run_task(key: str, args, model: Model, root: pathlib.Path) -> Dict:
                if (export_dir / name).exists()}
     if "model.int8.onnx" in outputs:
         outputs["model.int8.onnx@1"] = run_file(export_dir / "model.int8.onnx", features, 1)
+    variants = int8_variants(args, export_dir, work, features) if args.int8_settings else {}
     result = {
         "task": task.name, "unit": task.unit, "script": script, "commands": commands,
         "cli_seconds": round(cli_seconds, 1),
@@ -534,6 +590,10 @@ def run_task(key: str, args, model: Model, root: pathlib.Path) -> Dict:
         "float32_most_frequent": most_frequent_share(task, outputs["model.onnx"], features),
         "exported": sorted(p.name for p in export_dir.glob("model*")),
     }
+    if variants:
+        result["int8_settings"] = compare_files(
+            task, dict(outputs, **variants), features, args.near_tie,
+            [(name, "model.onnx") for name in variants])
     if labels is not None:
         labels = labels[:limit]
         result["accuracy"] = {name: float((out["predictions"].reshape(-1) == labels).mean())
@@ -586,6 +646,25 @@ def table_rows(results: List[Dict]) -> List[Tuple[str, ...]]:
                          *(agreement_cell(None, answers.get(q)) for q, _ in PAIRS),
                          "/".join(str(t) for t in ties), f"f1 {f1:.3f} (model.onnx)"))
     return rows
+
+
+def print_settings_table(results: List[Dict]) -> None:
+    """Agreement with float32 per quantization setting, with exact int32 sums (CPUs with
+    VNNI) and with pairs saturated to int16 (CPUs without), emulated."""
+    found = [r for r in results if "int8_settings" in r]
+    if not found:
+        return
+    names = list(found[0]["int8_settings"])
+    header = ("task", *names)
+    rows = [(r["task"], *(f"{agreement_cell(None, r['int8_settings'][n])}, largest change "
+                          f"{100 * r['int8_settings'][n]['largest_change']:.1f}%"
+                          for n in names)) for r in found]
+    print(f"\nmodel.int8.onnx's settings, as each kind of CPU computes them (emulated, "
+          f"batches of {EMULATION_BATCH}): agreement with float32, and the largest change "
+          "of a float output (% of its spread over the evaluation set)")
+    widths = [max(len(row[i]) for row in rows + [header]) for i in range(len(header))]
+    for row in [header, tuple("-" * w for w in widths)] + rows:
+        print(" | ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
 
 
 def print_table(results: List[Dict], cpu, args) -> None:
@@ -664,6 +743,11 @@ def argument_parser() -> argparse.ArgumentParser:
                         help="a disagreement is a near-tie when float32's top-2 "
                              "probabilities are closer than this")
     parser.add_argument("--seed", type=int, default=1, help="every CLI's --seed")
+    parser.add_argument("--int8_settings", default="",
+                        type=lambda text: [t for t in text.split(",") if t],
+                        help=f"comma-separated, of {', '.join(INT8_SETTINGS)}: remake "
+                             "model.int8.onnx with these settings and measure each as CPUs "
+                             "with VNNI and without compute it (emulated)")
     parser.add_argument("--output", default=None, help="also write the figures as JSON")
     parser.add_argument("--keep", default=None,
                         help="run in this directory and keep it (default: a temporary "
@@ -707,6 +791,10 @@ def main(argv=None) -> int:
                      f"choose from {', '.join(TASKS)}")
     if not (SHARED / "glue").exists():
         parser.error(f"{SHARED} not found (the shared data)")
+    unknown = [name for name in args.int8_settings if name not in INT8_SETTINGS]
+    if unknown:
+        parser.error(f"--int8_settings: unknown {', '.join(unknown)}; choose from "
+                     f"{', '.join(INT8_SETTINGS)}")
     args.lr = lambda scratch, pretrained: args.learning_rate or (
         pretrained if args.init_dir else scratch)
 
@@ -728,6 +816,7 @@ def main(argv=None) -> int:
             shutil.rmtree(root, ignore_errors=True)
     total = time.perf_counter() - begin
     print_table(results, cpu, args)
+    print_settings_table(results)
     print(f"total {total:.0f} s")
     if args.output:
         settings = {k: v for k, v in vars(args).items() if k != "lr"}

@@ -56,6 +56,7 @@ sys.path.insert(0, str(BENCH_DIR))
 sys.path.insert(1, str(REPO))
 
 import flops  # noqa: E402
+import targets  # noqa: E402
 from albert_tf.kernels import precision  # noqa: E402
 
 FRAMEWORKS = ("ours", "keras_hub", "hf", "hf_ort", "ours_ort")
@@ -70,6 +71,10 @@ ONNX_FRAMEWORKS = ("ours", "hf_ort")  # same runtime, same quantization
 LITERT_FRAMEWORKS = ("ours", "ours_ort")
 LITERT_PRECISIONS = ("float32", "float16", "int8")
 INPUT_PIPELINE_MIN_RATIO = 20.0
+# Training units traced per TensorFlow framework after the timed rounds, for the matrix
+# products' share of the step (bench/op_profile.py); the profiler's overhead never
+# reaches the timed units.
+PROFILE_UNITS = 2
 
 # The official albert_{base,large}_v2 shapes (albert_tf.config presets; a test checks).
 MODELS = {
@@ -180,6 +185,13 @@ class Worker:
             raise RuntimeError(f"{self.framework}: {answer.get('error', answer)}")
         return answer["seconds"]
 
+    def profile(self, units: int) -> dict:
+        """`units` units under TensorFlow's profiler: bench/op_profile.py's reply, or
+        {"unavailable"/"error": reason}."""
+        self.process.stdin.write(f"profile {units}\n")
+        self.process.stdin.flush()
+        return self.read()
+
     def close(self) -> None:
         if self.process.poll() is None:
             self.process.stdin.close()
@@ -208,6 +220,10 @@ def run_row(row: Row, rounds: int, frameworks: tuple, log_dir: pathlib.Path, pyt
         for worker in ready:
             results[worker.framework] = summarize(row, windows[worker.framework],
                                                   worker.status["setup_seconds"])
+            if row.case["kind"] == "train":
+                reply = worker.profile(PROFILE_UNITS)
+                if "matmul_seconds" in reply:
+                    results[worker.framework]["matmul"] = reply
     finally:
         for worker in workers:
             worker.close()
@@ -379,6 +395,22 @@ def peak_fraction(row: Row, record: Optional[dict], peaks: Dict[str, float]) -> 
     return record["gflop_per_unit"] / record["unit_seconds"] / peak
 
 
+def add_fractions(row: Row, record: dict, peaks: Dict[str, float]) -> None:
+    """Adds to `record` its fraction of the probe's peak and, for a traced training
+    step, the rate of its matrix products alone (their FLOPs over the time they ran)
+    as a fraction of the peak, and their share of the step."""
+    fraction = peak_fraction(row, record, peaks)
+    if fraction is None:
+        return
+    record["fraction_of_peak"] = fraction
+    matmul = record.get("matmul")
+    if matmul and matmul["matmul_seconds"] > 0:
+        peak = peaks[row.case["precision"]]
+        record["matmul_fraction_of_peak"] = (record["gflop_per_unit"]
+                                             / matmul["matmul_seconds"] / peak)
+        record["matmul_share"] = matmul["matmul_seconds"] / matmul["unit_seconds"]
+
+
 def isa_caps(info: dict, separator: str) -> str:
     """The ISA caps in force (they make this CPU stand in for an older one: docs/
     performance.md, "Per CPU"), each after `separator`; "" without caps."""
@@ -387,7 +419,19 @@ def isa_caps(info: dict, separator: str) -> str:
         if info.get(key))
 
 
-def markdown_table(info: dict, table: List[dict], data: List[dict]) -> str:
+def target_lines(checks: List[targets.Check], row_names: List[str]) -> List[str]:
+    """The targets' summary under the table: the misses, and the checks across rows
+    (which have no row of their own)."""
+    if not checks:
+        return []
+    missed = [c for c in checks if not c.ok]
+    lines = ["", f"Targets: {len(checks) - len(missed)} of {len(checks)} met."]
+    lines += [f"- {c.row}: {c.text()}" for c in checks if not c.ok or c.row not in row_names]
+    return lines
+
+
+def markdown_table(info: dict, table: List[dict], data: List[dict],
+                   checks: Optional[List[targets.Check]] = None) -> str:
     isa = isa_caps(info, ", ")
     lines = [f"Measured {info['date'][:10]} on {info.get('cpu', 'unknown CPU')}, "
              f"{info['cpus']} cores (flags: {info.get('cpu_flags', '?')}{isa}); "
@@ -397,20 +441,22 @@ def markdown_table(info: dict, table: List[dict], data: List[dict]) -> str:
              f"ai-edge-litert {info.get('ai-edge-litert')}. Medians of interleaved units; "
              "ratio = ours vs the fastest peer (>1: ours faster); paired = the median of "
              "the per-unit ratios of units run back to back; % peak = analytic matmul "
-             "FLOPs / time / this run's matmul probe. LiteRT rows: albert-tf = our "
-             "LiteRT file (XNNPACK), against our ONNX file of the same precision "
-             "(float32 beside fp16) in ONNX Runtime.", "",
+             "FLOPs / time / this run's matmul probe (training rows: in brackets, the "
+             "products alone, their FLOPs over the time a trace shows them running). "
+             "LiteRT rows: albert-tf = our LiteRT file (XNNPACK), against our ONNX file of "
+             "the same precision (float32 beside fp16) in ONNX Runtime. target: "
+             "bench/targets.py (docs/performance.md, \"Targets\").", "",
              "| row | unit | albert-tf | keras-hub | HF torch | HF ONNX Runtime | "
-             "albert-tf ONNX Runtime | ratio | paired | % peak (ours / peers) |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "albert-tf ONNX Runtime | ratio | paired | % peak (ours / peers) | target |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for entry in table:
         lines.append(f"| {entry['row']} | {entry['unit']} | {entry['ours']} | "
                      f"{entry['keras_hub']} | {entry['hf']} | {entry['hf_ort']} | "
                      f"{entry['ours_ort']} | {entry['ratio']} | {entry['paired']} | "
-                     f"{entry['peak']} |")
+                     f"{entry['peak']} | {entry.get('target', '')} |")
     for record in data:
         if record.get("status") != "ok":
-            lines.append(f"| {record['row']} | | n/a ({record.get('reason')}) | | | | | | | |")
+            lines.append(f"| {record['row']} | | n/a ({record.get('reason')}) | | | | | | | | |")
             continue
         extra = ""
         if "x_training_consumption" in record:
@@ -418,7 +464,8 @@ def markdown_table(info: dict, table: List[dict], data: List[dict]) -> str:
         elif "vs_original" in record:
             extra = f"{record['vs_original']:.1f}x the original script"
         lines.append(f"| {record['row']} | {record['unit']} | {record['value']:,.0f} | | | | "
-                     f"| {extra} | | |")
+                     f"| {extra} | | | |")
+    lines += target_lines(checks or [], [entry["row"] for entry in table])
     return "\n".join(lines) + "\n"
 
 
@@ -441,12 +488,12 @@ def main(argv=None) -> int:
     started = time.time()
     with open(partial, "w") as sink:
         sink.write(json.dumps({"record": "machine", **info}) + "\n")
-        table, best_train = run_rows(rows, rounds, frameworks, log_dir, sink, log)
+        table, best_train, checks = run_rows(rows, rounds, frameworks, log_dir, sink, log)
         data = [] if args.skip_data else data_rows(sys.executable, log_dir, best_train, log)
         for record in data:
             sink.write(json.dumps({"record": "data", **record}) + "\n")
     os.replace(partial, output)
-    print_results(markdown_table(info, table, data), output, started, args.markdown)
+    print_results(markdown_table(info, table, data, checks), output, started, args.markdown)
     failed = [r for r in data if r.get("meets_20x") is False]
     if failed:
         print("FAIL: the tf.data reader is slower than 20x the training consumption")
@@ -507,14 +554,17 @@ def selected_rows(args: argparse.Namespace, bf16: bool) -> List[Row]:
 
 
 def run_rows(rows: List[Row], rounds: int, frameworks: tuple, log_dir: pathlib.Path,
-             sink: TextIO, log) -> Tuple[List[dict], Optional[float]]:
+             sink: TextIO, log) -> Tuple[List[dict], Optional[float], List[targets.Check]]:
     """Runs the rows in turn, writing each one's JSON lines to `sink` as it ends.
 
-    Returns the table entries and our fastest training rate (sequences/s; None
-    without a train row that ran), which the data rows compare against.
+    Returns the table entries, our fastest training rate (sequences/s; None
+    without a train row that ran), which the data rows compare against, and the
+    targets checked (bench/targets.py).
     """
     peaks: Dict[str, float] = {}  # precision -> our probe's GFLOP/s
     table: List[dict] = []
+    checks: List[targets.Check] = []
+    ran: List[dict] = []  # for the checks across rows
     best_train = None
     for row in rows:
         log(f"{row.name} ...")
@@ -524,18 +574,24 @@ def run_rows(rows: List[Row], rounds: int, frameworks: tuple, log_dir: pathlib.P
             peaks[row.case["precision"]] = results["ours"]["value"]
         ratio = speedup(row, results)
         for record in results.values():
-            fraction = peak_fraction(row, record, peaks)
-            if fraction is not None:
-                record["fraction_of_peak"] = fraction
-        write_row_records(sink, row, results, ratio)
+            add_fractions(row, record, peaks)
+        check = targets.row_check(row.name, row.case, results, ratio)
+        write_row_records(sink, row, results, ratio, check)
         if row.case["kind"] == "train" and ours_ran:
             best_train = max(best_train or 0.0, results["ours"]["sequences_per_sec"])
-        entry = table_entry(row, results, ratio)
+        entry = table_entry(row, results, ratio, check)
         table.append(entry)
+        ran.append({"row": row.name, "case": row.case, "results": results})
+        checks += [check] if check else []
         paired = f" (paired {entry['paired']})" if entry["paired"] else ""
         log(f"  {'  '.join(f'{PEER_LABELS[f]} {entry[f]}' for f in row.frameworks)}  "
-            f"{entry['ratio']}{paired}  {entry['peak']}")
-    return table, best_train
+            f"{entry['ratio']}{paired}  {entry['peak']}  {entry['target']}")
+    across = targets.fastest_batch1_path(ran, PEER_LABELS)
+    if across:
+        checks.append(across)
+        sink.write(json.dumps(across.record()) + "\n")
+        log(f"{across.row}: {across.text()}")
+    return table, best_train, checks
 
 
 def print_results(markdown: str, output: pathlib.Path, started: float,
@@ -551,26 +607,38 @@ def print_results(markdown: str, output: pathlib.Path, started: float,
 
 
 def write_row_records(sink: TextIO, row: Row, results: Dict[str, dict],
-                      ratio: Optional[dict]) -> None:
-    """A row's JSON lines: one result per framework, then the ratio if there is one."""
+                      ratio: Optional[dict], check: Optional[targets.Check] = None) -> None:
+    """A row's JSON lines: one result per framework, then the ratio and the target's
+    check if there are."""
     for framework, record in results.items():
         sink.write(json.dumps({"record": "result", "row": row.name, "unit": row.unit,
                                "framework": framework, "case": row.case, **record}) + "\n")
     if ratio:
         sink.write(json.dumps({"record": "ratio", "row": row.name, **ratio}) + "\n")
+    if check:
+        sink.write(json.dumps(check.record()) + "\n")
     sink.flush()
 
 
-def table_entry(row: Row, results: Dict[str, dict], ratio: Optional[dict]) -> dict:
-    """A row of the printed table: each framework's value, the ratios and % of peak, as text."""
-    return {"row": row.name, "unit": row.unit,
+def table_entry(row: Row, results: Dict[str, dict], ratio: Optional[dict],
+                check: Optional[targets.Check] = None) -> dict:
+    """A row of the printed table: each framework's value, the ratios, % of peak and the
+    target's check, as text."""
+    return {"row": row.name, "unit": row.unit, "target": check.text() if check else "",
             **{f: format_value(row.unit, results.get(f)) for f in FRAMEWORKS},
             "ratio": f"{ratio['ratio']:.2f}x" if ratio else "",
             "paired": (f"{ratio['paired_ratio']:.2f}x"
                        if ratio and "paired_ratio" in ratio else ""),
-            "peak": " / ".join(f"{results[f]['fraction_of_peak']:.0%}"
-                               for f in FRAMEWORKS
+            "peak": " / ".join(peak_text(results[f]) for f in FRAMEWORKS
                                if "fraction_of_peak" in results.get(f, {}))}
+
+
+def peak_text(record: dict) -> str:
+    """e.g. "87%", or "87% (products 93%)" for a traced training step."""
+    text = f"{record['fraction_of_peak']:.0%}"
+    if "matmul_fraction_of_peak" in record:
+        text += f" (products {record['matmul_fraction_of_peak']:.0%})"
+    return text
 
 
 if __name__ == "__main__":

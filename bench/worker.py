@@ -5,7 +5,9 @@
 Builds the runner (warm-up included) and prints `@@ {"ready": ..., "setup_seconds": ...}`,
 or `@@ {"unavailable": "<reason>"}` when the framework cannot run the case (not
 installed, or NotSupported). Then for each stdin line `measure <n>` it runs n
-units and prints `@@ {"seconds": [t_1, ..., t_n]}`; EOF ends it. Only lines
+units and prints `@@ {"seconds": [t_1, ..., t_n]}`; for `profile <n>` it runs n units
+under TensorFlow's profiler and prints what bench/op_profile.py reads from the trace
+(`{"unavailable": ...}` for a runner that is not TensorFlow); EOF ends it. Only lines
 starting with "@@ " are protocol, so library output on stdout is harmless.
 Keeping the runner alive between windows is what lets run.py interleave
 frameworks (ours, peer, ours, peer) without paying set-up twice.
@@ -41,6 +43,20 @@ def build(framework: str, case: dict):
     return peers.make_runner(framework, case)
 
 
+TENSORFLOW_FRAMEWORKS = ("ours", "keras_hub")
+
+
+def profile(framework: str, runner, units: int) -> dict:
+    """The matrix products' share of `units` units, from a TensorFlow trace."""
+    if framework not in TENSORFLOW_FRAMEWORKS:
+        return {"unavailable": f"{framework} does not run on TensorFlow's profiler"}
+    import op_profile
+    try:
+        return op_profile.matmul_seconds(runner.step, units)
+    except Exception as err:  # noqa: BLE001 - reported to the driver, which decides
+        return {"error": f"{type(err).__name__}: {err}"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--framework", required=True,
@@ -69,8 +85,11 @@ def main() -> None:
         parts = line.split()
         if not parts:
             continue
-        if parts[0] != "measure" or len(parts) != 2:
+        if parts[0] not in ("measure", "profile") or len(parts) != 2:
             reply({"error": f"unknown command {line.strip()!r}"})
+            continue
+        if parts[0] == "profile":
+            reply(profile(args.framework, runner, int(parts[1])))
             continue
         seconds = []
         for _ in range(int(parts[1])):

@@ -13,7 +13,9 @@ from tests.conftest import REPO_ROOT
 sys.path.insert(0, str(pathlib.Path(REPO_ROOT) / "bench"))
 import ab  # noqa: E402
 import flops  # noqa: E402
+import op_profile  # noqa: E402
 import run as bench_run  # noqa: E402
+import targets  # noqa: E402
 
 
 @pytest.mark.parametrize("name,preset", [("base", "albert_base_v2"), ("large", "albert_large_v2")])
@@ -57,6 +59,82 @@ def test_speedup_is_against_the_fastest_peer_and_skips_missing_ones():
     assert bench_run.speedup(row, results)["fastest_peer"] == "keras_hub"
     results["keras_hub"] = {"status": "n/a", "reason": "not installed"}
     assert bench_run.speedup(row, results) is None
+
+
+def test_union_of_kernel_intervals_counts_overlaps_once():
+    ps = 10 ** 12  # intervals in picoseconds
+    assert op_profile.union_seconds([]) == 0.0
+    assert op_profile.union_seconds([(0, 2 * ps), (1 * ps, 3 * ps), (5 * ps, 6 * ps)]) == 4.0
+    assert op_profile.union_seconds([(5 * ps, 6 * ps), (0, 10 * ps)]) == 10.0
+    assert op_profile.is_matmul("_MklNativeFusedMatMul") and op_profile.is_matmul("BatchMatMulV2")
+    assert not op_profile.is_matmul("Softmax")
+
+
+def test_a_trace_times_the_products_apart_from_the_other_ops():
+    import tensorflow as tf
+    a, w = tf.random.normal([512, 512]), tf.random.normal([512, 512])
+
+    @tf.function
+    def unit():
+        product = tf.matmul(a, w)
+        # Elementwise work after the product, about as long as it (not a matmul).
+        for _ in range(20):
+            product = tf.tanh(product) * 1.01
+        return product
+    unit()
+    measured = op_profile.matmul_seconds(lambda: unit().numpy(), 3)
+    assert 0 < measured["matmul_seconds"] < measured["unit_seconds"]
+    assert measured["matmul_types"] and all("MatMul" in t for t in measured["matmul_types"])
+
+
+def _train_results(ratio_peer_seconds, fraction, matmul_fraction):
+    ours = {"status": "ok", "unit_seconds": 1.0, "fraction_of_peak": fraction}
+    if matmul_fraction is not None:
+        ours["matmul_fraction_of_peak"] = matmul_fraction
+    return ({"ours": ours, "keras_hub": {"status": "ok", "unit_seconds": ratio_peer_seconds}},
+            {"fastest_peer": "keras_hub", "ratio": ratio_peer_seconds, "paired_ratio":
+             ratio_peer_seconds})
+
+
+def test_targets_per_row_read_the_paired_ratio_and_the_probe_fractions():
+    train = bench_run.model_case("train", "tiny", 16, 16, "float32")
+    check = targets.row_check("train", train, *_train_results(1.12, 0.7, 0.9))
+    assert check.ok and check.text() == ("ok: 1.12x, products at 90% of the probe "
+                                          "(target >= 1.10x, products >= 85%)")
+    assert not targets.row_check("train", train, *_train_results(1.12, 0.7, 0.8)).ok
+    assert not targets.row_check("train", train, *_train_results(1.05, 0.7, 0.9)).ok
+    missing = targets.row_check("train", train, *_train_results(1.2, 0.7, None))
+    assert not missing.ok and "products' rate not measured" in missing.measured
+    b32 = bench_run.model_case("infer", "tiny", 16, 32, "float32", mode="saved_model")
+    assert targets.row_check("b32", b32, *_train_results(1.0, 0.91, None)).ok
+    miss = targets.row_check("b32", b32, *_train_results(1.3, 0.89, None))
+    assert miss.text() == "MISS: 89% of the probe, 1.30x (target >= 90% of the probe, >= 1.00x)"
+    int8 = bench_run.model_case("infer", "tiny", 16, 1, "int8", mode="onnx")
+    assert not targets.row_check("int8", int8, *_train_results(0.97, None, None)).ok
+    # No target of their own: XLA, bf16, LiteRT and batch-1 float32 rows.
+    for case in (bench_run.model_case("train", "tiny", 16, 16, "float32", jit=True),
+                 bench_run.model_case("train", "tiny", 16, 16, "mixed_bfloat16"),
+                 bench_run.model_case("infer", "tiny", 16, 1, "float32", mode="litert"),
+                 bench_run.model_case("infer", "tiny", 16, 1, "float32")):
+        assert targets.row_check("r", case, *_train_results(0.5, 0.1, 0.1)) is None
+
+
+def test_batch1_target_compares_the_fastest_paths_across_rows():
+    def row(name, mode, precision="float32", **values):
+        return {"row": name, "case": bench_run.model_case("infer", "tiny", 16, 1, precision,
+                                                          mode=mode),
+                "results": {f: {"status": "ok", "value": v} for f, v in values.items()}}
+    rows = [row("in-process", "in_process", ours=130.0, keras_hub=140.0, hf_ort=125.0),
+            row("SavedModel", "saved_model", ours=131.0, hf_ort=124.0),
+            row("ONNX", "onnx", ours=123.0, hf_ort=126.0),
+            row("ONNX int8", "onnx", "int8", ours=40.0, hf_ort=45.0),  # not float32
+            row("LiteRT", "litert", ours=121.0, ours_ort=127.0)]
+    check = targets.fastest_batch1_path(rows, bench_run.PEER_LABELS)
+    assert check.ok and check.measured == (
+        "albert-tf (LiteRT) 121.0 ms against HF ONNX Runtime (SavedModel) 124.0 ms: 1.02x")
+    slower = targets.fastest_batch1_path(rows[:2], bench_run.PEER_LABELS)
+    assert not slower.ok and slower.measured.startswith("albert-tf (in-process) 130.0 ms")
+    assert targets.fastest_batch1_path(rows[4:], bench_run.PEER_LABELS) is None  # no peer
 
 
 def test_paired_ratio_is_the_median_of_the_per_unit_ratios():
@@ -157,6 +235,11 @@ def test_tiny_run_end_to_end(tmp_path):
     assert train["status"] == "ok" and train["unit_seconds"] > 0
     assert 0 < train["fraction_of_peak"] < 1
     assert train["gflop_per_unit"] == pytest.approx(flops.case_flops(train["case"]) / 1e9)
+    # The products' rate from a trace of the step: faster than the whole step's.
+    assert 0 < train["matmul"]["matmul_seconds"] < train["matmul"]["unit_seconds"]
+    assert train["matmul_fraction_of_peak"] > train["fraction_of_peak"]
+    checks = {r["row"]: r for r in records if r["record"] == "target"}
+    assert set(checks) >= {"train tiny s16 b16 fp32", "infer tiny s16 b1 ONNX Runtime int8"}
     infer = results[("infer tiny s16 b1 in-process fp32", "ours")]
     assert 0 < infer["fraction_of_peak"] < 1
     assert results[("probe fp32", "ours")]["value"] > 1.0  # GFLOP/s
@@ -169,6 +252,7 @@ def test_tiny_run_end_to_end(tmp_path):
         assert peer["status"] == "n/a" and "not installed" in peer["reason"]
     table = markdown.read_text()
     assert "| train tiny s16 b16 fp32 | s/step |" in table
+    assert "(products " in table and "Targets: " in table
     assert not list(tmp_path.glob("*.partial"))
 
 

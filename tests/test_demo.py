@@ -262,3 +262,63 @@ def test_auto_precision_is_measured_once_per_output_directory(tmp_path, monkeypa
     assert demo.resolved_precision("auto", str(tmp_path)) == "mixed_bfloat16"
     assert json.loads((tmp_path / "precision.json").read_text()) == {"auto": "mixed_bfloat16"}
     assert demo.resolved_precision("auto", str(tmp_path / "other")) == "float32"
+
+
+def test_a_slow_machine_gets_the_short_budget_recipe(tmp_path, monkeypatch):
+    """--recipe=auto: where calibration fits fewer than SHORT_RUN_STEPS standard steps,
+    the run writes sequences of 32 and calibrates again on them, that second data and
+    calibration counted against the budget; a rerun skips both and trains the same steps.
+    The stages are stand-ins that record what they were asked (the real ones are timed
+    by the slow calibration test and `make demo`)."""
+    import demo
+    calls = []
+    standard_steps = {}
+
+    def touch(*paths):
+        for path in paths:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as handle:
+                handle.write("x")
+
+    def calibrate(cfg, out, path, spent_since=None):
+        steps = standard_steps[out] if cfg.recipe == "standard" else 3250
+        with open(path, "w") as handle:
+            json.dump({"num_train_steps": steps}, handle)
+        calls.append(("calibrate", cfg.recipe, os.path.basename(path), spent_since is not None))
+
+    monkeypatch.setattr(demo, "resolved_precision", lambda requested, out: "float32")
+    monkeypatch.setattr(demo, "stage_spm", lambda cfg, out: touch(f"{out}/demo.model"))
+    monkeypatch.setattr(demo, "stage_data", lambda cfg, out: (
+        touch(cfg.data_file(out, "train"), cfg.data_file(out, "heldout")),
+        calls.append(("data", cfg.recipe, cfg.max_seq_length, cfg.data_dir))))
+    monkeypatch.setattr(demo, "stage_calibrate", calibrate)
+    monkeypatch.setattr(demo, "stage_pretrain", lambda cfg, out: (
+        touch(f"{out}/model.ckpt-best.index", f"{out}/best_eval.json"),
+        calls.append(("pretrain", cfg.recipe, cfg.max_seq_length,
+                      cfg.max_predictions_per_seq, cfg.num_train_steps))))
+    monkeypatch.setattr(demo, "stage_export", lambda cfg, out: touch(
+        f"{out}/saved_model/saved_model.pb", f"{out}/onnx/model.onnx",
+        f"{out}/tflite/model.tflite"))
+    monkeypatch.setattr(demo, "stage_plot", lambda cfg, out: touch(f"{out}/pretraining.png"))
+    monkeypatch.setattr(demo, "report", lambda cfg, out, elapsed, seconds: {})
+
+    slow, fast, forced = (str(tmp_path / name) for name in ("slow", "fast", "forced"))
+    standard_steps.update({slow: 1850, fast: 5000})
+    demo.run(demo.DemoConfig(), slow, "auto")
+    assert calls == [("data", "standard", 64, "data"),
+                     ("calibrate", "standard", "calibration.json", False),
+                     ("data", "short", 32, "data_s32"),
+                     ("calibrate", "short", "calibration_short.json", True),
+                     ("pretrain", "short", 32, 5, 3250)]
+    calls.clear()
+    _, again = demo.run(demo.DemoConfig(), slow, "auto")
+    assert calls == [] and set(again.skipped) == {
+        "spm", "data", "calibrate", "data (short)", "calibrate (short)", "pretrain", "export",
+        "plot"}
+    demo.run(demo.DemoConfig(), fast, "auto")
+    assert calls[-1] == ("pretrain", "standard", 64, 10, 5000) and len(calls) == 3
+    calls.clear()
+    demo.run(demo.DemoConfig(), forced, "short")
+    assert calls == [("data", "short", 32, "data_s32"),
+                     ("calibrate", "short", "calibration_short.json", False),
+                     ("pretrain", "short", 32, 5, 3250)]

@@ -36,6 +36,7 @@ ONNX files are written to a temporary name and renamed into place.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import tempfile
@@ -390,7 +391,25 @@ def write_onnx(fn: Callable, input_signature: Mapping[str, tf.TensorSpec], path:
     return path
 
 
-def quantize_int8(path: str, int8_path: str) -> str:
+@dataclasses.dataclass(frozen=True)
+class Int8Settings:
+    """ONNX Runtime's dynamic quantization settings for MatMul weights: `weight_type`
+    "int8" (u8 x s8 products: VNNI's kernels) or "uint8" (u8 x u8), one scale per output
+    column (`per_channel`) or per tensor, and `reduce_range` (7-bit weights, so that no
+    pair of u8 x s8 products can saturate int16 on CPUs without VNNI). The defaults are
+    the file `quantize_int8` writes; docs/quantization.md gives the measurements."""
+
+    weight_type: str = "int8"
+    per_channel: bool = True
+    reduce_range: bool = False
+
+    def label(self) -> str:
+        return (f"{'s8' if self.weight_type == 'int8' else 'u8'} weights, "
+                f"{'per channel' if self.per_channel else 'per tensor'}"
+                f"{', reduce_range' if self.reduce_range else ''}")
+
+
+def quantize_int8(path: str, int8_path: str, settings: Int8Settings = Int8Settings()) -> str:
     """Writes an int8 copy of the float32 ONNX model at `path` to `int8_path`, atomically.
 
     ONNX Runtime's dynamic quantization: MatMul weights stored as int8 with one scale per
@@ -421,8 +440,10 @@ def quantize_int8(path: str, int8_path: str) -> str:
         onnx.save(model, prepared)
 
         quantized = os.path.join(scratch, "quantized.onnx")
-        quantize_dynamic(prepared, quantized, weight_type=QuantType.QInt8,
-                         op_types_to_quantize=["MatMul"], per_channel=True)
+        weight_type = {"int8": QuantType.QInt8, "uint8": QuantType.QUInt8}[settings.weight_type]
+        quantize_dynamic(prepared, quantized, weight_type=weight_type,
+                         op_types_to_quantize=["MatMul"], per_channel=settings.per_channel,
+                         reduce_range=settings.reduce_range)
         model = onnx.load(quantized)
     # The shapes the quantizer's shape inference recorded for intermediate tensors: ONNX
     # Runtime infers them again when it loads the file.

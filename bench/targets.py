@@ -1,0 +1,117 @@
+"""The speed targets of docs/performance.md, checked on a bench run's results.
+
+Per row (float32, the rows a default serving or training run uses):
+  train ... fp32            ours >= 1.10x the fastest peer (paired ratio), and the step's
+                            matrix products at >= 85% of the probe's float32 rate (their
+                            analytic FLOPs over the time a trace shows them running:
+                            bench/op_profile.py)
+  infer b32 in-process fp32, infer b32 SavedModel fp32
+                            ours >= 90% of the probe (the whole pass's analytic matmul
+                            FLOPs over its time) and >= 1.00x the fastest peer, Hugging
+                            Face's export in ONNX Runtime included
+  infer ... ONNX Runtime int8
+                            >= 1.00x Hugging Face's export under the same quantization
+Across rows:
+  batch-1 float32 latency   albert-tf's fastest path (in process, SavedModel, our ONNX in
+                            ONNX Runtime, LiteRT) no slower than any peer's fastest path
+
+The ratio read is the paired one (units run back to back) where the row has it. XLA rows
+(an option, not the default path), bf16 rows and the LiteRT rows (whose peer is our own
+ONNX file: a choice between our paths) carry no target of their own.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, List, Optional
+
+TRAIN_MIN_RATIO = 1.10
+TRAIN_MIN_MATMUL_FRACTION = 0.85
+INFER_B32_MIN_FRACTION = 0.90
+MIN_RATIO = 1.00
+# Frameworks whose units are albert-tf's own serving paths (ours_ort: our model.onnx in
+# ONNX Runtime beside a LiteRT row).
+OURS = ("ours", "ours_ort")
+PEERS = ("keras_hub", "hf", "hf_ort")
+
+
+@dataclasses.dataclass
+class Check:
+    """One target on one row (or across rows): what was measured against what was asked."""
+
+    target: str
+    row: str
+    ok: bool
+    measured: str  # e.g. "1.07x (paired), products at 88% of the probe"
+
+    def text(self) -> str:
+        return f"{'ok' if self.ok else 'MISS'}: {self.measured} (target {self.target})"
+
+    def record(self) -> dict:
+        return {"record": "target", **dataclasses.asdict(self)}
+
+
+def _ratio(ratio: Optional[dict]) -> Optional[float]:
+    if not ratio:
+        return None
+    return ratio.get("paired_ratio", ratio["ratio"])
+
+
+def row_check(row_name: str, case: dict, results: Dict[str, dict],
+              ratio: Optional[dict]) -> Optional[Check]:
+    """The row's own target, or None for a row without one (or one whose ours did not run)."""
+    ours = results.get("ours", {})
+    if ours.get("status") != "ok" or case.get("jit") or case.get("kind") not in ("train",
+                                                                                 "infer"):
+        return None
+    value = _ratio(ratio)
+    mode, precision = case.get("mode"), case.get("precision")
+    if case["kind"] == "train" and precision == "float32":
+        fraction = ours.get("matmul_fraction_of_peak")
+        ok = (value is not None and value >= TRAIN_MIN_RATIO
+              and fraction is not None and fraction >= TRAIN_MIN_MATMUL_FRACTION)
+        products = (f"products at {fraction:.0%} of the probe" if fraction is not None
+                    else "products' rate not measured")
+        return Check(f">= {TRAIN_MIN_RATIO:.2f}x, products >= {TRAIN_MIN_MATMUL_FRACTION:.0%}",
+                     row_name, ok, f"{_format(value)}, {products}")
+    if (case["kind"] == "infer" and case["batch_size"] == 32 and precision == "float32"
+            and mode in ("in_process", "saved_model")):
+        fraction = ours.get("fraction_of_peak")
+        ok = (value is not None and value >= MIN_RATIO
+              and fraction is not None and fraction >= INFER_B32_MIN_FRACTION)
+        share = f"{fraction:.0%} of the probe" if fraction is not None else "no probe"
+        return Check(f">= {INFER_B32_MIN_FRACTION:.0%} of the probe, >= {MIN_RATIO:.2f}x",
+                     row_name, ok, f"{share}, {_format(value)}")
+    if case["kind"] == "infer" and mode == "onnx" and precision == "int8":
+        return Check(f">= {MIN_RATIO:.2f}x", row_name, value is not None and value >= MIN_RATIO,
+                     _format(value))
+    return None
+
+
+def _format(value: Optional[float]) -> str:
+    return f"{value:.2f}x" if value is not None else "no peer ran"
+
+
+def fastest_batch1_path(rows: List[dict], labels: Dict[str, str]) -> Optional[Check]:
+    """albert-tf's fastest float32 batch-1 path against every peer's fastest, across the
+    rows. `rows`: {"row", "case", "results"} per row that ran; `labels`: framework ->
+    name. Rows run minutes apart, so this compares medians, not pairs."""
+    candidates = []  # (ms, side, framework, row)
+    for entry in rows:
+        case = entry["case"]
+        if (case.get("kind") != "infer" or case.get("batch_size") != 1 or case.get("jit")
+                or case.get("precision") != "float32"):
+            continue
+        for framework, record in entry["results"].items():
+            if record.get("status") == "ok":
+                side = "ours" if framework in OURS else "peer"
+                candidates.append((record["value"], side, framework, entry["row"]))
+    ours = [c for c in candidates if c[1] == "ours"]
+    peers = [c for c in candidates if c[1] == "peer"]
+    if not ours or not peers:
+        return None
+    best, rival = min(ours), min(peers)
+    ratio = rival[0] / best[0]
+    measured = (f"{labels[best[2]]} ({best[3]}) {best[0]:.1f} ms against "
+                f"{labels[rival[2]]} ({rival[3]}) {rival[0]:.1f} ms: {ratio:.2f}x")
+    return Check(f">= {MIN_RATIO:.2f}x", "batch-1 float32, fastest path", ratio >= MIN_RATIO,
+                 measured)
