@@ -453,8 +453,10 @@ class HFOnnxRuntimeRunner:
             from onnxruntime.quantization.shape_inference import quant_pre_process
             prepared, int8 = path + ".prepared.onnx", path + ".int8.onnx"
             quant_pre_process(path, prepared, skip_symbolic_shape=True)
+            # albert_tf.export.onnx.Int8Settings' defaults.
             quantize_dynamic(prepared, int8, weight_type=QuantType.QInt8,
-                             op_types_to_quantize=["MatMul"], per_channel=True)
+                             op_types_to_quantize=["MatMul"], per_channel=True,
+                             reduce_range=True)
             path = int8
         self.session = onnxruntime.InferenceSession(path, quiet_session_options(),
                                                     providers=["CPUExecutionProvider"])

@@ -61,7 +61,12 @@ from albert_tf.kernels import precision  # noqa: E402
 
 FRAMEWORKS = ("ours", "keras_hub", "hf", "hf_ort", "ours_ort")
 PEER_LABELS = {"ours": "albert-tf", "keras_hub": "keras-hub", "hf": "HF torch",
-               "hf_ort": "HF ONNX Runtime", "ours_ort": "albert-tf ONNX Runtime"}
+               "hf_ort": "HF ONNX Runtime", "ours_ort": "albert-tf ONNX Runtime",
+               "probe": "probe (GFLOP/s)"}
+# The matmul probe timed inside a row, its units interleaved with the row's (not a peer):
+# the rows whose target is a fraction of the probe read it from there, so that the
+# machine's drift between the probe rows and theirs (minutes on a shared VM) cancels.
+PROBE = "probe"
 TRAIN_FRAMEWORKS = ("ours", "keras_hub", "hf")  # the ONNX Runtime peer serves only
 # The float32 in-process and SavedModel rows: every peer that serves.
 SERVING_FRAMEWORKS = ("ours", "keras_hub", "hf", "hf_ort")
@@ -127,7 +132,7 @@ def suite_rows(suite: str, tiny: bool = False, bf16: bool = True) -> List[Row]:
                             f"{' xla' if jit else ''}",
                             model_case("train", model, seq, 16, p, jit,
                                        max_predictions=4 if tiny else 20),
-                            TRAIN_FRAMEWORKS, 3, "s/step"))
+                            with_probe(TRAIN_FRAMEWORKS, p, jit), 3, "s/step"))
     infer_jit = (False, True) if suite == "full" else (False,)
     mode_labels = {"in_process": "in-process", "saved_model": "SavedModel",
                    "onnx": "ONNX Runtime", "litert": "LiteRT"}
@@ -145,7 +150,9 @@ def suite_rows(suite: str, tiny: bool = False, bf16: bool = True) -> List[Row]:
                         f"{' xla' if jit else ''}",
                         model_case("infer", model, seq, batch, p, jit, mode,
                                    max_predictions=4 if tiny else 20),
-                        mode_frameworks.get(mode, SERVING_FRAMEWORKS), window, unit))
+                        with_probe(mode_frameworks.get(mode, SERVING_FRAMEWORKS), p, jit)
+                        if batch == 32 and mode in ("in_process", "saved_model")
+                        else mode_frameworks.get(mode, SERVING_FRAMEWORKS), window, unit))
     if suite == "full":
         # Batch 2: three ALBERT-large workers at sequence 512 must fit in memory together.
         for p in precisions:
@@ -153,6 +160,12 @@ def suite_rows(suite: str, tiny: bool = False, bf16: bool = True) -> List[Row]:
                             model_case("train", "large", 512, 2, p), TRAIN_FRAMEWORKS, 2,
                             "s/step"))
     return rows
+
+
+def with_probe(frameworks: tuple, precision_name: str, jit: bool) -> tuple:
+    """`frameworks` plus the in-row probe for a float32 row without XLA (the rows whose
+    target is a fraction of the probe: bench/targets.py)."""
+    return frameworks + (PROBE,) if precision_name == "float32" and not jit else frameworks
 
 
 class Worker:
@@ -166,7 +179,7 @@ class Worker:
         self._log = open(self.log_path, "w")
         self.process = subprocess.Popen(
             [python, str(BENCH_DIR / "worker.py"), "--framework", framework,
-             "--case", json.dumps(case)],
+             "--case", json.dumps(probe_case(case) if framework == PROBE else case)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True,
             cwd=REPO, env=dict(os.environ, **(env or {})))
         self.status: Optional[dict] = None
@@ -202,10 +215,16 @@ class Worker:
         self._log.close()
 
 
+def probe_case(case: dict) -> dict:
+    """The probe that runs inside a model row: its precision, ours (bench/ours.py)."""
+    return {"kind": "probe", "precision": case["precision"]}
+
+
 def run_row(row: Row, rounds: int, frameworks: tuple, log_dir: pathlib.Path, python: str,
             log=print) -> Dict[str, dict]:
     """Starts the row's workers together, then times `rounds` rounds of interleaved units."""
-    workers = [Worker(f, row.case, log_dir, python) for f in row.frameworks if f in frameworks]
+    workers = [Worker(f, row.case, log_dir, python) for f in row.frameworks
+               if f in frameworks or (f == PROBE and "ours" in frameworks)]
     results: Dict[str, dict] = {}
     try:
         for worker in workers:
@@ -218,9 +237,12 @@ def run_row(row: Row, rounds: int, frameworks: tuple, log_dir: pathlib.Path, pyt
         ready = [w for w in workers if w.status and "ready" in w.status]
         windows = interleave(ready, rounds, row.window) if ready else {}
         for worker in ready:
-            results[worker.framework] = summarize(row, windows[worker.framework],
+            summary_row = (Row(row.name, probe_case(row.case), (PROBE,), row.window, "GFLOP/s")
+                           if worker.framework == PROBE else row)
+            results[worker.framework] = summarize(summary_row, windows[worker.framework],
                                                   worker.status["setup_seconds"])
-            if row.case["kind"] == "train":
+            # XLA rows: the products are inside compiled clusters, not kernels of the trace.
+            if row.case["kind"] == "train" and not row.case["jit"]:
                 reply = worker.profile(PROFILE_UNITS)
                 if "matmul_seconds" in reply:
                     results[worker.framework]["matmul"] = reply
@@ -285,7 +307,8 @@ def summarize(row: Row, windows: List[List[float]], setup_seconds: float) -> dic
 def speedup(row: Row, results: Dict[str, dict]) -> Optional[dict]:
     """Ours against the fastest peer that ran: >1 means ours is faster."""
     ours = results.get("ours", {})
-    peers = {f: r for f, r in results.items() if f != "ours" and r.get("status") == "ok"}
+    peers = {f: r for f, r in results.items()
+             if f not in ("ours", PROBE) and r.get("status") == "ok"}
     if ours.get("status") != "ok" or not peers:
         return None
     fastest = min(peers, key=lambda f: peers[f]["unit_seconds"])
@@ -409,6 +432,8 @@ def add_fractions(row: Row, record: dict, peaks: Dict[str, float]) -> None:
         record["matmul_fraction_of_peak"] = (record["gflop_per_unit"]
                                              / matmul["matmul_seconds"] / peak)
         record["matmul_share"] = matmul["matmul_seconds"] / matmul["unit_seconds"]
+        # The trace's own cost: > 1 where tracing slowed the step (and its products).
+        record["trace_slowdown"] = matmul["unit_seconds"] / record["unit_seconds"]
 
 
 def isa_caps(info: dict, separator: str) -> str:
@@ -508,7 +533,8 @@ def argument_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rounds", type=int, default=None,
                         help="rounds of interleaved units per framework (quick 2, full 3)")
     parser.add_argument("--only", default="",
-                        help="comma list of substrings: run only rows whose name has one")
+                        help="comma list of substrings: run only rows whose name has one "
+                             "(a name ending in $: that row only)")
     parser.add_argument("--frameworks", default=",".join(FRAMEWORKS))
     parser.add_argument("--skip_data", action="store_true", help="skip the data rows")
     parser.add_argument("--tiny", action="store_true",
@@ -548,8 +574,10 @@ def selected_rows(args: argparse.Namespace, bf16: bool) -> List[Row]:
     if args.only:
         wanted = [w.strip() for w in args.only.split(",") if w.strip()]
         # The probes always run: the train rows' % of peak needs them.
+        # "name$": that row only; otherwise rows whose name contains the text.
         rows = [r for r in rows
-                if r.case["kind"] == "probe" or any(w in r.name for w in wanted)]
+                if r.case["kind"] == "probe" or any(r.name == w[:-1] if w.endswith("$")
+                                                    else w in r.name for w in wanted)]
     return rows
 
 
@@ -573,8 +601,12 @@ def run_rows(rows: List[Row], rounds: int, frameworks: tuple, log_dir: pathlib.P
         if row.case["kind"] == "probe" and ours_ran:
             peaks[row.case["precision"]] = results["ours"]["value"]
         ratio = speedup(row, results)
-        for record in results.values():
-            add_fractions(row, record, peaks)
+        row_peaks = dict(peaks)
+        if results.get(PROBE, {}).get("status") == "ok":
+            row_peaks[row.case["precision"]] = results[PROBE]["value"]
+        for framework, record in results.items():
+            if framework != PROBE:
+                add_fractions(row, record, row_peaks)
         check = targets.row_check(row.name, row.case, results, ratio)
         write_row_records(sink, row, results, ratio, check)
         if row.case["kind"] == "train" and ours_ran:
@@ -584,7 +616,7 @@ def run_rows(rows: List[Row], rounds: int, frameworks: tuple, log_dir: pathlib.P
         ran.append({"row": row.name, "case": row.case, "results": results})
         checks += [check] if check else []
         paired = f" (paired {entry['paired']})" if entry["paired"] else ""
-        log(f"  {'  '.join(f'{PEER_LABELS[f]} {entry[f]}' for f in row.frameworks)}  "
+        log(f"  {'  '.join(f'{PEER_LABELS[f]} {entry[f]}' for f in row.frameworks if f != PROBE)}  "
             f"{entry['ratio']}{paired}  {entry['peak']}  {entry['target']}")
     across = targets.fastest_batch1_path(ran, PEER_LABELS)
     if across:
@@ -624,13 +656,17 @@ def table_entry(row: Row, results: Dict[str, dict], ratio: Optional[dict],
                 check: Optional[targets.Check] = None) -> dict:
     """A row of the printed table: each framework's value, the ratios, % of peak and the
     target's check, as text."""
+    in_row = results.get(PROBE, {})
+    probe_note = (f" (in-row probe {in_row['value']:.0f} GFLOP/s)"
+                  if in_row.get("status") == "ok" else "")
     return {"row": row.name, "unit": row.unit, "target": check.text() if check else "",
+            "probe_note": probe_note,
             **{f: format_value(row.unit, results.get(f)) for f in FRAMEWORKS},
             "ratio": f"{ratio['ratio']:.2f}x" if ratio else "",
             "paired": (f"{ratio['paired_ratio']:.2f}x"
                        if ratio and "paired_ratio" in ratio else ""),
             "peak": " / ".join(peak_text(results[f]) for f in FRAMEWORKS
-                               if "fraction_of_peak" in results.get(f, {}))}
+                               if "fraction_of_peak" in results.get(f, {})) + probe_note}
 
 
 def peak_text(record: dict) -> str:

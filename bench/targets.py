@@ -102,7 +102,7 @@ def fastest_batch1_path(rows: List[dict], labels: Dict[str, str]) -> Optional[Ch
                 or case.get("precision") != "float32"):
             continue
         for framework, record in entry["results"].items():
-            if record.get("status") == "ok":
+            if record.get("status") == "ok" and framework in OURS + PEERS:
                 side = "ours" if framework in OURS else "peer"
                 candidates.append((record["value"], side, framework, entry["row"]))
     ours = [c for c in candidates if c[1] == "ours"]

@@ -33,7 +33,7 @@ def reply(message: dict) -> None:
 
 
 def build(framework: str, case: dict):
-    if framework == "ours":
+    if framework in ("ours", "probe"):  # "probe": the matmul probe inside a model row
         import ours
         return ours.make_any_runner(case)
     if framework == "ours_ort":  # our model.onnx beside a LiteRT row (bench/ours.py)
@@ -60,7 +60,7 @@ def profile(framework: str, runner, units: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--framework", required=True,
-                        choices=["ours", "ours_ort", "keras_hub", "hf", "hf_ort"])
+                        choices=["ours", "ours_ort", "keras_hub", "hf", "hf_ort", "probe"])
     parser.add_argument("--case", required=True, help="the case as a JSON object")
     args = parser.parse_args()
     case = json.loads(args.case)

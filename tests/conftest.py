@@ -41,3 +41,20 @@ def chinese_vocab_file(shared_data) -> str:
     if not path.exists():
         pytest.skip(f"{path} not found (the official Chinese vocabulary)")
     return str(path)
+
+
+SLOW_LIST = pathlib.Path(__file__).with_name("slow_in_default_suite.txt")
+
+
+def _slow_prefixes():
+    """The node ids listed in slow_in_default_suite.txt (comments and blanks dropped)."""
+    lines = (line.split("#", 1)[0].strip() for line in SLOW_LIST.read_text().splitlines())
+    return tuple(line for line in lines if line)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Marks the tests listed in slow_in_default_suite.txt `slow` (see that file)."""
+    prefixes = _slow_prefixes()
+    for item in items:
+        if item.nodeid.startswith(prefixes):
+            item.add_marker(pytest.mark.slow)

@@ -61,6 +61,13 @@ def test_speedup_is_against_the_fastest_peer_and_skips_missing_ones():
     assert bench_run.speedup(row, results) is None
 
 
+def test_the_probe_runs_inside_the_rows_read_against_it():
+    rows = {row.name: row.frameworks for row in bench_run.suite_rows("quick", bf16=True)}
+    with_probe = {name for name, frameworks in rows.items() if bench_run.PROBE in frameworks}
+    assert with_probe == {"train base s128 b16 fp32", "infer base s128 b32 in-process fp32",
+                          "infer base s128 b32 SavedModel fp32"}
+
+
 def test_union_of_kernel_intervals_counts_overlaps_once():
     ps = 10 ** 12  # intervals in picoseconds
     assert op_profile.union_seconds([]) == 0.0
@@ -235,6 +242,11 @@ def test_tiny_run_end_to_end(tmp_path):
     assert train["status"] == "ok" and train["unit_seconds"] > 0
     assert 0 < train["fraction_of_peak"] < 1
     assert train["gflop_per_unit"] == pytest.approx(flops.case_flops(train["case"]) / 1e9)
+    # The fraction is read against the probe timed inside the row, between its units.
+    probe = results[("train tiny s16 b16 fp32", "probe")]
+    assert probe["status"] == "ok" and probe["value"] > 1.0  # GFLOP/s
+    assert train["fraction_of_peak"] == pytest.approx(
+        train["gflop_per_unit"] / train["unit_seconds"] / probe["value"])
     # The products' rate from a trace of the step: faster than the whole step's.
     assert 0 < train["matmul"]["matmul_seconds"] < train["matmul"]["unit_seconds"]
     assert train["matmul_fraction_of_peak"] > train["fraction_of_peak"]
