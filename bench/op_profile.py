@@ -4,10 +4,11 @@
 host trace (XSpace protobuf: one line per executor thread, one event per kernel, named
 "<op name>:<op type>") and returns the wall time during which at least one matrix
 product ran (the union of their intervals over all threads, so products running side
-by side are not counted twice), per unit. With the analytic FLOPs of the unit
-(bench/flops.py) this gives the rate the products reach inside the step, to set against
-the matmul probe: the part of a step's shortfall that is the GEMMs themselves, apart
-from the step's other ops and idle threads.
+by side are not counted twice), per unit. Their share of the traced unit, applied to the
+untraced unit's time (tracing slows a step by 2-15%), with the analytic FLOPs of the unit
+(bench/flops.py) gives the rate the products reach inside the step, to set against the
+matmul probe: the part of a step's shortfall that is the GEMMs themselves, apart from the
+step's other ops and idle threads.
 """
 from __future__ import annotations
 
