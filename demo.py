@@ -707,6 +707,9 @@ def main(argv):
         raise UserValueError(f"unexpected arguments: {' '.join(argv[1:])} (see --help)")
     if FLAGS.num_train_steps is not None and FLAGS.num_train_steps < 1:
         raise UserValueError(f"--num_train_steps must be positive, got {FLAGS.num_train_steps}")
+    if FLAGS.size == "mini" and FLAGS.recipe == "short":
+        raise UserValueError("--recipe=short applies to --size=full (the miniature run "
+                             "already uses sequences of 32)")
     check_writable(FLAGS.output_dir, "--output_dir", "directory")
     logging.set_verbosity(logging.INFO)
     cfg = DemoConfig() if FLAGS.size == "full" else DemoConfig.mini()

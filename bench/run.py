@@ -242,7 +242,8 @@ def run_row(row: Row, rounds: int, frameworks: tuple, log_dir: pathlib.Path, pyt
             results[worker.framework] = summarize(summary_row, windows[worker.framework],
                                                   worker.status["setup_seconds"])
             # XLA rows: the products are inside compiled clusters, not kernels of the trace.
-            if row.case["kind"] == "train" and not row.case["jit"]:
+            if (row.case["kind"] == "train" and not row.case["jit"]
+                    and worker.framework != PROBE):
                 reply = worker.profile(PROFILE_UNITS)
                 if "matmul_seconds" in reply:
                     results[worker.framework]["matmul"] = reply

@@ -92,16 +92,16 @@ def test_frequent_token_ids_are_counted_once_per_version_of_the_data(tmp_path, m
     import demo
 
     shutil.copytree(mini_run[0] / "data", tmp_path / "data")
-    first = demo.frequent_token_ids(str(tmp_path))
+    records = tmp_path / "data" / "train.tfrecord"
+    first = demo.frequent_token_ids(str(records))
     hits = demo._frequent_token_ids.cache_info().hits
     first[:] = -1  # callers get their own copy
-    again = demo.frequent_token_ids(str(tmp_path))
+    again = demo.frequent_token_ids(str(records))
     assert demo._frequent_token_ids.cache_info().hits == hits + 1
     assert (again >= 0).all() and len(again) == demo.FREQUENT_TOKENS
-    records = tmp_path / "data" / "train.tfrecord"
     shutil.copyfile(tmp_path / "data" / "heldout.tfrecord", records)  # another version
     misses = demo._frequent_token_ids.cache_info().misses
-    demo.frequent_token_ids(str(tmp_path))
+    demo.frequent_token_ids(str(records))
     assert demo._frequent_token_ids.cache_info().misses == misses + 1
 
 
@@ -322,3 +322,13 @@ def test_a_slow_machine_gets_the_short_budget_recipe(tmp_path, monkeypatch):
     assert calls == [("data", "short", 32, "data_s32"),
                      ("calibrate", "short", "calibration_short.json", False),
                      ("pretrain", "short", 32, 5, 3250)]
+
+
+def test_recipe_flag_mistakes_are_one_line():
+    for flags, message in ((["--size=mini", "--recipe=short"], "--recipe=short applies to "
+                                                              "--size=full"),
+                           (["--recipe=fast"], "value should be one of <auto|standard|short>")):
+        done = subprocess.run([sys.executable, str(REPO_ROOT / "demo.py"), *flags],
+                              capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+        assert done.returncode != 0 and message in done.stderr, done.stderr[-2000:]
+        assert "Traceback" not in done.stderr
