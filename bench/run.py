@@ -64,8 +64,8 @@ PEER_LABELS = {"ours": "albert-tf", "keras_hub": "keras-hub", "hf": "HF torch",
                "hf_ort": "HF ONNX Runtime", "ours_ort": "albert-tf ONNX Runtime",
                "probe": "probe (GFLOP/s)"}
 # The matmul probe timed inside a row, its units interleaved with the row's (not a peer):
-# the rows whose target is a fraction of the probe read it from there, so that the
-# machine's drift between the probe rows and theirs (minutes on a shared VM) cancels.
+# the rows whose target is a fraction of the probe (targets.reads_probe) read it from
+# there, so that the machine's drift between the probe rows and theirs cancels.
 PROBE = "probe"
 TRAIN_FRAMEWORKS = ("ours", "keras_hub", "hf")  # the ONNX Runtime peer serves only
 # The float32 in-process and SavedModel rows: every peer that serves.
@@ -132,7 +132,7 @@ def suite_rows(suite: str, tiny: bool = False, bf16: bool = True) -> List[Row]:
                             f"{' xla' if jit else ''}",
                             model_case("train", model, seq, 16, p, jit,
                                        max_predictions=4 if tiny else 20),
-                            with_probe(TRAIN_FRAMEWORKS, p, jit), 3, "s/step"))
+                            TRAIN_FRAMEWORKS, 3, "s/step"))
     infer_jit = (False, True) if suite == "full" else (False,)
     mode_labels = {"in_process": "in-process", "saved_model": "SavedModel",
                    "onnx": "ONNX Runtime", "litert": "LiteRT"}
@@ -150,9 +150,7 @@ def suite_rows(suite: str, tiny: bool = False, bf16: bool = True) -> List[Row]:
                         f"{' xla' if jit else ''}",
                         model_case("infer", model, seq, batch, p, jit, mode,
                                    max_predictions=4 if tiny else 20),
-                        with_probe(mode_frameworks.get(mode, SERVING_FRAMEWORKS), p, jit)
-                        if batch == 32 and mode in ("in_process", "saved_model")
-                        else mode_frameworks.get(mode, SERVING_FRAMEWORKS), window, unit))
+                        mode_frameworks.get(mode, SERVING_FRAMEWORKS), window, unit))
     if suite == "full":
         # Batch 2: three ALBERT-large workers at sequence 512 must fit in memory together.
         for p in precisions:
@@ -160,12 +158,6 @@ def suite_rows(suite: str, tiny: bool = False, bf16: bool = True) -> List[Row]:
                             model_case("train", "large", 512, 2, p), TRAIN_FRAMEWORKS, 2,
                             "s/step"))
     return rows
-
-
-def with_probe(frameworks: tuple, precision_name: str, jit: bool) -> tuple:
-    """`frameworks` plus the in-row probe for a float32 row without XLA (the rows whose
-    target is a fraction of the probe: bench/targets.py)."""
-    return frameworks + (PROBE,) if precision_name == "float32" and not jit else frameworks
 
 
 class Worker:
@@ -223,8 +215,10 @@ def probe_case(case: dict) -> dict:
 def run_row(row: Row, rounds: int, frameworks: tuple, log_dir: pathlib.Path, python: str,
             log=print) -> Dict[str, dict]:
     """Starts the row's workers together, then times `rounds` rounds of interleaved units."""
-    workers = [Worker(f, row.case, log_dir, python) for f in row.frameworks
-               if f in frameworks or (f == PROBE and "ours" in frameworks)]
+    names = [f for f in row.frameworks if f in frameworks]
+    if "ours" in names and targets.reads_probe(row.case):
+        names.append(PROBE)
+    workers = [Worker(f, row.case, log_dir, python) for f in names]
     results: Dict[str, dict] = {}
     try:
         for worker in workers:
@@ -616,7 +610,7 @@ def run_rows(rows: List[Row], rounds: int, frameworks: tuple, log_dir: pathlib.P
         ran.append({"row": row.name, "case": row.case, "results": results})
         checks += [check] if check else []
         paired = f" (paired {entry['paired']})" if entry["paired"] else ""
-        log(f"  {'  '.join(f'{PEER_LABELS[f]} {entry[f]}' for f in row.frameworks if f != PROBE)}  "
+        log(f"  {'  '.join(f'{PEER_LABELS[f]} {entry[f]}' for f in row.frameworks)}  "
             f"{entry['ratio']}{paired}  {entry['peak']}  {entry['target']}")
     across = targets.fastest_batch1_path(ran, PEER_LABELS)
     if across:

@@ -50,6 +50,18 @@ class Check:
         return {"record": "target", **dataclasses.asdict(self)}
 
 
+def reads_probe(case: dict) -> bool:
+    """Whether the row's target is a fraction of the probe: a float32 training step or
+    batch-32 pass in process or through the SavedModel, without XLA. bench/run.py times
+    the probe inside such rows."""
+    if case.get("jit") or case.get("precision") != "float32":
+        return False
+    if case.get("kind") == "train":
+        return True
+    return (case.get("kind") == "infer" and case.get("batch_size") == 32
+            and case.get("mode") in ("in_process", "saved_model"))
+
+
 def _ratio(ratio: Optional[dict]) -> Optional[float]:
     if not ratio:
         return None
@@ -64,8 +76,7 @@ def row_check(row_name: str, case: dict, results: Dict[str, dict],
                                                                                  "infer"):
         return None
     value = _ratio(ratio)
-    mode, precision = case.get("mode"), case.get("precision")
-    if case["kind"] == "train" and precision == "float32":
+    if case["kind"] == "train" and reads_probe(case):
         fraction = ours.get("matmul_fraction_of_peak")
         ok = (value is not None and value >= TRAIN_MIN_RATIO
               and fraction is not None and fraction >= TRAIN_MIN_MATMUL_FRACTION)
@@ -73,15 +84,14 @@ def row_check(row_name: str, case: dict, results: Dict[str, dict],
                     else "products' rate not measured")
         return Check(f">= {TRAIN_MIN_RATIO:.2f}x, products >= {TRAIN_MIN_MATMUL_FRACTION:.0%}",
                      row_name, ok, f"{_format(value)}, {products}")
-    if (case["kind"] == "infer" and case["batch_size"] == 32 and precision == "float32"
-            and mode in ("in_process", "saved_model")):
+    if case["kind"] == "infer" and reads_probe(case):
         fraction = ours.get("fraction_of_peak")
         ok = (value is not None and value >= MIN_RATIO
               and fraction is not None and fraction >= INFER_B32_MIN_FRACTION)
         share = f"{fraction:.0%} of the probe" if fraction is not None else "no probe"
         return Check(f">= {INFER_B32_MIN_FRACTION:.0%} of the probe, >= {MIN_RATIO:.2f}x",
                      row_name, ok, f"{share}, {_format(value)}")
-    if case["kind"] == "infer" and mode == "onnx" and precision == "int8":
+    if case["kind"] == "infer" and case.get("mode") == "onnx" and case["precision"] == "int8":
         return Check(f">= {MIN_RATIO:.2f}x", row_name, value is not None and value >= MIN_RATIO,
                      _format(value))
     return None
