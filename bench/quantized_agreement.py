@@ -60,7 +60,7 @@ frequent prediction (a model that predicts one value everywhere agrees trivially
 file's dev accuracy (or SQuAD answer F1) and the largest float32 top-2 gap of any
 disagreement. --output writes all of it as JSON, with the CLI's log figures beside ours.
 
-With --int8_settings=default,reduce_range,per_tensor,uint8 it also remakes model.int8.onnx
+With --int8_settings=8bit,reduce_range,per_tensor,uint8 it also remakes model.int8.onnx
 from model.onnx with each of those quantization settings (albert_tf.export.onnx
 .Int8Settings) and runs each as both kinds of CPU compute it: exact int32 sums (VNNI) and
 u8 x s8 pairs saturated to int16 (x86 without VNNI), emulated by
@@ -114,7 +114,8 @@ CHINESE_VOCAB = SHARED / "chinese" / "vocab" / "vocab_chinese.txt"
 # --int8_settings: quantization settings of model.int8.onnx made again from model.onnx,
 # each run as both kinds of CPU compute it (albert_tf.export.int8_arithmetic), in
 # batches of EMULATION_BATCH (the emulation holds K/2 x N float64 per row and product).
-INT8_SETTINGS = {"default": {}, "reduce_range": {"reduce_range": True},
+# Each is Int8Settings' defaults (7-bit int8 weights, per channel) with these changes.
+INT8_SETTINGS = {"8bit": {"reduce_range": False}, "reduce_range": {},
                  "per_tensor": {"per_channel": False}, "uint8": {"weight_type": "uint8"}}
 EMULATION_BATCH = 4
 
@@ -499,9 +500,9 @@ def largest_change(reference: Dict, got: Dict) -> float:
 
 def int8_variants(args, export_dir: pathlib.Path, work: pathlib.Path, features) -> Dict:
     """model.int8.onnx made again with each of --int8_settings and run as each kind of CPU
-    computes it: {"<setting> [<arithmetic>]": outputs}, plus this CPU's own run of the
-    default file at the same batch size ("default [this CPU]"), which must equal the
-    emulation of this CPU's arithmetic (checked: a broken emulation stops the run)."""
+    computes it: {"<setting> [<arithmetic>]": outputs}. The first setting's file is also run
+    by this CPU's ONNX Runtime, which must give what the emulation of this CPU's arithmetic
+    gives (a broken emulation stops the run)."""
     import numpy as np
     import onnx
     from albert_tf.export import int8_arithmetic, onnx as onnx_export
@@ -517,9 +518,9 @@ def int8_variants(args, export_dir: pathlib.Path, work: pathlib.Path, features) 
             onnx.save(int8_arithmetic.emulate(quantized, arithmetic), str(emulated))
             outputs[f"{name} [{arithmetic}]"] = run_file(emulated, features, EMULATION_BATCH)
             emulated.unlink()
-        if name == "default":
+        if name == args.int8_settings[0]:
             own = run_file(path, features, EMULATION_BATCH)
-            emulation = outputs[f"default [{local}]"]
+            emulation = outputs[f"{name} [{local}]"]
             for key, value in own.items():
                 if not np.allclose(value, emulation[key], atol=1e-4):
                     raise RuntimeError(f"the {local} emulation of {path} differs from this "
@@ -648,6 +649,13 @@ def table_rows(results: List[Dict]) -> List[Tuple[str, ...]]:
     return rows
 
 
+def print_grid(header: Tuple[str, ...], rows: List[Tuple[str, ...]]) -> None:
+    """A plain-text table: columns padded to their widest cell, a rule under the header."""
+    widths = [max(len(row[i]) for row in rows + [header]) for i in range(len(header))]
+    for row in [header, tuple("-" * w for w in widths)] + rows:
+        print(" | ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+
+
 def print_settings_table(results: List[Dict]) -> None:
     """Agreement with float32 per quantization setting, with exact int32 sums (CPUs with
     VNNI) and with pairs saturated to int16 (CPUs without), emulated."""
@@ -662,9 +670,7 @@ def print_settings_table(results: List[Dict]) -> None:
     print(f"\nmodel.int8.onnx's settings, as each kind of CPU computes them (emulated, "
           f"batches of {EMULATION_BATCH}): agreement with float32, and the largest change "
           "of a float output (% of its spread over the evaluation set)")
-    widths = [max(len(row[i]) for row in rows + [header]) for i in range(len(header))]
-    for row in [header, tuple("-" * w for w in widths)] + rows:
-        print(" | ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    print_grid(header, rows)
 
 
 def print_table(results: List[Dict], cpu, args) -> None:
@@ -680,9 +686,7 @@ def print_table(results: List[Dict], cpu, args) -> None:
     header = ("task", "dev examples", "values", "int8 ONNX", "int8 ONNX, batch 1",
               "int8 LiteRT", "fp16 LiteRT", "near-tie values", "float32 dev metric")
     rows = table_rows(results)
-    widths = [max(len(row[i]) for row in rows + [header]) for i in range(len(header))]
-    for row in [header, tuple("-" * w for w in widths)] + rows:
-        print(" | ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    print_grid(header, rows)
     print()
     for r in results:
         common = r["float32_most_frequent"]
