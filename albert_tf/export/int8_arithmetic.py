@@ -38,7 +38,7 @@ def local_arithmetic(cpu=None) -> str:
     `precision.CpuInfo`)."""
     from albert_tf.kernels import precision
     cpu = cpu or precision.read_cpu_info()
-    if cpu.machine not in ("x86_64", "AMD64", "i686", "x86"):
+    if not cpu.is_x86:
         return EXACT
     return EXACT if any(flag in cpu.flags for flag in EXACT_X86_FLAGS) else SATURATING
 

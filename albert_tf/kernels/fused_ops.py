@@ -178,8 +178,7 @@ def avx2_gemms(cpu=None, environ=None) -> bool:
     if max_isa in precision.ONEDNN_ISAS_BELOW_AVX512:
         return True
     cpu = _this_cpu() if cpu is None else cpu
-    x86 = cpu.machine.lower() in ("x86_64", "amd64", "i686", "i386")
-    return x86 and bool(cpu.flags) and "avx512f" not in cpu.flags
+    return cpu.is_x86 and bool(cpu.flags) and "avx512f" not in cpu.flags
 
 
 # ------------------------------------------------------- attention heads

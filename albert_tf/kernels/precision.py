@@ -75,6 +75,10 @@ class CpuInfo:
             return f"{self.model} (family {self.family}, model {self.model_number})"
         return self.model
 
+    @property
+    def is_x86(self) -> bool:
+        return self.machine.lower() in ("x86_64", "amd64", "i686", "i386", "x86")
+
     def shown_flags(self) -> str:
         """The performance-relevant flags it has, e.g. "avx2 fma avx512f avx512_bf16"."""
         return " ".join(f for f in SHOWN_CPU_FLAGS if f in self.flags) or "(none of note)"
