@@ -106,8 +106,10 @@ def main(argv=None) -> int:
     for side, seconds in zip("AB", times):
         print(f"  {side}: median {statistics.median(seconds) * 1000:.1f} ms per unit "
               f"(min {min(seconds) * 1000:.1f})")
+    interval = bench.targets.median_interval(ratios)
+    spread = (f"90% interval {interval[0]:.3f}-{interval[1]:.3f}, " if interval else "")
     print(f"  B/A per-pair ratio: median {statistics.median(ratios):.3f} "
-          f"(min {min(ratios):.3f}, max {max(ratios):.3f}); > 1: A is faster")
+          f"({spread}min {min(ratios):.3f}, max {max(ratios):.3f}); > 1: A is faster")
     return 0
 
 

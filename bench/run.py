@@ -314,10 +314,13 @@ def speedup(row: Row, results: Dict[str, dict]) -> Optional[dict]:
     # between and within rounds, which the ratio of medians keeps.
     own_units, peer_units = ours.get("windows"), peers[fastest].get("windows")
     if own_units and peer_units and [len(w) for w in own_units] == [len(w) for w in peer_units]:
-        result["paired_ratio"] = statistics.median(
-            peer / own for own_window, peer_window in zip(own_units, peer_units)
-            for own, peer in zip(own_window, peer_window))
-        result["pairs"] = sum(len(w) for w in own_units)
+        pair_ratios = [peer / own for own_window, peer_window in zip(own_units, peer_units)
+                       for own, peer in zip(own_window, peer_window)]
+        result["paired_ratio"] = statistics.median(pair_ratios)
+        result["pairs"] = len(pair_ratios)
+        interval = targets.median_interval(pair_ratios)
+        if interval:
+            result["paired_interval"] = list(interval)
     return result
 
 

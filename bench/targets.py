@@ -22,6 +22,7 @@ ONNX file: a choice between our paths) carry no target of their own.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Dict, List, Optional
 
 TRAIN_MIN_RATIO = 1.10
@@ -62,6 +63,25 @@ def reads_probe(case: dict) -> bool:
             and case.get("mode") in ("in_process", "saved_model"))
 
 
+def median_interval(values: List[float], confidence: float = 0.90) -> Optional[tuple]:
+    """(low, high): a distribution-free confidence interval for the median of `values`
+    (order statistics x(k) and x(n+1-k), k the largest with 2 P(Binomial(n, 1/2) < k)
+    <= 1 - confidence), or None where n is too small for that confidence (n < 5 at 90%).
+    Read beside a paired ratio: per-unit ratios on a shared VM spread by +-10%, so six
+    pairs cannot tell 1.09x from 1.10x, and the interval says so."""
+    n = len(values)
+    tail, k = 0.0, 0  # tail = P(B <= k - 1)
+    while True:
+        tail_next = tail + math.comb(n, k) / 2 ** n  # P(B <= k)
+        if 2 * tail_next > 1 - confidence:
+            break
+        tail, k = tail_next, k + 1
+    if k == 0:
+        return None
+    ordered = sorted(values)
+    return ordered[k - 1], ordered[n - k]
+
+
 def _ratio(ratio: Optional[dict]) -> Optional[float]:
     if not ratio:
         return None
@@ -83,22 +103,29 @@ def row_check(row_name: str, case: dict, results: Dict[str, dict],
         products = (f"products at {fraction:.0%} of the probe" if fraction is not None
                     else "products' rate not measured")
         return Check(f">= {TRAIN_MIN_RATIO:.2f}x, products >= {TRAIN_MIN_MATMUL_FRACTION:.0%}",
-                     row_name, ok, f"{_format(value)}, {products}")
+                     row_name, ok, f"{_format(value, ratio)}, {products}")
     if case["kind"] == "infer" and reads_probe(case):
         fraction = ours.get("fraction_of_peak")
         ok = (value is not None and value >= MIN_RATIO
               and fraction is not None and fraction >= INFER_B32_MIN_FRACTION)
         share = f"{fraction:.0%} of the probe" if fraction is not None else "no probe"
         return Check(f">= {INFER_B32_MIN_FRACTION:.0%} of the probe, >= {MIN_RATIO:.2f}x",
-                     row_name, ok, f"{share}, {_format(value)}")
+                     row_name, ok, f"{share}, {_format(value, ratio)}")
     if case["kind"] == "infer" and case.get("mode") == "onnx" and case["precision"] == "int8":
         return Check(f">= {MIN_RATIO:.2f}x", row_name, value is not None and value >= MIN_RATIO,
-                     _format(value))
+                     _format(value, ratio))
     return None
 
 
-def _format(value: Optional[float]) -> str:
-    return f"{value:.2f}x" if value is not None else "no peer ran"
+def _format(value: Optional[float], ratio: Optional[dict] = None) -> str:
+    """e.g. "1.09x (90% interval 1.04-1.13, 6 pairs)"."""
+    if value is None:
+        return "no peer ran"
+    interval = (ratio or {}).get("paired_interval")
+    if not interval:
+        return f"{value:.2f}x"
+    return (f"{value:.2f}x (90% interval {interval[0]:.2f}-{interval[1]:.2f}, "
+            f"{ratio['pairs']} pairs)")
 
 
 def fastest_batch1_path(rows: List[dict], labels: Dict[str, str]) -> Optional[Check]:

@@ -126,6 +126,24 @@ def test_targets_per_row_read_the_paired_ratio_and_the_probe_fractions():
         assert targets.row_check("r", case, *_train_results(0.5, 0.1, 0.1)) is None
 
 
+def test_median_interval_is_the_binomial_order_statistics():
+    """90%: n=6 -> x(1)..x(6) (2 P(B<1) = 1/32 <= 0.10, 2 P(B<2) = 7/32 > 0.10);
+    n=24 -> x(8)..x(17) (2 P(B<=7) = 0.064, 2 P(B<=8) = 0.152); n=4 -> none."""
+    values = [1.09, 1.02, 1.15, 1.07, 1.11, 0.98]
+    assert targets.median_interval(values) == (0.98, 1.15)
+    many = [1.0 + i / 100 for i in range(24)][::-1]
+    assert targets.median_interval(many) == pytest.approx((1.07, 1.16))
+    assert targets.median_interval(values[:4]) is None
+    assert targets.median_interval(values[:4], confidence=0.80) == (1.02, 1.15)
+    # The check's text carries it where the row has one.
+    train = bench_run.model_case("train", "tiny", 16, 16, "float32")
+    results, ratio = _train_results(1.09, 0.9, 0.9)
+    ratio.update(paired_interval=[1.04, 1.13], pairs=6)
+    assert targets.row_check("train", train, results, ratio).text() == (
+        "MISS: 1.09x (90% interval 1.04-1.13, 6 pairs), products at 90% of the probe "
+        "(target >= 1.10x, products >= 85%)")
+
+
 def test_batch1_target_compares_the_fastest_paths_across_rows():
     def row(name, mode, precision="float32", **values):
         return {"row": name, "case": bench_run.model_case("infer", "tiny", 16, 1, precision,
@@ -156,6 +174,7 @@ def test_paired_ratio_is_the_median_of_the_per_unit_ratios():
     ratio = bench_run.speedup(row, {"ours": ours, "keras_hub": peer})
     assert ratio["ratio"] == pytest.approx(3.6 / 2.0)
     assert ratio["paired_ratio"] == pytest.approx(1.2) and ratio["pairs"] == 6
+    assert ratio["paired_interval"] == pytest.approx([1.2, 2.0])  # x(1), x(6) of 6
     # Latency: ours 10 ms with one 200 ms hiccup per round, the peer a steady 12 ms.
     latency = bench_run.Row("l", {"kind": "latency"}, bench_run.FRAMEWORKS, 5, "ms")
     ours = bench_run.summarize(latency, [[0.010] * 4 + [0.200]] * 3, 0.0)
