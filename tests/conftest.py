@@ -58,3 +58,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid.startswith(prefixes):
             item.add_marker(pytest.mark.slow)
+
+
+def selected_cases(request, cases, read_by_name=()):
+    """The names in `cases` that this session's tests of the requesting module take as
+    their `name` parameter, plus `read_by_name` (cases that unparametrized tests of the
+    module read), in `cases`' order: a module fixture that builds one export per case
+    builds only those the run selected (`make test` leaves out the cases whose tests are in
+    the slow suite). Outside a session's item list (the module run alone), all of them."""
+    items = [item for item in request.session.items if item.module is request.module]
+    if not items:
+        return list(cases)
+    wanted = set(read_by_name)
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "name" in callspec.params:
+            wanted.add(callspec.params["name"])
+    return [name for name in cases if name in wanted]

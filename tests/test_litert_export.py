@@ -21,6 +21,7 @@ from albert_tf.tasks.classification.job import GlueOptions, classifier_portable_
 from albert_tf.tasks.multiple_choice import export as race_export
 from albert_tf.tasks.span_qa import export as squad_export
 from albert_tf.tasks.tagging import export as tagging_export, schemes
+from tests import conftest
 from tests.conftest import REPO_ROOT
 from tests.test_onnx_export import SEQ, built, config, real_features
 
@@ -101,13 +102,17 @@ CASES = {
 
 
 @pytest.fixture(scope="module")
-def exported(spm_model, tmp_path_factory):
+def exported(request, spm_model, tmp_path_factory):
     """name -> {spec, features, expected (the serving function's outputs), written, got
     (the LiteRT outputs, from a process without TensorFlow), served (its metadata and
-    names)}."""
+    names)}, for the cases the run's tests use."""
     root = tmp_path_factory.mktemp("litert")
-    cases, request = {}, {}
+    cases, runs = {}, {}
+    wanted = conftest.selected_cases(request, CASES,
+                                     read_by_name=("classifier", "race", "ner_crf"))
     for name, make in CASES.items():
+        if name not in wanted:
+            continue
         spec, features = make(spm_model)
         directory = root / name
         written = portable.export_model_dir(str(directory), spec, ["tflite"],
@@ -116,9 +121,9 @@ def exported(spm_model, tmp_path_factory):
             {k: tf.constant(features[k]) for k in spec.input_signature}).items()}
         np.savez(directory / "features.npz", **{k: features[k] for k in spec.input_signature})
         cases[name] = dict(spec=spec, features=features, expected=expected, written=written)
-        request[name] = {"path": written["tflite"], "features": str(directory / "features.npz"),
-                         "outputs": str(directory / "outputs.npz")}
-    (root / "request.json").write_text(json.dumps(request))
+        runs[name] = {"path": written["tflite"], "features": str(directory / "features.npz"),
+                      "outputs": str(directory / "outputs.npz")}
+    (root / "request.json").write_text(json.dumps(runs))
     done = subprocess.run([sys.executable, "-c", RUNNER, str(root / "request.json")],
                           capture_output=True, text=True, cwd=REPO_ROOT,
                           env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO_ROOT)})
@@ -128,7 +133,7 @@ def exported(spm_model, tmp_path_factory):
     assert result.pop("loaded") == []  # no TensorFlow, no Keras
     for name, served in result.items():
         cases[name]["served"] = served
-        cases[name]["got"] = dict(np.load(request[name]["outputs"]))
+        cases[name]["got"] = dict(np.load(runs[name]["outputs"]))
     return cases
 
 

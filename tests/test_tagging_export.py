@@ -19,6 +19,7 @@ from albert_tf.export import onnx as onnx_export
 from albert_tf.modeling.token_classifier import AlbertTokenClassifier, words_first
 from albert_tf.tasks.tagging import export as tagging_export
 from albert_tf.tasks.tagging import features, readers, schemes
+from tests import conftest
 
 TYPES = {"english": ["LOC", "MISC", "ORG", "PER"],
          "chinese": ["address", "company", "name", "organization"]}
@@ -245,13 +246,16 @@ print("RESULT" + json.dumps(out))
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory, shared_data, spm_model, chinese_vocab_file):
+def exported(request, tmp_path_factory, shared_data, spm_model, chinese_vocab_file):
     """name -> the case's model, settings, Python-path results and what the SavedModel
-    returned in a process without albert_tf."""
+    returned in a process without albert_tf (the cases the run's tests use)."""
     root = tmp_path_factory.mktemp("tagging_export")
     cases, requests = {}, {}
+    wanted = conftest.selected_cases(request, CASES, read_by_name=("english_softmax",))
     for seed, (name, (language, kind, use_crf, scheme, seq, stride)) in enumerate(
             CASES.items()):
+        if name not in wanted:
+            continue
         labels = label_list(language, scheme)
         model = build_model(language, use_crf, labels, scheme, seed)
         vocabulary = ({"spm_model_file": spm_model} if kind == "sentencepiece"
