@@ -68,6 +68,32 @@ def test_the_probe_runs_inside_the_rows_read_against_it():
                           "infer base s128 b32 SavedModel fp32"}
 
 
+def test_bf16_probe_is_not_started_under_an_isa_cap_without_bf16(monkeypatch, tmp_path):
+    """oneDNN aborts the worker on a bf16 GEMM under ONEDNN_MAX_CPU_ISA=AVX2: the row
+    says why instead of starting it (and printing an ERROR)."""
+    probe = [r for r in bench_run.suite_rows("quick", tiny=True) if r.name == "probe bf16"][0]
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx2")
+    lines = []
+    results = bench_run.run_row(probe, 1, bench_run.FRAMEWORKS, tmp_path, "/nonexistent",
+                                log=lines.append)
+    assert results == {"ours": {"status": "n/a", "reason": "ONEDNN_MAX_CPU_ISA=AVX2 stops "
+                                "oneDNN below its bf16 instructions"}}
+    assert lines == ["  albert-tf: n/a (ONEDNN_MAX_CPU_ISA=AVX2 stops oneDNN below its bf16 "
+                     "instructions)"]
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_BF16")
+    assert bench_run.precision.onednn_cap_below_bf16() is None
+
+
+def test_only_that_names_no_row_is_refused_with_the_rows(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        bench_run.main(["--tiny", "--bf16", "never", "--only", "trian"])
+    assert exit_info.value.code == 2
+    message = capsys.readouterr().err.strip().splitlines()[-1]
+    assert message.split(": ", 1)[1].startswith(
+        "error: --only 'trian' names no row of the quick suite without bf16 rows; its rows: "
+        "train tiny s16 b16 fp32, ")
+
+
 def test_union_of_kernel_intervals_counts_overlaps_once():
     ps = 10 ** 12  # intervals in picoseconds
     assert op_profile.union_seconds([]) == 0.0

@@ -169,14 +169,22 @@ def measure_gemm_rates() -> GemmRates:
     return GemmRates(float32=flops / best[tf.float32], bfloat16=flops / best[tf.bfloat16])
 
 
+def onednn_cap_below_bf16(environ: Mapping[str, str] = os.environ) -> Optional[str]:
+    """ONEDNN_MAX_CPU_ISA's value (upper case) where it stops oneDNN below the bf16
+    instructions, else None."""
+    max_isa = environ.get("ONEDNN_MAX_CPU_ISA", "").strip().lower()
+    return max_isa.upper() if max_isa in _ONEDNN_ISAS_WITHOUT_BF16 else None
+
+
 def _cpu_choice(cpu: CpuInfo, environ: Mapping[str, str],
                 gemm_probe: Callable[[], GemmRates]) -> PrecisionChoice:
     if environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip() == "0":
         return PrecisionChoice("float32", "TF_ENABLE_ONEDNN_OPTS=0 turns oneDNN off, and "
                                           "TensorFlow's own bf16 CPU kernels are slower than float32")
     max_isa = environ.get("ONEDNN_MAX_CPU_ISA", "").strip().lower()
-    if max_isa in _ONEDNN_ISAS_WITHOUT_BF16:
-        return PrecisionChoice("float32", f"ONEDNN_MAX_CPU_ISA={max_isa.upper()} keeps oneDNN "
+    cap = onednn_cap_below_bf16(environ)
+    if cap:
+        return PrecisionChoice("float32", f"ONEDNN_MAX_CPU_ISA={cap} keeps oneDNN "
                                           "below the bf16 instructions, so bf16 would be "
                                           "emulated (slower than float32)")
     has_amx = AMX_BF16_FLAG in cpu.flags
