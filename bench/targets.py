@@ -67,15 +67,13 @@ def median_interval(values: List[float], confidence: float = 0.90) -> Optional[t
     """(low, high): a distribution-free confidence interval for the median of `values`
     (order statistics x(k) and x(n+1-k), k the largest with 2 P(Binomial(n, 1/2) < k)
     <= 1 - confidence), or None where n is too small for that confidence (n < 5 at 90%).
-    Read beside a paired ratio: per-unit ratios on a shared VM spread by +-10%, so six
-    pairs cannot tell 1.09x from 1.10x, and the interval says so."""
+    Read beside a paired ratio: single training units on a shared VM spread by 5-10%, so
+    six pairs cannot tell 1.09x from 1.10x, and the interval says so."""
     n = len(values)
-    tail, k = 0.0, 0  # tail = P(B <= k - 1)
-    while True:
-        tail_next = tail + math.comb(n, k) / 2 ** n  # P(B <= k)
-        if 2 * tail_next > 1 - confidence:
-            break
-        tail, k = tail_next, k + 1
+    k, at_most_k = 0, 1 / 2 ** n  # at_most_k = P(B <= k)
+    while 2 * at_most_k <= 1 - confidence:
+        k += 1
+        at_most_k += math.comb(n, k) / 2 ** n
     if k == 0:
         return None
     ordered = sorted(values)

@@ -65,10 +65,8 @@ def selected_cases(request, cases, read_by_name=()):
     their `name` parameter, plus `read_by_name` (cases that unparametrized tests of the
     module read), in `cases`' order: a module fixture that builds one export per case
     builds only those the run selected (`make test` leaves out the cases whose tests are in
-    the slow suite). Outside a session's item list (the module run alone), all of them."""
+    the slow suite)."""
     items = [item for item in request.session.items if item.module is request.module]
-    if not items:
-        return list(cases)
     wanted = set(read_by_name)
     for item in items:
         callspec = getattr(item, "callspec", None)
