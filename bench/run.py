@@ -500,6 +500,8 @@ def markdown_table(info: dict, table: List[dict], data: List[dict],
 def main(argv=None) -> int:
     parser = argument_parser()
     args = parser.parse_args(argv)
+    if args.rounds is not None and args.rounds < 1:
+        parser.error(f"--rounds must be at least 1; got {args.rounds}")
     rounds = args.rounds or (3 if args.suite == "full" else 2)
     frameworks = tuple(f for f in args.frameworks.split(",") if f)
     unknown = set(frameworks) - set(FRAMEWORKS)

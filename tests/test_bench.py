@@ -84,6 +84,13 @@ def test_bf16_probe_is_not_started_under_an_isa_cap_without_bf16(monkeypatch, tm
     assert bench_run.precision.onednn_cap_below_bf16() is None
 
 
+def test_rounds_below_one_are_refused(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        bench_run.main(["--tiny", "--rounds", "0"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().endswith("error: --rounds must be at least 1; got 0")
+
+
 def test_only_that_names_no_row_is_refused_with_the_rows(capsys):
     with pytest.raises(SystemExit) as exit_info:
         bench_run.main(["--tiny", "--bf16", "never", "--only", "trian"])
