@@ -37,6 +37,10 @@ from typing import Dict, Optional
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from albert_tf.kernels import onednn  # noqa: E402
+
+onednn.configure()  # before TensorFlow is imported: it reads the oneDNN switch once
+
 from absl import flags, logging  # noqa: E402
 
 REPO = os.path.dirname(os.path.abspath(__file__))

@@ -16,6 +16,10 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from albert_tf.kernels import onednn  # noqa: E402
+
+onednn.configure()  # before TensorFlow is imported: it reads the oneDNN switch once
+
 from absl import flags, logging  # noqa: E402
 
 from albert_tf import cli  # noqa: E402

@@ -23,6 +23,7 @@ from typing import Callable, Optional, Sequence, Union
 from absl import flags, logging
 
 from albert_tf import errors
+from albert_tf.kernels import onednn
 
 Interrupted = Union[None, str, Callable[[], Optional[str]]]
 
@@ -101,6 +102,9 @@ def run(main: Callable, *, interrupted: Interrupted = None, argv=None) -> None:
     prog = program_name(argv)
 
     def guarded(args):
+        choice = onednn.configured()
+        if choice is not None:  # programs that run TensorFlow say what it runs with
+            logging.info("%s", choice.describe())
         status = guard(main, args, prog, interrupted)
         if status == errors.EXIT_INTERRUPTED:
             exit_now(status)

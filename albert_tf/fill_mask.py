@@ -81,6 +81,9 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    from albert_tf.kernels import onednn
+
+    onednn.configure()  # before TensorFlow is imported: it reads the oneDNN switch once
     from albert_tf import cli
 
     flags.DEFINE_string("model_dir", None, "Official-style model directory.")

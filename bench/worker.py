@@ -44,6 +44,9 @@ def build(framework: str, case: dict):
 
 
 TENSORFLOW_FRAMEWORKS = ("ours", "keras_hub")
+# Workers that run albert-tf (and the matmul probe read against it): they take albert-tf's
+# oneDNN choice (albert_tf.kernels.onednn).
+ALBERT_TF_FRAMEWORKS = ("ours", "ours_ort", "probe")
 
 
 def profile(framework: str, runner, units: int) -> dict:
@@ -64,6 +67,12 @@ def main() -> None:
     parser.add_argument("--case", required=True, help="the case as a JSON object")
     args = parser.parse_args()
     case = json.loads(args.case)
+    if args.framework in ALBERT_TF_FRAMEWORKS:
+        # As albert-tf's programs do, before TensorFlow is imported; the peers run with
+        # TensorFlow's own default, as their users get it.
+        sys.path.insert(0, os.path.dirname(BENCH_DIR))  # as bench/ours.py does
+        from albert_tf.kernels import onednn
+        onednn.configure()
     start = time.perf_counter()
     try:
         runner = build(args.framework, case)

@@ -11,6 +11,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest  # noqa: E402
 
+from albert_tf.kernels import onednn  # noqa: E402
+
+# The suite runs what albert-tf's programs run: their oneDNN choice, made as they make it,
+# before TensorFlow is imported (TensorFlow reads TF_ENABLE_ONEDNN_OPTS once, at import).
+ONEDNN = onednn.configure()
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHARED_DATA = pathlib.Path(
         os.environ.get("ALBERT_TF_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
@@ -73,3 +79,7 @@ def selected_cases(request, cases, read_by_name=()):
         if callspec is not None and "name" in callspec.params:
             wanted.add(callspec.params["name"])
     return [name for name in cases if name in wanted]
+
+
+def pytest_report_header(config):
+    return ONEDNN.describe()

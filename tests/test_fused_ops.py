@@ -18,7 +18,7 @@ from tests.conftest import REPO_ROOT
 from tests.test_model_numerics import randomize, tiny_config
 from tests.test_performance_paths import (_executed_kernels, _loss_and_gradients,
                                           _pretraining_batch)
-from tests.test_tf_internals import onednn_on, require_onednn, require_onednn_layer_norm
+from tests.test_tf_internals import onednn_on, require_onednn_layer_norm
 
 RNG = np.random.default_rng(7)
 
@@ -158,7 +158,8 @@ def test_layer_norm_as_batch_norm_matches_float64_and_autodiff(shape):
 
 
 def test_grappler_runs_layer_norm_as_batch_norm_in_onednn_only_when_rows_are_unknown():
-    require_onednn()
+    """With oneDNN on; where it is off, FusedBatchNormV3 runs as TensorFlow's own kernel."""
+    on = onednn_on()
     gamma, beta = tf.ones([24]), tf.zeros([24])
 
     def spelled(z):
@@ -168,6 +169,9 @@ def test_grappler_runs_layer_norm_as_batch_norm_in_onednn_only_when_rows_are_unk
     for rows, kernel in ((None, "_MklLayerNorm"), (6, "_MklNativeFusedBatchNormV3")):
         fn = tf.function(spelled, input_signature=[tf.TensorSpec([rows, 24], tf.float32)])
         kernels = {kernel for _, kernel in _executed_kernels(fn, z)}
+        if not on:
+            kernel = "FusedBatchNormV3"
+            assert not [k for k in kernels if k.startswith("_Mkl")], (rows, kernels)
         assert kernel in kernels and "Mean" not in kernels, (rows, kernels)
 
 
@@ -367,7 +371,9 @@ np.save(sys.argv[3], out["sequence_output"].numpy())
 
 def test_onednn_export_runs_its_layer_norms_in_onednn_and_the_same_values_without_it(
         tmp_path):
-    require_onednn()
+    """The default export ("auto"), where oneDNN is on: its LayerNorms run as oneDNN's
+    kernel. Where oneDNN is off, "auto" spells them plain and no oneDNN kernel runs."""
+    on = onednn_on()
     model, batch, export_dir = _exported_tiny_pretrainer(tmp_path, "float32")
     inputs = {k: batch[k] for k in TOKEN_INPUTS}
     serve = tf.saved_model.load(export_dir).signatures["tokens"]
@@ -375,6 +381,13 @@ def test_onednn_export_runs_its_layer_norms_in_onednn_and_the_same_values_withou
     kernels = [kernel for _, kernel in executed]
     config = model.config
     norms = 1 + 2 * config.num_hidden_layers * config.inner_group_num  # + the embeddings'
+    if not on:
+        assert not [k for k in kernels if k.startswith("_Mkl")], kernels
+        assert "FusedBatchNormV3" not in kernels and "Mean" in kernels, kernels
+        eager = model.encoder(batch, training=False)["sequence_output"].numpy()
+        _assert_close(serve(**{k: tf.constant(v) for k, v in inputs.items()})[
+            "sequence_output"].numpy(), eager, 1e-5)
+        return
     assert kernels.count("_MklLayerNorm") == norms and "Mean" not in kernels, kernels
     # Every residual add joins its output product (the rows are unknown when traced).
     assert not [name for name, kernel in executed
@@ -634,10 +647,17 @@ def test_dense_gelu_matches_autodiff_of_the_formula():
 def test_avx2_gemms_from_the_cpu_flags_and_the_onednn_cap():
     from albert_tf.kernels.precision import CpuInfo
     from tests.test_precision import AVX2_EPYC, SKYLAKE, ZEN5_EPYC
-    assert fused_ops.avx2_gemms(AVX2_EPYC, {})
+    # TensorFlow leaves oneDNN off on an AVX2-only CPU (Eigen's GEMMs) unless it is
+    # switched on, as albert-tf's programs do (onednn.configure).
+    assert not fused_ops.avx2_gemms(AVX2_EPYC, {})
+    assert fused_ops.avx2_gemms(AVX2_EPYC, {"TF_ENABLE_ONEDNN_OPTS": "1"})
+    assert fused_ops.avx2_gemms(AVX2_EPYC, {"TF_ENABLE_ONEDNN_OPTS": "true"})
     assert not fused_ops.avx2_gemms(ZEN5_EPYC, {}) and not fused_ops.avx2_gemms(SKYLAKE, {})
+    assert not fused_ops.avx2_gemms(SKYLAKE, {"TF_ENABLE_ONEDNN_OPTS": "1"})
     assert fused_ops.avx2_gemms(ZEN5_EPYC, {"ONEDNN_MAX_CPU_ISA": "avx2"})
     assert not fused_ops.avx2_gemms(AVX2_EPYC, {"TF_ENABLE_ONEDNN_OPTS": "0"})  # Eigen GEMMs
+    assert not fused_ops.avx2_gemms(ZEN5_EPYC, {"ONEDNN_MAX_CPU_ISA": "avx2",
+                                                "TF_ENABLE_ONEDNN_OPTS": "False"})
     unknown = CpuInfo("x", frozenset(), "x86_64")  # no /proc/cpuinfo: the default path
     assert not fused_ops.avx2_gemms(unknown, {})
     assert not fused_ops.avx2_gemms(ZEN5_EPYC, {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_AMX"})

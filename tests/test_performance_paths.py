@@ -19,7 +19,8 @@ import tensorflow as tf
 
 from albert_tf import AlbertPretrainer
 from tests.test_model_numerics import random_batch, randomize, tiny_config
-from tests.test_tf_internals import require_onednn, require_onednn_layer_norm
+from albert_tf.kernels import fused_ops
+from tests.test_tf_internals import onednn_on, require_onednn_layer_norm
 
 
 def _pretraining_batch(config):
@@ -289,10 +290,14 @@ def test_float32_inference_fuses_every_score_scaling_and_mask_add_into_its_produ
     """With oneDNN, grappler fuses q k^T, * 1/sqrt(D) and + mask into one op; its CSE
     sorts a commutative op's inputs by name, so the shared scale and mask are named
     to sort after the encoder's ops. 12 applications, as ALBERT-base (the names of
-    their scopes decide the order)."""
-    require_onednn()
+    their scopes decide the order). Without oneDNN the products run as TensorFlow's
+    plain BatchMatMulV2 (two per application) and no oneDNN kernel runs."""
     config = tiny_config(num_hidden_layers=12, num_hidden_groups=1, inner_group_num=1)
     kernels = _executed_kernels(*_traced_encoder(config, "float32", training=False))
+    if not onednn_on():
+        assert not [kernel for _, kernel in kernels if kernel.startswith("_Mkl")], kernels
+        assert [kernel for _, kernel in kernels].count("BatchMatMulV2") == 24, kernels
+        return
     fused = [name for name, kernel in kernels if kernel == "_MklFusedBatchMatMulV2"]
     unfused = [name for name, kernel in kernels  # a layer's own scale or mask pass
                if "inner_group" in name and kernel in ("Mul", "AddV2")]
@@ -303,11 +308,18 @@ def test_float32_inference_fuses_every_score_scaling_and_mask_add_into_its_produ
     ("float32", False, True), ("float32", True, False), ("mixed_bfloat16", False, False)])
 def test_float32_inference_runs_the_block_layer_norms_in_onednn(dtype, training, expected):
     """float32 inference: the blocks' LayerNorms are oneDNN's kernel, fed by one fused
-    product + bias + residual add; training and bf16 keep the XLA add + LayerNorm."""
-    require_onednn_layer_norm()
+    product + bias + residual add; training and bf16 keep the XLA add + LayerNorm, as
+    every case does where oneDNN is off."""
+    expected = expected and fused_ops.onednn_layer_norm_available()
+    if onednn_on() and not tf.config.list_logical_devices("GPU"):
+        require_onednn_layer_norm()  # asserts the op is in the wheel
     config = tiny_config()
     encoder, inputs = _traced_encoder(config, dtype, training)
     graph = encoder.get_concrete_function(inputs).graph
     norms = [op for op in graph.get_operations() if op.type == "_MklLayerNorm"]
+    xla_norms = [op for op in graph.get_operations()
+                 if op.type in ("PartitionedCall", "StatefulPartitionedCall")
+                 and "_add_layer_norm_forward" in op.get_attr("f").name]
     applications = config.num_hidden_layers * config.inner_group_num
     assert len(norms) == (2 * applications if expected else 0)
+    assert len(xla_norms) == (0 if expected else 2 * applications)

@@ -17,27 +17,23 @@ import types
 import pytest
 import tensorflow as tf
 
-from albert_tf.kernels import fused_ops, tf_internals
+from albert_tf.kernels import fused_ops, onednn, tf_internals
 from tests.conftest import REPO_ROOT
 
 PINNED_TENSORFLOW = "2.21"
 
 
-def onednn_switched_off() -> bool:
-    """TF_ENABLE_ONEDNN_OPTS turns oneDNN off in this process (as TensorFlow reads it)."""
-    return os.environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip().lower() in ("0", "false")
-
-
 def onednn_expected() -> bool:
-    """Whether this process must run oneDNN: TensorFlow's x86-64 Linux wheels have it
-    on by default, unless TF_ENABLE_ONEDNN_OPTS switches it off."""
+    """Whether this process must run oneDNN (`onednn.expected_on`: TF_ENABLE_ONEDNN_OPTS
+    as the user or albert-tf's start-up choice set it, else TensorFlow's default from the
+    CPU flags). On x86-64 Linux the pinned wheel has oneDNN, so it must then be on."""
     return (platform.system() == "Linux" and platform.machine() in ("x86_64", "AMD64")
-            and not onednn_switched_off())
+            and onednn.expected_on())
 
 
 def _why_no_onednn() -> str:
-    if onednn_switched_off():
-        return "TF_ENABLE_ONEDNN_OPTS switches oneDNN off in this process"
+    if platform.system() == "Linux" and platform.machine() in ("x86_64", "AMD64"):
+        return f"oneDNN is off in this process ({onednn.choose().describe()})"
     return (f"platform-dependent: oneDNN is on by default only in TensorFlow's x86-64 "
             f"Linux wheels, this is {platform.system()} {platform.machine()}")
 
@@ -81,14 +77,18 @@ def test_the_pinned_tensorflow_has_every_internal_albert_tf_uses():
     assert tf_internals.missing_internals() == []
 
 
-def test_onednn_and_its_layer_norm_are_on_where_the_wheel_has_them():
-    if onednn_expected():
-        assert tf_internals.onednn_enabled()
+def test_onednn_is_on_exactly_where_expected_and_its_layer_norm_with_it():
+    """The process runs what `onednn.expected_on` says (the CPU flags, the user's
+    TF_ENABLE_ONEDNN_OPTS, albert-tf's start-up choice), and oneDNN's LayerNorm runs
+    exactly where oneDNN does (the op is in the wheel either way)."""
+    linux_x86 = platform.system() == "Linux" and platform.machine() in ("x86_64", "AMD64")
+    if linux_x86:
+        assert tf_internals.onednn_enabled() == onednn_expected(), onednn.choose().describe()
         assert tf_internals.onednn_layer_norm_op_available()
-        gpu = bool(tf.config.list_logical_devices("GPU"))
-        assert fused_ops.onednn_layer_norm_available() is not gpu
-    else:  # nothing to require off x86-64 Linux or with oneDNN switched off
-        assert isinstance(tf_internals.onednn_enabled(), bool)
+    gpu = bool(tf.config.list_logical_devices("GPU"))
+    assert fused_ops.onednn_layer_norm_available() == (
+        tf_internals.onednn_enabled() and not gpu
+        and tf_internals.onednn_layer_norm_op_available())
 
 
 @pytest.mark.parametrize("require", [require_onednn, require_onednn_layer_norm])

@@ -39,7 +39,7 @@ import threading
 
 import tensorflow as tf
 
-from albert_tf.kernels import precision, tf_internals
+from albert_tf.kernels import onednn, precision, tf_internals
 
 GELU_C = math.sqrt(2.0 / math.pi)
 GELU_A = 0.044715
@@ -162,7 +162,7 @@ def _this_cpu():
 def avx2_gemms(cpu=None, environ=None) -> bool:
     """Whether oneDNN's float32 GEMMs here are its AVX2 kernels: an x86 CPU without
     AVX-512 (no avx512f), or one capped below it by ONEDNN_MAX_CPU_ISA; False where
-    oneDNN is off (TF_ENABLE_ONEDNN_OPTS=0: Eigen's GEMMs, not measured). `cpu`
+    oneDNN is off (`onednn.expected_on`: Eigen's GEMMs, not measured). `cpu`
     (`precision.CpuInfo`) and `environ` default to this machine's; unknown flags (no
     /proc/cpuinfo) and other architectures give False.
 
@@ -171,13 +171,17 @@ def avx2_gemms(cpu=None, environ=None) -> bool:
     AVX2 instructions and 3.7 ms for oneDNN's AVX-512 kernel), and its GELU post-op
     costs 20% more at 4,096 tokens; with AVX-512 oneDNN's fused op is the faster one
     (docs/performance.md, "Per CPU")."""
-    environ = os.environ if environ is None else environ
-    if environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip() == "0":
+    if cpu is None and environ is None:  # this process: what TensorFlow did decide
+        on = _mkl_enabled()
+    else:
+        on = onednn.expected_on(cpu, environ)
+    if not on:
         return False
+    environ = os.environ if environ is None else environ
+    cpu = _this_cpu() if cpu is None else cpu
     max_isa = environ.get("ONEDNN_MAX_CPU_ISA", "").strip().lower()
     if max_isa in precision.ONEDNN_ISAS_BELOW_AVX512:
         return True
-    cpu = _this_cpu() if cpu is None else cpu
     return cpu.is_x86 and bool(cpu.flags) and "avx512f" not in cpu.flags
 
 

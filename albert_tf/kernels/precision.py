@@ -29,6 +29,10 @@ from typing import Callable, Mapping, Optional, Sequence, Tuple
 
 from absl import logging
 
+from albert_tf.kernels import onednn
+# The CPU's description, read here before it had a module of its own: still importable from here.
+from albert_tf.kernels.cpu import SHOWN_CPU_FLAGS, CpuInfo, read_cpu_info  # noqa: F401
+
 AUTO = "auto"
 POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 CHOICES = (AUTO,) + POLICIES
@@ -42,9 +46,6 @@ NATIVE_BF16_CPU_FLAGS = (AMX_BF16_FLAG, AVX512_BF16_FLAG)
 # this much faster than its float32 one: the rest of a training step gains less (Zen 4: GEMMs
 # 1.94x, the demo model 1.28x), and casts cost extra.
 MIN_BF16_GEMM_SPEEDUP = 1.3
-# Flags `make bench` and the log show, in this order, when the CPU has them.
-SHOWN_CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile",
-                   "amx_bf16", "amx_int8")
 # ONEDNN_MAX_CPU_ISA values (oneDNN's spelling, any case) that stop below AVX-512, and
 # those that stop below its bf16 instructions.
 ONEDNN_ISAS_BELOW_AVX512 = ("sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2")
@@ -52,58 +53,6 @@ _ONEDNN_ISAS_WITHOUT_BF16 = ONEDNN_ISAS_BELOW_AVX512 + ("avx512_core", "avx512_c
 # ... and those that allow AVX512-BF16 but stop below AMX.
 _ONEDNN_ISAS_WITHOUT_AMX = _ONEDNN_ISAS_WITHOUT_BF16 + ("avx512_core_bf16", "avx512_core_fp16",
                                                        "avx10_1_512")
-
-
-@dataclasses.dataclass(frozen=True)
-class CpuInfo:
-    """What the CPU reports: `model` (e.g. "AMD EPYC 9B45"), `flags` (lower case, as in
-    /proc/cpuinfo), `machine` (platform.machine(), e.g. "x86_64"), and x86's `family` and
-    `model_number` ("" where not reported)."""
-
-    model: str
-    flags: frozenset
-    machine: str
-    family: str = ""
-    model_number: str = ""
-
-    @property
-    def name(self) -> str:
-        """The model name, with the family and model numbers where the CPU reports them:
-        cloud VMs often name only "AMD EPYC", which covers Zen 2 to Zen 5 (families 23, 25
-        and 26), e.g. "AMD EPYC (family 25, model 17)"."""
-        if self.family and self.model_number:
-            return f"{self.model} (family {self.family}, model {self.model_number})"
-        return self.model
-
-    @property
-    def is_x86(self) -> bool:
-        return self.machine.lower() in ("x86_64", "amd64", "i686", "i386", "x86")
-
-    def shown_flags(self) -> str:
-        """The performance-relevant flags it has, e.g. "avx2 fma avx512f avx512_bf16"."""
-        return " ".join(f for f in SHOWN_CPU_FLAGS if f in self.flags) or "(none of note)"
-
-
-def read_cpu_info(path: str = "/proc/cpuinfo") -> CpuInfo:
-    """This machine's CPU; flags are empty where /proc/cpuinfo does not exist (macOS,
-    Windows), which `auto` treats as "no native bf16"."""
-    model, flags, numbers = "", frozenset(), {}
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
-    except OSError:
-        text = ""
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        key = key.strip().lower()
-        if key == "model name" and not model:
-            model = value.strip()
-        elif key in ("flags", "features") and not flags:  # x86 / aarch64 spelling
-            flags = frozenset(value.lower().split())
-        elif key in ("cpu family", "model") and key not in numbers:
-            numbers[key] = value.strip()
-    return CpuInfo(model or platform.processor() or "unknown CPU", flags, platform.machine(),
-                   numbers.get("cpu family", ""), numbers.get("model", ""))
 
 
 def check(requested: str) -> None:
@@ -178,9 +127,10 @@ def onednn_cap_below_bf16(environ: Mapping[str, str] = os.environ) -> Optional[s
 
 def _cpu_choice(cpu: CpuInfo, environ: Mapping[str, str],
                 gemm_probe: Callable[[], GemmRates]) -> PrecisionChoice:
-    if environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip() == "0":
-        return PrecisionChoice("float32", "TF_ENABLE_ONEDNN_OPTS=0 turns oneDNN off, and "
-                                          "TensorFlow's own bf16 CPU kernels are slower than float32")
+    if onednn.user_setting(environ) is False:
+        return PrecisionChoice("float32", f"{onednn.SWITCH}={environ[onednn.SWITCH].strip()} "
+                                          "turns oneDNN off, and TensorFlow's own bf16 CPU "
+                                          "kernels are slower than float32")
     max_isa = environ.get("ONEDNN_MAX_CPU_ISA", "").strip().lower()
     cap = onednn_cap_below_bf16(environ)
     if cap:
