@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 BEAM_VENV := .venv-beam
 BEAM_STAMP := $(BEAM_VENV)/.installed-stamp
 
-.PHONY: demo test test-slow test-beam bench clean-venv
+.PHONY: demo test test-onednn-off test-slow test-beam bench clean-venv
 
 $(STAMP): requirements.txt
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,16 @@ TEST_WORKERS ?= 2
 
 test: $(STAMP)
 	$(VPY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=10 -m "not slow" tests
+
+# The tests whose paths depend on oneDNN, again with oneDNN off: what TensorFlow runs on
+# AVX2-only CPUs when TF_ENABLE_ONEDNN_OPTS=0 (and ran there by default before albert-tf
+# turned it on), so that a CI machine with AVX-512 checks those paths too.
+ONEDNN_TESTS := tests/test_onednn.py tests/test_tf_internals.py tests/test_fused_ops.py \
+	tests/test_performance_paths.py tests/test_precision.py tests/test_model_numerics.py \
+	tests/test_export.py
+
+test-onednn-off: $(STAMP)
+	TF_ENABLE_ONEDNN_OPTS=0 $(VPY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow" $(ONEDNN_TESTS)
 
 test-slow: $(STAMP)
 	$(VPY) -m pytest -q -m slow tests

@@ -45,7 +45,7 @@ onednn.configure()  # before TensorFlow is imported: it reads the oneDNN switch 
 
 from absl import flags, logging  # noqa: E402
 
-from albert_tf import cli  # noqa: E402
+from albert_tf import cli, cli_defaults  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("data_dir", None, "Directory with the task's files (GLUE layout: "
@@ -115,7 +115,7 @@ def main(argv):
 
     logging.set_verbosity(logging.INFO)
     cli.require("data_dir", "task_name", "albert_config_file", "output_dir")
-    cli.apply_hparams(FLAGS.task_name, hparams.CLASSIFIER_FLAGS)
+    from_hparams = cli.apply_hparams(FLAGS.task_name, hparams.CLASSIFIER_FLAGS)
     seeds = cli.seeds_from_flags()
     if not FLAGS.spm_model_file and not FLAGS.vocab_file:
         raise UserValueError("--spm_model_file (SentencePiece) or --vocab_file (WordPiece) is "
@@ -132,6 +132,8 @@ def main(argv):
             has_header=FLAGS.has_header, regression=FLAGS.regression)
     cli.check_init_checkpoint(FLAGS.init_checkpoint)
     strategy = cli.strategy_from_flags(FLAGS)
+    cli_defaults.apply(["eval_batch_size:8", "predict_batch_size:8"],
+                       strategy.num_replicas_in_sync, hparams_set=from_hparams)
     options = GlueOptions(
         task_name=FLAGS.task_name, data_dir=FLAGS.data_dir, albert_config=albert_config,
         spm_model_file=FLAGS.spm_model_file, vocab_file=FLAGS.vocab_file, custom=custom,

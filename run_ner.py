@@ -39,7 +39,7 @@ onednn.configure()  # before TensorFlow is imported: it reads the oneDNN switch 
 
 from absl import flags, logging  # noqa: E402
 
-from albert_tf import cli  # noqa: E402
+from albert_tf import cli, cli_defaults  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("task_name", None, ["conll2003", "cluener", "msra", "custom"],
@@ -107,7 +107,7 @@ def main(argv):
 
     logging.set_verbosity(logging.INFO)
     cli.require("task_name", "data_dir", "albert_config_file", "output_dir")
-    cli.apply_hparams(FLAGS.task_name, hparams.NER_FLAGS)
+    from_hparams = cli.apply_hparams(FLAGS.task_name, hparams.NER_FLAGS)
     seeds = cli.seeds_from_flags()
     if not FLAGS.spm_model_file and not FLAGS.vocab_file:
         raise UserValueError("--spm_model_file (SentencePiece) or --vocab_file (WordPiece) is "
@@ -116,6 +116,8 @@ def main(argv):
                                              FLAGS.albert_dropout)
     cli.check_init_checkpoint(FLAGS.init_checkpoint)
     strategy = cli.strategy_from_flags(FLAGS)
+    cli_defaults.apply(["doc_stride:ner", "eval_batch_size:8", "predict_batch_size:8"],
+                       strategy.num_replicas_in_sync, hparams_set=from_hparams)
     names = ("task_name", "data_dir", "spm_model_file", "vocab_file", "output_dir",
              "init_checkpoint", "init_from_group0", "do_lower_case", "max_seq_length",
              "doc_stride", "tag_scheme", "use_crf", "constrain_decoding", "token_column",

@@ -22,7 +22,7 @@ onednn.configure()  # before TensorFlow is imported: it reads the oneDNN switch 
 
 from absl import flags, logging  # noqa: E402
 
-from albert_tf import cli  # noqa: E402
+from albert_tf import cli, cli_defaults  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model to pretrain.")
@@ -72,6 +72,8 @@ def main(argv):
     albert_config = cli.load_albert_config(FLAGS.albert_config_file)
     cli.check_init_checkpoint(FLAGS.init_checkpoint)
     strategy = cli.strategy_from_flags(FLAGS)
+    cli_defaults.apply(["num_warmup_steps:pretraining", "eval_batch_size:64"],
+                       strategy.num_replicas_in_sync)
     options = PretrainingOptions(
         albert_config=albert_config,
         output_dir=FLAGS.output_dir, input_file=FLAGS.input_file,

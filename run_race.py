@@ -39,7 +39,7 @@ onednn.configure()  # before TensorFlow is imported: it reads the oneDNN switch 
 
 from absl import flags, logging  # noqa: E402
 
-from albert_tf import cli  # noqa: E402
+from albert_tf import cli, cli_defaults  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("task_name", "race", ["race", "c3"], "race (English RACE) or c3 (Chinese "
@@ -105,7 +105,7 @@ def main(argv):
 
     logging.set_verbosity(logging.INFO)
     cli.require("data_dir", "albert_config_file", "output_dir")
-    cli.apply_hparams(FLAGS.task_name, hparams.RACE_FLAGS)
+    from_hparams = cli.apply_hparams(FLAGS.task_name, hparams.RACE_FLAGS)
     seeds = cli.seeds_from_flags()
     if not FLAGS.spm_model_file and not FLAGS.vocab_file:
         raise UserValueError("--spm_model_file (SentencePiece) or --vocab_file (WordPiece) is "
@@ -117,6 +117,12 @@ def main(argv):
                                              FLAGS.albert_dropout)
     cli.check_init_checkpoint(FLAGS.init_checkpoint)
     strategy = cli.strategy_from_flags(FLAGS)
+    steps_given = FLAGS.num_train_epochs is None and FLAGS.warmup_proportion is None
+    cli_defaults.apply(
+        ["eval_batch_size:8", "predict_batch_size:8"]
+        + (["warmup_step:race"] if steps_given else [])  # else the epochs give the steps
+        + (["max_qa_length:race"] if FLAGS.task_name == "race" else []),
+        strategy.num_replicas_in_sync, hparams_set=from_hparams)
     options = RaceOptions(
         data_dir=FLAGS.data_dir,
         albert_config=albert_config, spm_model_file=FLAGS.spm_model_file,

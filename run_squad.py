@@ -34,7 +34,7 @@ onednn.configure()  # before TensorFlow is imported: it reads the oneDNN switch 
 
 from absl import flags, logging  # noqa: E402
 
-from albert_tf import cli  # noqa: E402
+from albert_tf import cli, cli_defaults  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model.")
@@ -116,7 +116,7 @@ def main(argv):
 
     logging.set_verbosity(logging.INFO)
     cli.require("albert_config_file", "output_dir")
-    cli.apply_hparams(hparams_task(), hparams.SQUAD_FLAGS)
+    from_hparams = cli.apply_hparams(hparams_task(), hparams.SQUAD_FLAGS)
     seeds = cli.seeds_from_flags()
     if not FLAGS.spm_model_file and not FLAGS.vocab_file:
         raise UserValueError("--spm_model_file (SentencePiece) or --vocab_file (WordPiece) is "
@@ -125,6 +125,8 @@ def main(argv):
                                              FLAGS.albert_dropout)
     cli.check_init_checkpoint(FLAGS.init_checkpoint)
     strategy = cli.strategy_from_flags(FLAGS)
+    cli_defaults.apply(["max_query_length:squad", "doc_stride:squad", "predict_batch_size:8"],
+                       strategy.num_replicas_in_sync, hparams_set=from_hparams)
     names = ("spm_model_file", "output_dir", "train_file", "predict_file", "train_feature_file",
              "predict_feature_file", "init_checkpoint", "init_from_group0", "do_lower_case",
              "max_seq_length", "doc_stride", "max_query_length", "do_train", "do_predict",

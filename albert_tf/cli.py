@@ -272,16 +272,17 @@ def seeds_from_flags(values=flags.FLAGS) -> Optional[Sequence[int]]:
 _STEP_COUNTERPARTS = {"num_train_epochs": "train_step", "warmup_proportion": "warmup_step"}
 
 
-def apply_hparams(task: str, flag_names, values=flags.FLAGS) -> None:
+def apply_hparams(task: str, flag_names, values=flags.FLAGS) -> list:
     """With --hparams=paper, sets the flags of `task`'s published hyperparameters that the
     command line did not give (explicit flags win) and logs what was used and from where.
-    `flag_names`: the CLI's mapping of Hparams fields to its flag names."""
+    `flag_names`: the CLI's mapping of Hparams fields to its flag names. Returns the names
+    of the flags it set ([] without --hparams=paper)."""
     if values.hparams != "paper":
-        return
+        return []
     from albert_tf.finetuning import hparams
 
     entry = hparams.lookup(task)
-    given = []
+    given, set_here = [], []
     for flag, value in hparams.as_flags(entry, flag_names).items():
         # An explicit --train_step (--warmup_step) also keeps the table's epochs (warmup
         # proportion) from overriding it.
@@ -290,11 +291,13 @@ def apply_hparams(task: str, flag_names, values=flags.FLAGS) -> None:
             counterpart in values and values[counterpart].present) else None
         if kept is None:
             values[flag].value = value
+            set_here.append(flag)
         elif f"--{kept}={values[kept].value}" not in given:
             given.append(f"--{kept}={values[kept].value}")
     logging.info("%s", hparams.describe(entry, task))
     if given:
         logging.info("--hparams=paper: explicit flags kept: %s", " ".join(given))
+    return set_here
 
 
 def apply_albert_dropout(albert_config, dropout: Optional[float]):

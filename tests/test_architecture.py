@@ -27,7 +27,7 @@ RANKS = {
     "albert_tf.pretraining": 5, "albert_tf.finetuning": 5,
     "albert_tf.tasks": 6,
     # Programs: command-line entry points over everything else.
-    "albert_tf.cli": 7, "albert_tf.convert": 7, "albert_tf.fill_mask": 7,
+    "albert_tf.cli": 7, "albert_tf.cli_defaults": 7, "albert_tf.convert": 7, "albert_tf.fill_mask": 7,
     "albert_tf.tasks.squad": 7, "albert_tf.tasks.tagging.__main__": 7,
 }
 TASK_FAMILIES = ("classification", "span_qa", "multiple_choice", "tagging")

@@ -332,12 +332,23 @@ def test_cluener_crf_submission_file_and_constrained_viterbi(setup, tmp_path):
 
 # --- default suite: refusals (one line, exit 2, nothing written) ---------------------
 
+def test_doc_stride_default_follows_max_seq_length(setup, tmp_path):
+    """--max_seq_length 48 without --doc_stride: the default (64, which does not fit a
+    46-token window) becomes half the window, and the run goes on to the next check."""
+    done = run_cli(setup, "conll2003", tmp_path / "out", doc_stride=None,
+                   gradient_accumulation_steps=3)
+    assert "--doc_stride 23 (its default follows --max_seq_length 48" in done.stderr, (
+        done.stderr[-3000:])
+    assert_user_error(done, "run_ner.py", "--train_batch_size 16 must be divisible")
+
+
 def test_flag_refusals(setup, tmp_path):
     out = tmp_path / "out"
     assert_user_error(run_cli(setup, "conll2003", out, tag_scheme="iob1"), "run_ner.py",
                       "--tag_scheme=iob1", "iob2|bio|bioes|iobes")
     assert_user_error(run_cli(setup, "conll2003", out, doc_stride=64), "run_ner.py",
-                      "--doc_stride must be in [1, max_seq_length - 2 = 46], got 64")
+                      f"--doc_stride 64 must be in [1, --max_seq_length - 2 = 46] "
+                      f"(--max_seq_length {MAX_SEQ_LENGTH})")
     assert_user_error(run_cli(setup, "conll2003", out, token_column=0), "run_ner.py",
                       "--token_column, --label_column and --delimiter are for "
                       "--task_name=custom")
