@@ -13,14 +13,15 @@ of float32 additions differs.
 
 The tolerance: max |w_k - w_1| / max |w_1| over every weight of model.ckpt-best < 1e-4.
 The weights move by about the learning rate (1e-3) per step from an initialisation of
-order 1 (LayerNorm gammas), so training another batch for 4 steps moves them apart by a
-few 1e-3 of their largest value (half the batch: 5.7e-3 to 1.9e-2, `test_another_batch_
-trains_other_weights`; RACE's and C3's k = 2 on the code before the fix, which trained
-half the batch: 6.4e-4 and 5.7e-4; a user's run of issue 44: 0.94). Float32 rounding of
-summing the same gradients in another order is of the order of 1e-7 relative; Adam's
-division by sqrt(v) + 1e-6 magnifies it for elements whose gradient nearly cancels, but
-only to a small part of the learning rate: measured 1e-8 to 9e-6 (at lr 1e-2 it reached
-9e-5, hence lr 1e-3).
+order 1 (LayerNorm gammas), so training another batch for 4 steps moves them apart by
+5e-4 to 2e-2 of their largest value (half the batch: C3 5.7e-4 to pretraining 1.9e-2,
+`test_another_batch_trains_other_weights`; RACE's and C3's k = 2 on the code before the
+fix, which trained half the batch: 6.4e-4 and 5.7e-4; a user's run of issue 44: 0.94).
+Float32 rounding of summing the same gradients in another order is of the order of 1e-7
+relative; Adam's division by sqrt(v) + 1e-6 magnifies it for elements whose gradient
+nearly cancels, but only to a small part of the learning rate: measured 1e-8 to 9e-6 (at
+lr 1e-2 it reached 9e-5, hence lr 1e-3). 1e-4 sits about 6x under the smallest wrong
+batch and 10x over the largest rounding measured.
 
 The default suite runs the cheap check of every family (what its dataset yields per
 replica, ~1 s each), RACE's k = 2 training and the refusals in process; the other
@@ -253,16 +254,21 @@ def test_micro_batches_train_the_same_weights(family, k, data, tmp_path, referen
 @pytest.mark.slow
 def test_another_batch_trains_other_weights(data, tmp_path):
     """What the tolerance must tell apart: half the batch (what RACE and C3 trained with
-    k = 2) moves the weights apart by far more than TOLERANCE, in every family."""
+    k = 2) moves the weights apart by several times TOLERANCE in every family (measured:
+    C3 5.7e-4 and RACE 6.4e-4, the least, to pretraining's 1.9e-2), while k = 2 and 4 stay within
+    1e-8 to 9e-6 of k = 1."""
+    differences = {}
     for family in FAMILIES:
         full = train(family, data, tmp_path / f"{family}_full", 1)
         half = train(family, data, tmp_path / f"{family}_half", 1, batch=BATCH // 2)
-        assert relative_difference(half, full) > 20 * TOLERANCE, family
+        differences[family] = relative_difference(half, full)
+    print(differences)
+    assert min(differences.values()) > 5 * TOLERANCE, differences
 
 
 # --- two replicas ---------------------------------------------------------------------------
 
-@pytest.mark.slow  # ~4 min on a shared 2-core VM: 3 trainings of each of the 7 families
+@pytest.mark.slow  # ~2.5-3.5 min on a shared 2-core VM: 3 trainings of each of the 7 families
 def test_two_replicas(data):
     """Under a 2-replica MirroredStrategy (--deterministic --seed=3): k = 2 trains the
     weights of k = 1, and two replicas those of one, at the same global batch."""
