@@ -162,8 +162,10 @@ def define_runtime_flags() -> None:
                       "reason; mixed_float16 adds dynamic loss scaling.")
     flags.DEFINE_bool("jit_compile", False, "Compile the forward and backward pass with XLA.")
     flags.DEFINE_integer("gradient_accumulation_steps", 1,
-                         "Micro-batches per optimizer step (the training batch is split "
-                         "into them).")
+                         "Micro-batches per optimizer step: each replica's share of the "
+                         "global --train_batch_size is split into this many micro-batches "
+                         "of train_batch_size / (replicas x k) examples, whose summed "
+                         "gradients make one update (equal to a step on the whole batch).")
     flags.DEFINE_integer("seed", None, "Seed for initialisation, dropout and input shuffling.")
     flags.DEFINE_bool("deterministic", False,
                       "TensorFlow's op determinism: a run repeats bit for bit on one machine "

@@ -80,8 +80,10 @@ def run_finetuning(options: FinetuningOptions, build_model: Callable[[str], kera
     """Trains, evaluates and predicts; returns {"train", "eval", "best", "predict", "model"}.
 
     build_model(dtype_policy) -> an unbuilt task model (built here, in the strategy scope).
-    train_dataset_fn(input_context) -> per-replica training batches (of
-        train_batch_size / replicas examples, times gradient_accumulation_steps).
+    train_dataset_fn(input_context) -> one replica's training batches, each of
+        train_batch_size / replicas examples (`training.per_replica_batch`): one optimizer
+        step's share of the replica, which the Trainer splits into
+        gradient_accumulation_steps micro-batches itself.
     evaluate_fn(model, step) -> metrics dict containing `metric`; called after each
         checkpoint when do_eval, or once on the latest checkpoint without do_train.
     predict_fn(model) -> anything; called with the best weights (model.ckpt-best, or
@@ -238,7 +240,8 @@ class FinetuningJob:
                                           nothing (e.g. a label list from the data)
       prepare(tokenizer)                  reads the data and builds the feature caches; sets
                                           train_dataset_fn / evaluate_fn / predict_fn (and
-                                          num_train_examples, with do_train)
+                                          num_train_examples, with do_train); the training
+                                          batches are `per_replica_train_batch(ctx)` long
       exporters()                         {"saved_model": fn(model)}
       portable_model(model)               the token-id function, signature and metadata
                                           of its ONNX and LiteRT files (export.portable)
@@ -292,6 +295,24 @@ class FinetuningJob:
         """Whether the run evaluates on a dev set (what a multi-seed run compares)."""
         return bool(self.options.do_eval)
 
+    def per_replica_train_batch(self, input_context: Optional[tf.distribute.InputContext]
+                                ) -> int:
+        """Examples one replica's training dataset yields per optimizer step:
+        --train_batch_size / replicas (the Trainer splits them into
+        --gradient_accumulation_steps micro-batches). The one place a family's
+        train_dataset_fn gets its batch size from; input_context None: one replica."""
+        return training.per_replica_batch(self.options.train_batch_size, input_context,
+                                          self.options.gradient_accumulation_steps)
+
+    def check_batch_split(self) -> None:
+        """With --do_train, refuses (ValueError naming --train_batch_size, the replicas and
+        --gradient_accumulation_steps) a batch that does not split evenly over the
+        replicas and micro-batches: before any data is read or cache written."""
+        if self.options.do_train:
+            training.check_batch_split(self.options.train_batch_size,
+                                       self.strategy.num_replicas_in_sync,
+                                       self.options.gradient_accumulation_steps)
+
     def finetuning_options(self) -> FinetuningOptions:
         """The run's options, the steps from --num_train_epochs / --warmup_proportion when
         given (a task may derive more, e.g. SQuAD's steps from its epochs)."""
@@ -303,6 +324,7 @@ class FinetuningJob:
         """Trains / evaluates / predicts / exports as configured; returns run_finetuning's
         dict plus the task's results (and "export_dir" when exported)."""
         self.validate(self.strategy.num_replicas_in_sync)
+        self.check_batch_split()
         tokenizer = self.options.load_tokenizer()
         # Another model's vocabulary (e.g. the Chinese vocab.txt with an English checkpoint)
         # would train silently on the wrong embeddings: the sizes must agree.

@@ -14,6 +14,7 @@ from albert_tf import tokenization
 from albert_tf.config import AlbertConfig
 from albert_tf.export import formats, portable
 from albert_tf.kernels import fused_ops, precision
+from albert_tf.training import batching
 from albert_tf.training.divergence import DivergenceOptions
 
 
@@ -21,7 +22,9 @@ from albert_tf.training.divergence import DivergenceOptions
 class FinetuningOptions:
     """Options of a fine-tuning job; defaults are the original run_classifier's flags.
 
-    Batch sizes are global. `train_step` / `warmup_step` count optimizer updates.
+    Batch sizes are global: `train_batch_size` is one optimizer step's, split over the
+    replicas and then into `gradient_accumulation_steps` micro-batches
+    (`training.batching`). `train_step` / `warmup_step` count optimizer updates.
     `divergence`: the divergence guard (rollback on NaN, infinite or spiking losses).
     `deterministic`: TensorFlow's op determinism (needs `seed`).
     """
@@ -69,12 +72,9 @@ class FinetuningOptions:
                      "train_batch_size", "gradient_accumulation_steps"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"--{name} must be positive, got {getattr(self, name)}")
-        per_step = num_replicas * self.gradient_accumulation_steps
-        if self.do_train and self.train_batch_size % per_step:
-            raise ValueError(
-                f"--train_batch_size {self.train_batch_size} must be divisible by replicas "
-                f"({num_replicas}) x --gradient_accumulation_steps "
-                f"({self.gradient_accumulation_steps})")
+        if self.do_train:
+            batching.check_batch_split(self.train_batch_size, num_replicas,
+                                       self.gradient_accumulation_steps)
 
 
 @dataclasses.dataclass(kw_only=True)

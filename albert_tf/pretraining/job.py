@@ -144,12 +144,8 @@ class PretrainingOptions:
                      "train_batch_size", "eval_batch_size", "gradient_accumulation_steps"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"--{name} must be positive, got {getattr(self, name)}")
-        per_step = num_replicas * self.gradient_accumulation_steps
-        if self.train_batch_size % per_step:
-            raise ValueError(
-                f"--train_batch_size {self.train_batch_size} must be divisible by replicas "
-                f"({num_replicas}) x --gradient_accumulation_steps "
-                f"({self.gradient_accumulation_steps})")
+        training.check_batch_split(self.train_batch_size, num_replicas,
+                                   self.gradient_accumulation_steps)
         if self.eval_batch_size % num_replicas:
             raise ValueError(f"--eval_batch_size {self.eval_batch_size} must be divisible by the "
                              f"number of replicas ({num_replicas})")
@@ -166,10 +162,13 @@ def _input_config(options, files, is_training):
         deterministic=options.deterministic_input or options.deterministic or not is_training)
 
 
-def _dataset_fn(config, global_batch):
+def _dataset_fn(config, global_batch: int, accumulation_steps: int = 1):
+    """dataset_fn(input_context) -> one replica's batches of global_batch / replicas
+    examples (`training.per_replica_batch`; training splits them into
+    `accumulation_steps` micro-batches)."""
     def dataset_fn(input_context):
-        per_replica = (input_context.get_per_replica_batch_size(global_batch)
-                       if input_context else global_batch)
+        per_replica = training.per_replica_batch(global_batch, input_context,
+                                                 accumulation_steps)
         return inputs.pretraining_dataset(config, per_replica, input_context)
     return dataset_fn
 
@@ -318,7 +317,8 @@ def _train(options: PretrainingOptions, trainer: training.Trainer,
     if options.do_eval and resuming:
         best_checkpoint.evaluate_unrecorded_checkpoint(trainer, tracker, evaluate_now)
     try:
-        return trainer.train(_dataset_fn(train_config, options.train_batch_size),
+        return trainer.train(_dataset_fn(train_config, options.train_batch_size,
+                                         options.gradient_accumulation_steps),
                              on_checkpoint=evaluate_now if options.do_eval else None)
     except training.CorruptedInputError:
         # Name the file (TensorFlow's error does not); re-raise if none is found.

@@ -6,7 +6,8 @@ determinism), optimization.py (the original's
 AdamW and LAMB with warmup and linear decay), distribute.py (tf.distribute strategies
 from flags' values), run_dir.py (what an output directory holds, and refusing another
 run's directory), best_checkpoint.py (every evaluation recorded, the best weights
-exported as model.ckpt-best).
+exported as model.ckpt-best), batching.py (the global batch split over replicas and
+micro-batches: what each replica's training dataset yields).
 
 May import: albert_tf.config, albert_tf.errors, albert_tf.fileio, albert_tf.kernels,
 albert_tf.modeling, albert_tf.checkpoints.
@@ -16,3 +17,4 @@ from albert_tf.training.loop import (  # noqa: F401
     CorruptedInputError, DivergenceError, NonFiniteLossError, Task, Trainer, TrainingConfig,
     evaluate)
 from albert_tf.training.divergence import DivergenceOptions  # noqa: F401
+from albert_tf.training.batching import check_batch_split, per_replica_batch  # noqa: F401

@@ -111,8 +111,9 @@ class Trainer:
     """Trains `model` on `dataset_fn` batches under `strategy`; resumable from `output_dir`.
 
     Build the model and optimizer inside `strategy.scope()` before passing them.
-    `dataset_fn(input_context)` returns per-replica batches of
-    `per_replica_batch * gradient_accumulation_steps` examples.
+    `dataset_fn(input_context)` returns each replica's batches of one optimizer step:
+    global batch / replicas examples (`batching.per_replica_batch`), which each step
+    splits, in order, into `gradient_accumulation_steps` micro-batches.
     """
 
     def __init__(self, strategy: tf.distribute.Strategy, model: keras.Model,

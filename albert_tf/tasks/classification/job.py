@@ -269,10 +269,8 @@ class GlueJob(finetuning.FinetuningJob):
                          options.train_batch_size, self.finetuning_options().train_step)
 
             def train_dataset_fn(input_context):
-                per_replica = (input_context.get_per_replica_batch_size(options.train_batch_size)
-                               if input_context else options.train_batch_size)
-                return self.dataset(train_path, per_replica, True, len(train_examples),
-                                    options.seed, input_context)
+                return self.dataset(train_path, self.per_replica_train_batch(input_context),
+                                    True, len(train_examples), options.seed, input_context)
             self.train_dataset_fn = train_dataset_fn
         if options.do_eval:
             # Names of their own: train_dataset_fn reads train_path when it is called.

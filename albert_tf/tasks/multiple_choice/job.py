@@ -342,9 +342,9 @@ class RaceJob(finetuning.FinetuningJob):
                          "C3" if is_c3 else "RACE", len(examples), options.train_batch_size,
                          self.finetuning_options().train_step)
             self.train_dataset_fn = lambda input_context: race.dataset(
-                train_path, seq, options.train_batch_size // options.gradient_accumulation_steps,
+                train_path, seq, self.per_replica_train_batch(input_context),
                 is_training=True, input_context=input_context, seed=options.seed,
-                choice_mask=is_c3)
+                choice_mask=is_c3, batch_is_per_replica=True)
         if options.do_eval:
             dev_examples, dev_path = self.cached(tokenizer, "eval")
             task = self.task

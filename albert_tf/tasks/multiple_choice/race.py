@@ -491,13 +491,15 @@ def _padding_features(max_seq_length: int, choice_mask: bool = False) -> Dict[st
 
 def dataset(path: str, max_seq_length: int, batch_size: int, is_training: bool,
             num_examples: Optional[int] = None, input_context=None, seed: Optional[int] = None,
-            choice_mask: bool = False):
+            choice_mask: bool = False, batch_is_per_replica: bool = False):
     """tf.data over a RACE TFRecord: dicts of int32 `input_ids`, `input_mask`,
     `segment_ids` [b, 4, S] and `label_ids`, `is_real_example`, `level_ids`,
     `example_index` [b] (and `choice_mask` [b, 4] with `choice_mask`, for C3's records).
 
     batch_size: the global batch size; with `input_context` the dataset is
-    sharded and batched per replica. Training repeats, shuffles (100-record
+    sharded and batched per replica (batch_size / replicas), or, with
+    `batch_is_per_replica`, batched by `batch_size` itself (a training job's
+    `per_replica_train_batch`: no second division by the replicas). Training repeats, shuffles (100-record
     buffer, as the original) and drops the remainder. Otherwise the records are
     read once and padded with `is_real_example = 0` records up to a multiple of
     `batch_size` (needs `num_examples`), so every batch has the same size.
@@ -520,7 +522,7 @@ def dataset(path: str, max_seq_length: int, batch_size: int, is_training: bool,
 
     ds = tf.data.TFRecordDataset([path])
     per_replica = batch_size
-    if input_context is not None:
+    if input_context is not None and not batch_is_per_replica:
         per_replica = input_context.get_per_replica_batch_size(batch_size)
     if is_training:
         if input_context is not None and input_context.num_input_pipelines > 1:

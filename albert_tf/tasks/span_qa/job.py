@@ -199,7 +199,8 @@ def prepare_features(path: str, examples, tokenizer, options: SquadOptions, is_t
 
 def train_dataset(path: str, max_seq_length: int, batch_size: int, input_context=None,
                   seed: Optional[int] = None) -> tf.data.Dataset:
-    """Training batches: repeated, shuffled (buffer 100 as the original; larger here), parsed."""
+    """Training batches of `batch_size` (one replica's: sharded per input pipeline with
+    `input_context`): repeated, shuffled (buffer 100 as the original; larger here), parsed."""
     ds = tf.data.TFRecordDataset(path)
     if input_context is not None and input_context.num_input_pipelines > 1:
         ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
@@ -344,11 +345,8 @@ class SquadJob(finetuning.FinetuningJob):
                      len(examples), options.train_batch_size, self.train_step, self.warmup_step)
 
         def train_dataset_fn(input_context):
-            batch = options.train_batch_size // options.gradient_accumulation_steps
-            if input_context is not None:
-                batch = input_context.get_per_replica_batch_size(batch)
             return train_dataset(path, options.max_seq_length,
-                                 batch * options.gradient_accumulation_steps, input_context,
+                                 self.per_replica_train_batch(input_context), input_context,
                                  options.seed)
         self.train_dataset_fn = train_dataset_fn
 

@@ -287,12 +287,10 @@ class TaggingJob(finetuning_job.FinetuningJob):
             self.predict_fn = self.predict
 
     def training_batches(self, input_context):
+        """train_dataset_fn: one replica's batches of the training windows."""
         options, data = self.options, self.splits["train"]
-        batch = options.train_batch_size // options.gradient_accumulation_steps
-        if input_context is not None:
-            batch = input_context.get_per_replica_batch_size(batch)
         return features.dataset(data.feature_path, options.max_seq_length,
-                                batch * options.gradient_accumulation_steps, True,
+                                self.per_replica_train_batch(input_context), True,
                                 data.num_features, options.seed, input_context)
 
     # --- prediction ----------------------------------------------------------------------
