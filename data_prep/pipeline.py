@@ -40,7 +40,7 @@ from data_prep import tokenization, zh_words
 from data_prep.example_codec import ExampleEncoder, FLOAT, INT64
 from data_prep.masking import MaskingOptions, MaskStats, mask_pair
 from data_prep.pairing import DocView, Pair, create_pairs
-from data_prep.text_input import Document
+from data_prep.text_input import Document, ReadCounts
 from data_prep.tfrecord import frame_records
 
 # ---------------------------------------------------------------------------
@@ -211,6 +211,15 @@ def tokenize_block(block_index: int, documents: Sequence[Document], tokenizer,
             dtype=bool, count=len(ids))
     return TokenizedBlock(block_index, doc_indices, doc_bounds, sent_bounds, ids,
                           num_sentences_in=len(sentences), continues=continues)
+
+
+def no_token_counts(block: TokenizedBlock, num_documents: int) -> ReadCounts:
+    """ReadCounts of the sentences and documents `tokenize_block` dropped from a block of
+    `num_documents` documents because they have no token."""
+    counts = ReadCounts()
+    counts.no_token_sentences = block.num_sentences_in - (len(block.sent_bounds) - 1)
+    counts.no_token_documents = num_documents - block.num_docs
+    return counts
 
 
 # ---------------------------------------------------------------------------
