@@ -8,10 +8,16 @@ Two input formats:
 
 Files may be plain or gzip (detected by magic bytes), UTF-8 with or without a
 BOM, with LF or CRLF line ends. Bytes that are not UTF-8 raise `InputError`
-naming the file and line, unless `decode_errors="replace"`. Project Gutenberg
-headers and footers (everything outside the `*** START OF ...` /
-`*** END OF ...` markers, and the "End of the Project Gutenberg EBook" footer)
-are dropped when `strip_gutenberg` is set.
+naming the file and line, unless `decode_errors="replace"`. With
+`strip_gutenberg`, only the body of each Project Gutenberg book is kept
+(between each `*** START OF ...` and the next `*** END OF ...` marker or
+"End of the Project Gutenberg EBook" footer; a file may hold several books),
+and each book ends a document.
+
+`iter_documents(..., split_chars=N)` cuts a document whose text reaches N
+characters into pieces (at paragraph ends in "raw"), so that no input, however
+large one file or document is, is held whole. `ReadCounts` records where every
+input byte went (kept, or dropped and why).
 
 Every sentence goes through `preprocess_text(line, lower=do_lower_case)`, as
 in the original's SentencePiece path, before documents are handed on; with
@@ -156,6 +162,9 @@ class ReadCounts:
             f"input: {self.replaced_lines:,} lines ({self.replaced_bytes:,} bytes) had invalid "
             f"UTF-8, kept with U+FFFD; {self.gutenberg_books:,} Gutenberg books found; "
             f"{self.split_documents:,} cuts of long documents at --block_chars")
+        if self.kept_bytes * 2 < self.bytes_in:
+            lines.append("input: WARNING: less than half of the input bytes were kept; "
+                         "see the reasons above")
         lines.append(
             f"input: dropped {self.empty_sentences:,} sentences and {self.empty_documents:,} "
             f"documents empty after normalisation, {self.no_token_sentences:,} sentences and "
