@@ -122,7 +122,8 @@ def _process_context():
 class _SpillWriter:
     """Appends framed records to one file per bucket, buffering in memory."""
 
-    def __init__(self, directory: str, num_buckets: int, flush_bytes: int = 32 << 20):
+    # 8 MB: large enough appends for any disk, small next to a block's memory.
+    def __init__(self, directory: str, num_buckets: int, flush_bytes: int = 8 << 20):
         self.directory = directory
         self.num_buckets = num_buckets
         self.flush_bytes = flush_bytes

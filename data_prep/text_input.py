@@ -215,12 +215,14 @@ def iter_line_items(path: str, decode_errors: str = "strict",
     (optional) adds them to `bytes_in`/`lines_in` and counts invalid UTF-8.
     """
     raw = opener(path)
+    number = total = 0  # lines and bytes read: added to `counts` at the end (a fast loop)
     try:
         stream = raw if hasattr(raw, "peek") else io.BufferedReader(_RawAdapter(raw))
         if stream.peek(2)[:2] == b"\x1f\x8b":
             stream = gzip.GzipFile(fileobj=stream)
         for number, line in enumerate(stream, start=1):
             size = len(line)
+            total += size
             if number == 1 and line.startswith(b"\xef\xbb\xbf"):
                 line = line[3:]
             try:
@@ -235,14 +237,14 @@ def iter_line_items(path: str, decode_errors: str = "strict",
                 if counts is not None:
                     counts.replaced_lines += 1
                     counts.replaced_bytes += size
-            if counts is not None:
-                counts.lines_in += 1
-                counts.bytes_in += size
             yield number, text.rstrip("\r\n"), size
     except (OSError, EOFError, gzip.BadGzipFile) as error:
         raise InputError(f"cannot read input file {path}: {error}") from error
     finally:
         raw.close()
+        if counts is not None:
+            counts.lines_in += number
+            counts.bytes_in += total
 
 
 class _RawAdapter(io.RawIOBase):
@@ -371,26 +373,33 @@ def _sentence_documents(lines, normalise: Callable[[str], str], counts: ReadCoun
     current: List[str] = []
     chars = 0
     cut = False  # the document was just cut at `limit`: a split if text follows
-    for _, line, size in lines:
-        text = normalise(line) if line is not None else ""
-        if text:
-            counts.split_documents += cut
-            current.append(text)
-            chars += len(text)
-            counts.kept_lines += 1
-            counts.kept_bytes += size
-            cut = chars >= limit
-            if not cut:
-                continue
-        else:
-            cut = False
-            if line is not None:
-                counts.drop("empty_after_normalisation" if line.strip() else "blank", 1, size)
+    kept_lines = kept_bytes = 0  # added to `counts` at the end (a fast loop)
+    try:
+        for _, line, size in lines:
+            text = normalise(line) if line is not None else ""
+            if text:
+                if cut:
+                    counts.split_documents += 1
+                current.append(text)
+                chars += len(text)
+                kept_lines += 1
+                kept_bytes += size
+                cut = chars >= limit
+                if not cut:
+                    continue
+            else:
+                cut = False
+                if line is not None:
+                    counts.drop("empty_after_normalisation" if line.strip() else "blank", 1,
+                                size)
+            if current:
+                yield current
+                current, chars = [], 0
         if current:
             yield current
-            current, chars = [], 0
-    if current:
-        yield current
+    finally:
+        counts.kept_lines += kept_lines
+        counts.kept_bytes += kept_bytes
 
 
 # Characters of scripts written without spaces: CJK ideographs (with extension

@@ -205,3 +205,20 @@ def test_multi_block_raw_file_same_output_for_any_worker_count(tmp_path, spm_mod
         outputs[workers] = ([f.read_bytes() for f in files], summary["input"],
                             summary["documents"])
     assert outputs[1] == outputs[2]
+
+
+def test_chunked_tokenizing_and_encoding_change_no_byte(tmp_path, spm_model, shared_data,
+                                                        monkeypatch):
+    """The memory-saving chunks (sentences per tokenizer call, instances per feature batch)
+    give the same records as one chunk per block and task."""
+    from data_prep import pipeline, runner
+    book = shared_data / "corpus" / "gutenberg" / "pg20249.txt"
+    options = _run_options(spm_model, ReaderOptions(input_format="raw"), block_chars=30_000)
+    outputs = []
+    for sentences, instances in ((1 << 30, 1 << 30), (7, 5)):
+        monkeypatch.setattr(pipeline, "_ENCODE_CHUNK", sentences)
+        monkeypatch.setattr(pipeline, "_ENCODE_INSTANCES", instances)
+        out = tmp_path / f"out-{sentences}.tfrecord"
+        runner.create_pretraining_data([str(book)], [str(out)], options, log=lambda m: None)
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1] and len(outputs[0]) > 0
