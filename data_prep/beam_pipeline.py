@@ -185,14 +185,14 @@ class _MergeStats(beam.CombineFn):
 
 def _write_summary(stats: pipeline.Stats, file_counts, input_counts, summary_path: str,
                    extra: dict):
-    counts = input_counts[0] if input_counts else ReadCounts()
-    for line in counts.log_lines():
+    read = input_counts[0] if input_counts else ReadCounts()  # one merged ReadCounts
+    for line in read.log_lines():
         logging.getLogger("data_prep").info(line)
     if stats.instances == 0:
         raise InputError("no training instances were created: the input has no non-empty "
                          "documents")
     summary = stats.to_dict()
-    summary["input"] = counts.to_dict()
+    summary["input"] = read.to_dict()
     counts = dict(file_counts)
     summary.update(extra)
     summary["output_files"] = [{"path": p, "instances": counts.get(p, 0)}
