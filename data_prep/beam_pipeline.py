@@ -7,7 +7,9 @@ Same steps and seeds as the local runner, so the output files are byte-identical
     -> Reshuffle -> run_task (pair, mask, encode, frame) -> (bucket, (key, record))
     -> GroupByKey(bucket) -> sort by canonical key -> seeded shuffle
     -> GroupByKey(output file) -> concatenate sub-buckets -> write file (temp + rename)
-  Counters are combined into the JSON summary.
+  Counters are combined into the JSON summary, and so are the reader's and the
+  tokenizer's counts of dropped input (`input`: kept N of M bytes, and why the
+  rest was dropped), which are also logged.
 
 Reading is a single sequential stage (blocks must be consecutive documents for
 the random-document pool to be defined independently of the runner); it only
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import tempfile
 import uuid
@@ -36,7 +39,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from data_prep import pipeline
 from data_prep.runner import (SUMMARY_SUFFIX, RunOptions, make_context, options_dict,
                               resolve_summary_path)
-from data_prep.text_input import InputError, iter_documents
+from data_prep.text_input import InputError, ReadCounts, iter_documents
 
 
 def expand_patterns(spec: str) -> List[str]:
@@ -77,10 +80,13 @@ class _ReadBlocks(beam.DoFn):
         self._layout = layout
 
     def process(self, files: Sequence[str]):
+        counts = ReadCounts()
         documents = iter_documents(files, self._options.effective_reader(),
-                                   opener=_open_uncompressed)
+                                   opener=_open_uncompressed, counts=counts,
+                                   split_chars=self._layout.block_chars)
         yield from pipeline.iter_raw_blocks(documents, self._layout.block_documents,
                                             self._layout.block_chars)
+        yield beam.pvalue.TaggedOutput("input", counts)  # where the input went
 
 
 class _WithContext(beam.DoFn):
@@ -98,6 +104,7 @@ class _TokenizeAndSplit(_WithContext):
         block_index, documents = element
         block = pipeline.tokenize_block(block_index, documents, self._context.tokenizer,
                                         segmenter=self._context.segmenter)
+        yield beam.pvalue.TaggedOutput("input", pipeline.no_token_counts(block, len(documents)))
         for task in pipeline.make_tasks(block, self._options.instances, self._layout.task_tokens):
             yield task, block
 
@@ -135,6 +142,26 @@ def _write_file(element, output_files: Sequence[str]):
     yield path, count
 
 
+class _MergeCounts(beam.CombineFn):
+    """Sums ReadCounts (the reader's, and the tokenizer's of every block)."""
+
+    def create_accumulator(self):
+        return ReadCounts()
+
+    def add_input(self, accumulator, counts):
+        accumulator.merge(counts)
+        return accumulator
+
+    def merge_accumulators(self, accumulators: Iterable[ReadCounts]):
+        merged = ReadCounts()
+        for accumulator in accumulators:
+            merged.merge(accumulator)
+        return merged
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
 class _MergeStats(beam.CombineFn):
     def __init__(self, ngram: int):
         self._ngram = ngram
@@ -156,11 +183,16 @@ class _MergeStats(beam.CombineFn):
         return accumulator
 
 
-def _write_summary(stats: pipeline.Stats, file_counts, summary_path: str, extra: dict):
+def _write_summary(stats: pipeline.Stats, file_counts, input_counts, summary_path: str,
+                   extra: dict):
+    read = input_counts[0] if input_counts else ReadCounts()  # one merged ReadCounts
+    for line in read.log_lines():
+        logging.getLogger("data_prep").info(line)
     if stats.instances == 0:
         raise InputError("no training instances were created: the input has no non-empty "
                          "documents")
     summary = stats.to_dict()
+    summary["input"] = read.to_dict()
     counts = dict(file_counts)
     summary.update(extra)
     summary["output_files"] = [{"path": p, "instances": counts.get(p, 0)}
@@ -187,14 +219,24 @@ def build(root: beam.Pipeline, input_files: Sequence[str], output_files: Sequenc
     layout.validate()
     per_file = layout.shuffle_buckets_per_file
     seed = options.instances.random_seed
-    results = (
+    blocks = (
         root
         | "Files" >> beam.Create([list(input_files)])
-        | "ReadBlocks" >> beam.ParDo(_ReadBlocks(options, layout))
+        | "ReadBlocks" >> beam.ParDo(_ReadBlocks(options, layout)).with_outputs(
+            "input", main="blocks"))
+    tasks = (
+        blocks.blocks
         | "SpreadBlocks" >> beam.Reshuffle()
-        | "TokenizeAndSplit" >> beam.ParDo(_TokenizeAndSplit(options, layout))
+        | "TokenizeAndSplit" >> beam.ParDo(_TokenizeAndSplit(options, layout)).with_outputs(
+            "input", main="tasks"))
+    results = (
+        tasks.tasks
         | "SpreadTasks" >> beam.Reshuffle()
         | "RunTasks" >> beam.ParDo(_RunTask(options, layout)).with_outputs("stats", main="records"))
+    input_counts = (
+        (blocks.input, tasks.input)
+        | "InputCounts" >> beam.Flatten()
+        | "MergeInputCounts" >> beam.CombineGlobally(_MergeCounts()))
     empty = root | "AllBuckets" >> beam.Create([(b, None) for b in range(layout.num_buckets)])
     file_counts = (
         (results.records, empty)
@@ -213,7 +255,7 @@ def build(root: beam.Pipeline, input_files: Sequence[str], output_files: Sequenc
         "options": options_dict(options, layout),
     }
     _ = stats | "WriteSummary" >> beam.Map(
-        _write_summary, beam.pvalue.AsList(file_counts),
+        _write_summary, beam.pvalue.AsList(file_counts), beam.pvalue.AsList(input_counts),
         summary_file, extra)
 
 

@@ -66,13 +66,19 @@ flags.DEFINE_float("short_seq_prob", 0.1,
 # This implementation's flags.
 flags.DEFINE_enum("input_format", "sentences", ["sentences", "raw"],
                   "sentences: one sentence per line, blank line between documents (the "
-                  "original's format). raw: each file is a document of paragraphs that are "
-                  "split into sentences by a rule-based splitter.")
+                  "original's format). raw: each file (each Gutenberg book, with "
+                  "--strip_gutenberg) is a document of paragraphs that are split into "
+                  "sentences by a rule-based splitter; a document longer than --block_chars "
+                  "is cut into pieces at paragraph ends (see --block_chars).")
 flags.DEFINE_enum("decode_errors", "strict", ["strict", "replace"],
                   "On bytes that are not UTF-8: stop with file and line (strict) or replace "
                   "them with U+FFFD (replace).")
 flags.DEFINE_bool("strip_gutenberg", True,
-                  "Drop Project Gutenberg headers/footers (outside the *** START/END markers).")
+                  "Keep only the body of every Project Gutenberg book (between each *** START "
+                  "OF / *** END OF marker pair, or up to the 'End of the Project Gutenberg "
+                  "EBook' footer): headers, licences and the text between two books are "
+                  "dropped, and each book ends a document. A file without markers is kept "
+                  "whole. The log and summary say how many bytes were dropped, and why.")
 flags.DEFINE_bool("zh_whole_word_mask", False,
                   "Beyond the original (WordPiece only): mask Chinese words found by the rjieba "
                   "segmenter as units, as Chinese-BERT-wwm does (pip install rjieba).")
@@ -90,7 +96,13 @@ flags.DEFINE_integer("shuffle_buckets_per_file", 4,
 flags.DEFINE_integer("block_documents", 10000,
                      "Documents per block (the pool for random-document B, and the unit of "
                      "reading).")
-flags.DEFINE_integer("block_chars", 64 << 20, "Characters per block, at most (about).")
+flags.DEFINE_integer("block_chars", 64 << 20,
+                     "Characters per block, at most (about). Also bounds a document: one whose "
+                     "text reaches this many characters is cut there (raw: at the end of the "
+                     "paragraph; sentences: at the line) and each piece is a separate document "
+                     "for pairing, including the random-document pool, so a huge single file "
+                     "streams in bounded memory. Inputs whose documents are shorter give the "
+                     "same output as without cutting.")
 flags.DEFINE_integer("task_tokens", 200_000, "Input tokens per worker task (about).")
 flags.DEFINE_float("progress_seconds", 30.0, "Seconds between progress log lines.")
 flags.DEFINE_string("summary_file", None,

@@ -40,7 +40,7 @@ from data_prep import tokenization, zh_words
 from data_prep.example_codec import ExampleEncoder, FLOAT, INT64
 from data_prep.masking import MaskingOptions, MaskStats, mask_pair
 from data_prep.pairing import DocView, Pair, create_pairs
-from data_prep.text_input import Document
+from data_prep.text_input import Document, ReadCounts
 from data_prep.tfrecord import frame_records
 
 # ---------------------------------------------------------------------------
@@ -190,27 +190,52 @@ def tokenize_block(block_index: int, documents: Sequence[Document], tokenizer,
     which tokens continue a segmented word (`continues`).
     """
     sentences = [s for d in documents for s in d.sentences]
-    encoded = tokenizer.encode_ids(sentences, num_threads=num_threads)
-    lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
+    lengths, ids, continues = _encode_in_chunks(sentences, tokenizer, num_threads, segmenter)
     doc_of_sentence = np.repeat(np.arange(len(documents)),
                                 [len(d.sentences) for d in documents])
     keep = lengths > 0
     kept_docs, kept_counts = np.unique(doc_of_sentence[keep], return_counts=True)
-    flat = [e for e in encoded if e]
-    ids = np.fromiter((t for e in flat for t in e), dtype=np.int32,
-                      count=int(lengths.sum()))
     sent_bounds = np.concatenate([[0], np.cumsum(lengths[keep])]).astype(np.int64)
     doc_bounds = np.concatenate([[0], np.cumsum(kept_counts)]).astype(np.int64)
     doc_indices = np.array([documents[k].index for k in kept_docs], dtype=np.int64)
-    continues = None
-    if segmenter is not None:
-        to_token = tokenizer.convert_ids_to_tokens
-        continues = np.fromiter(
-            (flag for text, e in zip(sentences, encoded) if e
-             for flag in zh_words.continuation_flags(text, to_token(e), segmenter)),
-            dtype=bool, count=len(ids))
     return TokenizedBlock(block_index, doc_indices, doc_bounds, sent_bounds, ids,
                           num_sentences_in=len(sentences), continues=continues)
+
+
+# Sentences encoded per tokenizer call: the token lists of a call are Python ints
+# (about 36 bytes a token), so a whole 64 Mi-character block at once would need
+# ~600 MB; chunks keep that to a few tens of MB. The ids do not depend on it.
+_ENCODE_CHUNK = 1 << 15
+
+
+def _encode_in_chunks(sentences: Sequence[str], tokenizer, num_threads: int,
+                      segmenter) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
+    """(tokens per sentence int64 [S], all ids int32 [T], continues bool [T] or None)."""
+    lengths, ids, continues = [np.zeros(0, np.int64)], [np.zeros(0, np.int32)], []
+    for lo in range(0, len(sentences), _ENCODE_CHUNK):
+        part = sentences[lo:lo + _ENCODE_CHUNK]
+        encoded = tokenizer.encode_ids(part, num_threads=num_threads)
+        lengths.append(np.fromiter((len(e) for e in encoded), dtype=np.int64,
+                                   count=len(encoded)))
+        ids.append(np.fromiter((t for e in encoded for t in e), dtype=np.int32,
+                               count=int(lengths[-1].sum())))
+        if segmenter is not None:
+            to_token = tokenizer.convert_ids_to_tokens
+            continues.append(np.fromiter(
+                (flag for text, e in zip(part, encoded) if e
+                 for flag in zh_words.continuation_flags(text, to_token(e), segmenter)),
+                dtype=bool, count=len(ids[-1])))
+    flags = None if segmenter is None else np.concatenate([np.zeros(0, bool)] + continues)
+    return np.concatenate(lengths), np.concatenate(ids), flags
+
+
+def no_token_counts(block: TokenizedBlock, num_documents: int) -> ReadCounts:
+    """ReadCounts of the sentences and documents `tokenize_block` dropped from a block of
+    `num_documents` documents because they have no token."""
+    counts = ReadCounts()
+    counts.no_token_sentences = block.num_sentences_in - (len(block.sent_bounds) - 1)
+    counts.no_token_documents = num_documents - block.num_docs
+    return counts
 
 
 # ---------------------------------------------------------------------------
@@ -333,6 +358,9 @@ class WorkerContext:
         self.tokenizer = tokenizer
         self.segmenter = zh_words.load_segmenter() if zh_whole_word_mask else None
         self.start_table = np.array(tokenizer.is_start_piece_table(), dtype=bool)
+        # One Python int per vocabulary id, shared by every DocView token list:
+        # `ndarray.tolist()` would make a new 28-byte object per token.
+        self.id_objects = np.array(list(range(len(self.start_table))), dtype=object)
         self.instance_options = instance_options
         self.layout = layout
         masking = instance_options.masking
@@ -366,7 +394,7 @@ def run_task(context: WorkerContext, block_ref, task: Task) -> TaskResult:
     block = context.block(block_ref)
     opts = context.instance_options
     stats = Stats(opts.masking.ngram)
-    get_doc = _doc_views(block, context.start_table)
+    get_doc = _doc_views(block, context.start_table, context.id_objects)
     instances = _Instances()
     for doc_pos in range(task.doc_lo, task.doc_hi):
         _add_document(context, block, task, doc_pos, get_doc, instances, stats)
@@ -376,12 +404,21 @@ def run_task(context: WorkerContext, block_ref, task: Task) -> TaskResult:
     stats.labels = [count - sum(instances.labels), sum(instances.labels)]
     if count == 0:
         return TaskResult(task, [], [], [], stats)
-    payloads = context.encoder.encode(
-        instances.features(opts.max_seq_length, opts.masking.max_predictions_per_seq))
-    return TaskResult(task, instances.buckets, instances.keys, frame_records(payloads), stats)
+    records: List[bytes] = []
+    for features in instances.features_in_chunks(opts.max_seq_length,
+                                                 opts.masking.max_predictions_per_seq,
+                                                 _ENCODE_INSTANCES):
+        records.extend(frame_records(context.encoder.encode(features)))
+    return TaskResult(task, instances.buckets, instances.keys, records, stats)
 
 
-def _doc_views(block: TokenizedBlock, start_table: np.ndarray) -> Callable[[int], DocView]:
+# Instances per feature-array batch: the int64 [count, max_seq_length] arrays of a
+# task that is one long document (~130 k instances of 128 tokens) would take ~0.5 GB.
+_ENCODE_INSTANCES = 4096
+
+
+def _doc_views(block: TokenizedBlock, start_table: np.ndarray,
+               id_objects: Optional[np.ndarray] = None) -> Callable[[int], DocView]:
     """`get_doc(pos)`: block document `pos` as a DocView, built once per position.
 
     Its flags are the word starts of `start_table` (bool [vocab_size]), less
@@ -400,7 +437,8 @@ def _doc_views(block: TokenizedBlock, start_table: np.ndarray) -> Callable[[int]
             starts = start_table[ids_np]
             if block.continues is not None:
                 starts = starts & ~block.continues[t0:t1]
-            view = DocView(ids_np.tolist(), starts.tolist(),
+            ids = id_objects[ids_np].tolist() if id_objects is not None else ids_np.tolist()
+            view = DocView(ids, starts.tolist(),
                            (block.sent_bounds[s0:s1 + 1] - t0).tolist())
             views[pos] = view
         return view
@@ -442,6 +480,22 @@ class _Instances:
         self.labels.append(int(pair.is_random_next))
         self.buckets.append(bucket)
         self.keys.append(key)
+
+    def features_in_chunks(self, seq_len: int, num_pred: int,
+                           chunk: int) -> Iterator[Dict[str, np.ndarray]]:
+        """`features` of instances [0, chunk), [chunk, 2 * chunk), ... in turn."""
+        tokens = np.concatenate([[0], np.cumsum(self.lengths, dtype=np.int64)])
+        preds = np.concatenate([[0], np.cumsum(self.num_predictions, dtype=np.int64)])
+        for lo in range(0, len(self.lengths), chunk):
+            hi = min(lo + chunk, len(self.lengths))
+            t0, t1, p0, p1 = int(tokens[lo]), int(tokens[hi]), int(preds[lo]), int(preds[hi])
+            part = _Instances(ids=self.ids[t0:t1], boundary=self.boundary[t0:t1],
+                              positions=self.positions[p0:p1],
+                              masked_ids=self.masked_ids[p0:p1], lengths=self.lengths[lo:hi],
+                              b_starts=self.b_starts[lo:hi],
+                              num_predictions=self.num_predictions[lo:hi],
+                              labels=self.labels[lo:hi])
+            yield part.features(seq_len, num_pred)
 
     def features(self, seq_len: int, num_pred: int) -> Dict[str, np.ndarray]:
         """The instances as `feature_schema` arrays: [count, seq_len] and

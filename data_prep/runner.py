@@ -22,7 +22,8 @@ import time
 from typing import Callable, Deque, Dict, Iterable, Iterator, List, Optional, Sequence
 
 from data_prep import fileio, pipeline
-from data_prep.text_input import Document, InputError, ReaderOptions, iter_documents
+from data_prep.text_input import (Document, InputError, ReaderOptions, ReadCounts,
+                                  iter_documents)
 from data_prep.tfrecord import split_records
 
 _LOG = logging.getLogger("data_prep")
@@ -121,7 +122,8 @@ def _process_context():
 class _SpillWriter:
     """Appends framed records to one file per bucket, buffering in memory."""
 
-    def __init__(self, directory: str, num_buckets: int, flush_bytes: int = 32 << 20):
+    # 8 MB: large enough appends for any disk, small next to a block's memory.
+    def __init__(self, directory: str, num_buckets: int, flush_bytes: int = 8 << 20):
         self.directory = directory
         self.num_buckets = num_buckets
         self.flush_bytes = flush_bytes
@@ -188,10 +190,13 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
     start = time.monotonic()
     context = make_context(options, layout)
     stats = pipeline.Stats(options.instances.masking.ngram)
-    per_file = _make_outputs(input_files, output_files, options, layout, context, stats, log)
+    counts = ReadCounts()
+    per_file = _make_outputs(input_files, output_files, options, layout, context, stats, log,
+                             counts)
     elapsed = time.monotonic() - start
     summary = stats.to_dict()
     summary.update({
+        "input": counts.to_dict(),
         "seconds": round(elapsed, 3),
         "tokens_per_second": stats.tokens / elapsed if elapsed else 0.0,
         "num_workers": options.num_workers,
@@ -209,9 +214,12 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
 
 def _make_outputs(input_files: Sequence[str], output_files: Sequence[str], options: RunOptions,
                   layout: pipeline.LayoutOptions, context: pipeline.WorkerContext,
-                  stats: pipeline.Stats, log: Callable[[str], None]) -> List[int]:
+                  stats: pipeline.Stats, log: Callable[[str], None],
+                  counts: ReadCounts) -> List[int]:
     """Runs every task, spilling the records to bucket files, then writes the outputs
-    from the buckets; returns each output's instance count. Counters go to `stats`.
+    from the buckets; returns each output's instance count. Counters go to `stats`,
+    where the input went to `counts` (logged once the input is read, even when it
+    gave no instance).
 
     The spill directory sits beside the first output and is removed at the end.
     """
@@ -222,10 +230,15 @@ def _make_outputs(input_files: Sequence[str], output_files: Sequence[str], optio
     try:
         spill = _SpillWriter(spill_dir, layout.num_buckets)
         sink = _ResultSink(spill, stats, progress)
-        documents = iter_documents(input_files, options.effective_reader())
-        _run_tasks(_tokenized_blocks(documents, options, layout, context, sink),
+        # Documents longer than a block are cut into block-sized pieces, so memory
+        # stays bounded by the block size whatever the input (one huge raw file).
+        documents = iter_documents(input_files, options.effective_reader(), counts=counts,
+                                   split_chars=layout.block_chars)
+        _run_tasks(_tokenized_blocks(documents, options, layout, context, sink, counts),
                    options, layout, context, sink, spill_dir)
         spill.flush()
+        for line in counts.log_lines():
+            log(line)
         if stats.instances == 0:
             raise InputError("no training instances were created: the input has no "
                              f"non-empty documents ({', '.join(input_files[:3])}"
@@ -273,15 +286,19 @@ class _ResultSink:
 
 def _tokenized_blocks(documents: Iterable[Document], options: RunOptions,
                       layout: pipeline.LayoutOptions, context: pipeline.WorkerContext,
-                      sink: _ResultSink) -> Iterator[pipeline.TokenizedBlock]:
+                      sink: _ResultSink, counts: ReadCounts) -> Iterator[pipeline.TokenizedBlock]:
     """The documents' blocks, tokenized one at a time (with `num_workers` threads), each
-    counted in `sink.blocks_read` before its tasks run."""
+    counted in `sink.blocks_read` before its tasks run; sentences and documents left
+    without a token are added to `counts`. (Reading and tokenizing happen in this
+    process only, so these counts need no merging across workers.)"""
     for block_index, raw_block in pipeline.iter_raw_blocks(documents, layout.block_documents,
                                                            layout.block_chars):
         sink.blocks_read += 1
-        yield pipeline.tokenize_block(block_index, raw_block, context.tokenizer,
-                                      num_threads=options.num_workers,
-                                      segmenter=context.segmenter)
+        block = pipeline.tokenize_block(block_index, raw_block, context.tokenizer,
+                                        num_threads=options.num_workers,
+                                        segmenter=context.segmenter)
+        counts.merge(pipeline.no_token_counts(block, len(raw_block)))
+        yield block
 
 
 def _run_tasks(blocks: Iterable[pipeline.TokenizedBlock], options: RunOptions,

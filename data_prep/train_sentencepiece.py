@@ -47,8 +47,14 @@ class SentencePieceOptions:
 
 
 def iter_sentences(input_files: Sequence[str], reader: ReaderOptions) -> Iterator[str]:
-    """Every normalised sentence of the corpus, in order."""
-    for document in iter_documents(input_files, reader):
+    """Every normalised sentence of the corpus, in order.
+
+    Documents are read in pieces of about 64 Mi characters (the data tool's
+    default --block_chars) so that one huge file is not held whole; the
+    sentences stay the same (only a single paragraph longer than that would be
+    cut at a line).
+    """
+    for document in iter_documents(input_files, reader, split_chars=64 << 20):
         yield from document.sentences
 
 

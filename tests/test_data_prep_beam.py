@@ -26,7 +26,7 @@ def test_beam_direct_runner_matches_local_runner(tmp_path, shared_data):
         instances=pipeline.InstanceOptions(max_seq_length=64, dupe_factor=2,
                                            masking=MaskingOptions(max_predictions_per_seq=10)),
         layout=pipeline.LayoutOptions(block_documents=2, task_tokens=20_000,
-                                      shuffle_buckets_per_file=3))
+                                      shuffle_buckets_per_file=3, block_chars=40_000))
     local = [str(tmp_path / f"local-{i}") for i in range(2)]
     beam = [str(tmp_path / f"beam-{i}") for i in range(2)]
     summary = runner.create_pretraining_data(files, local, options, log=lambda m: None)
@@ -39,6 +39,7 @@ def test_beam_direct_runner_matches_local_runner(tmp_path, shared_data):
     with open(runner.default_summary_path(beam)) as handle:  # _beam-0.summary.json
         beam_summary = json.load(handle)
     for key in ("instances", "tokens", "masked_tokens", "ngram_spans", "sop_labels",
-                "random_document_b"):
+                "random_document_b", "input"):
         assert beam_summary[key] == summary[key]
+    assert summary["input"]["documents_split_at_block_chars"] > 0  # long books were cut
     assert summary["instances"] > 500
