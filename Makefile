@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 BEAM_VENV := .venv-beam
 BEAM_STAMP := $(BEAM_VENV)/.installed-stamp
 
-.PHONY: demo test test-onednn-off test-slow test-beam bench clean-venv
+.PHONY: demo test test-onednn-off test-avx2-onednn test-slow test-beam bench clean-venv
 
 $(STAMP): requirements.txt
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,17 @@ ONEDNN_TESTS := tests/test_onednn.py tests/test_tf_internals.py tests/test_fused
 
 test-onednn-off: $(STAMP)
 	TF_ENABLE_ONEDNN_OPTS=0 $(VPY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow" $(ONEDNN_TESTS)
+
+# The same tests as an AVX2-only CPU runs them under albert-tf's choice: oneDNN on, its
+# kernels (and XLA's) capped at AVX2. Without the bf16 tests: TensorFlow still sees this
+# CPU's AVX-512 and sends bf16 to oneDNN, which the cap makes abort (a real AVX2 CPU sends
+# bf16 to Eigen instead).
+AVX2_CAPS := ONEDNN_MAX_CPU_ISA=AVX2 XLA_FLAGS=--xla_cpu_max_isa=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
+
+test-avx2-onednn: $(STAMP)
+	$(AVX2_CAPS) TF_ENABLE_ONEDNN_OPTS=1 $(VPY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile \
+		-m "not slow" -k "not bf16 and not bfloat16 and not mixed_precision and not resident and not measure_gemm" \
+		$(ONEDNN_TESTS)
 
 test-slow: $(STAMP)
 	$(VPY) -m pytest -q -m slow tests

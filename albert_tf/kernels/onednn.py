@@ -5,11 +5,12 @@ TensorFlow's x86-64 Linux wheels carry oneDNN (formerly MKL) kernels and graph r
 switched at import by TF_ENABLE_ONEDNN_OPTS ("1"/"true" on, "0"/"false" off, any case).
 Unset, TensorFlow turns them on only where the CPU has a neural-network feature
 (`TENSORFLOW_DEFAULT_ON_FLAGS`: AVX512-VNNI, AVX512-BF16, AVX-VNNI or AMX; TensorFlow's
-`DefaultOneDnnPolicy`), so AVX2-only CPUs (AMD Zen 1 to 3, Intel before Ice Lake and
-Alder Lake) run its Eigen kernels. For ALBERT oneDNN is faster there too (training step
-1.16x, inference 1.12x on an AMD EPYC Zen 3; docs/performance.md, "oneDNN on AVX2-only
-CPUs"), so the programs call `configure()` before TensorFlow is imported, which sets
-TF_ENABLE_ONEDNN_OPTS=1 on such CPUs. A value the user set always wins.
+`DefaultOneDnnPolicy`), so CPUs without them (AMD Zen 1 to 3, Intel Core before Ice Lake
+and Alder Lake, Xeons before Cascade Lake) run its Eigen kernels. For ALBERT oneDNN is
+faster there too (training step 1.16x, inference 1.12x on an AMD EPYC Zen 3; 1.13x each
+on a Zen 4 capped at AVX2: docs/performance.md, "oneDNN on AVX2-only CPUs"), so the
+programs call `configure()` before TensorFlow is imported, which sets
+TF_ENABLE_ONEDNN_OPTS=1 on such CPUs (AVX2 + FMA). A value the user set always wins.
 
 `expected_on(cpu, environ)` is what TensorFlow will decide from the CPU and the
 environment: the tests assert that the process runs what it says, and choose which
@@ -90,9 +91,9 @@ def choose(cpu: Optional[cpu_info.CpuInfo] = None,
     if all(flag in cpu.flags for flag in MEASURED_FASTER_FLAGS):
         return OneDnnChoice(
             True, f"albert-tf's choice: TensorFlow leaves it off on this CPU ({cpu.name}: "
-                  f"no {', '.join(TENSORFLOW_DEFAULT_ON_FLAGS)}), where it trains and infers "
-                  f"ALBERT 1.1x faster with it on (docs/performance.md); {SWITCH}=0 keeps it "
-                  "off", set_here=True)
+                  f"no {', '.join(TENSORFLOW_DEFAULT_ON_FLAGS)}), and ALBERT trains and infers "
+                  f"1.12-1.16x faster with it on there (docs/performance.md, \"oneDNN on "
+                  f"AVX2-only CPUs\"); {SWITCH}=0 keeps it off", set_here=True)
     return OneDnnChoice(False, f"TensorFlow's default on a CPU without AVX2 + FMA "
                                f"({cpu.name}), where oneDNN was not measured")
 
