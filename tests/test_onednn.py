@@ -56,8 +56,16 @@ def test_the_users_setting_always_wins_and_is_named():
     inherited = onednn.choose(AVX2_EPYC, {onednn.SWITCH: "1", onednn.CHOSEN_MARK: "1"})
     assert inherited.describe() == ("oneDNN on: TF_ENABLE_ONEDNN_OPTS=1 (albert-tf's "
                                     "choice, inherited)")
-    # A value TensorFlow does not read leaves its default, and the choice stands.
-    assert onednn.choose(AVX2_EPYC, {onednn.SWITCH: "yes"}).set_here
+    # A value TensorFlow does not read: TensorFlow warns and keeps its default, and
+    # albert-tf does not overwrite what the user wrote.
+    odd = onednn.choose(AVX2_EPYC, {onednn.SWITCH: "yes"})
+    assert not odd.on and not odd.set_here
+    assert odd.reason == ("TF_ENABLE_ONEDNN_OPTS='yes' is none of 0, 1, false, true, so "
+                          "TensorFlow warns and keeps its default on this CPU")
+    assert onednn.choose(ZEN5_EPYC, {onednn.SWITCH: "on"}).on
+    environ = {onednn.SWITCH: "yes"}
+    onednn.configure(environ, AVX2_EPYC)
+    assert environ == {onednn.SWITCH: "yes"}
 
 
 def test_expected_on_is_what_tensorflow_will_run():

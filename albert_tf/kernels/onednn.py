@@ -82,6 +82,10 @@ def choose(cpu: Optional[cpu_info.CpuInfo] = None,
         whose = ("albert-tf's choice, inherited" if environ.get(CHOSEN_MARK) == "1"
                  else "set by the user")
         return OneDnnChoice(user, f"{SWITCH}={environ[SWITCH].strip()} ({whose})")
+    if environ.get(SWITCH, "").strip():  # a value TensorFlow does not read: left alone
+        return OneDnnChoice(tensorflow_default(cpu),
+                            f"{SWITCH}={environ[SWITCH].strip()!r} is none of 0, 1, false, "
+                            "true, so TensorFlow warns and keeps its default on this CPU")
     if not _linux_x86(cpu):
         return OneDnnChoice(False, f"TensorFlow's default on {sys.platform} {cpu.machine}")
     found = [flag for flag in TENSORFLOW_DEFAULT_ON_FLAGS if flag in cpu.flags]
