@@ -159,8 +159,9 @@ class ReadCounts:
             lines.append(f"input: dropped {size:,} bytes ({count:,} lines) of "
                          f"{DROP_REASONS[reason]}")
         lines.append(
-            f"input: {self.replaced_lines:,} lines ({self.replaced_bytes:,} bytes) had invalid "
-            f"UTF-8, kept with U+FFFD; {self.gutenberg_books:,} Gutenberg books found; "
+            f"input: {self.replaced_lines:,} lines ({self.replaced_bytes:,} bytes) with invalid "
+            f"UTF-8 kept with U+FFFD (--decode_errors=replace; strict stops at the first); "
+            f"{self.gutenberg_books:,} Gutenberg books found; "
             f"{self.split_documents:,} cuts of long documents at --block_chars")
         if self.kept_bytes * 2 < self.bytes_in:
             lines.append("input: WARNING: less than half of the input bytes were kept; "

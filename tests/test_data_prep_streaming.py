@@ -113,7 +113,8 @@ def test_dropped_input_is_accounted_exactly_in_log_and_summary(tmp_path, spm_mod
     assert (f"dropped {gutenberg['bytes']:,} bytes ({gutenberg['lines']:,} lines) of Project "
             "Gutenberg header/footer/licence text") in log
     replaced = expected["invalid_utf8_replaced"]["bytes"]
-    assert f"input: 1 lines ({replaced} bytes) had invalid UTF-8, kept with U+FFFD" in log
+    assert (f"input: 1 lines ({replaced} bytes) with invalid UTF-8 kept with U+FFFD "
+            "(--decode_errors=replace; strict stops at the first)") in log
     assert "0 sentences and 0 documents with no token" in log  # zero counts are printed too
 
 
