@@ -57,7 +57,7 @@ sys.path.insert(1, str(REPO))
 
 import flops  # noqa: E402
 import targets  # noqa: E402
-from albert_tf.kernels import precision  # noqa: E402
+from albert_tf.kernels import onednn, precision  # noqa: E402
 
 FRAMEWORKS = ("ours", "keras_hub", "hf", "hf_ort", "ours_ort")
 PEER_LABELS = {"ours": "albert-tf", "keras_hub": "keras-hub", "hf": "HF torch",
@@ -353,7 +353,11 @@ def machine_info() -> dict:
     info.update(cpu=cpu.name, cpu_flags=cpu.shown_flags(),
                 native_bf16=bf16.policy == "mixed_bfloat16", bf16_reason=bf16.reason,
                 onednn_max_cpu_isa=os.environ.get("ONEDNN_MAX_CPU_ISA"),
-                xla_flags=os.environ.get("XLA_FLAGS"))
+                xla_flags=os.environ.get("XLA_FLAGS"),
+                tf_enable_onednn_opts=os.environ.get(onednn.SWITCH),
+                # What albert-tf's workers run (they call onednn.configure); peers keep
+                # TensorFlow's default.
+                onednn=onednn.choose(cpu).describe())
     from importlib import metadata
     for package in ("tensorflow", "keras", "keras-hub", "torch", "transformers", "onnxruntime",
                     "ai-edge-litert"):
@@ -443,6 +447,7 @@ def isa_caps(info: dict, separator: str) -> str:
     """The ISA caps in force (they make this CPU stand in for an older one: docs/
     performance.md, "Per CPU"), each after `separator`; "" without caps."""
     return "".join(f"{separator}{name}={info[key]}" for name, key in (
+        ("TF_ENABLE_ONEDNN_OPTS", "tf_enable_onednn_opts"),
         ("ONEDNN_MAX_CPU_ISA", "onednn_max_cpu_isa"), ("XLA_FLAGS", "xla_flags"))
         if info.get(key))
 
@@ -573,6 +578,7 @@ def print_header(info: dict, bf16: bool, log_dir: pathlib.Path) -> None:
     print(f"albert-tf bench, suite {info['suite']}, {info['rounds']} rounds; "
           f"worker logs in {log_dir}\n"
           f"CPU: {info['cpu']}, {info['cpus']} cores; flags: {info['cpu_flags']}{isa}\n"
+          f"albert-tf's workers: {info['onednn']}\n"
           f"bf16: {'auto picks it' if info['native_bf16'] else 'auto keeps float32'} "
           f"({info['bf16_reason']}); "
           f"bf16 rows {'on' if bf16 else 'off (--bf16=always to add them)'}", flush=True)
