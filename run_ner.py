@@ -116,7 +116,7 @@ def main(argv):
                                              FLAGS.albert_dropout)
     cli.check_init_checkpoint(FLAGS.init_checkpoint)
     strategy = cli.strategy_from_flags(FLAGS)
-    cli_defaults.apply(["doc_stride:ner", "eval_batch_size:8", "predict_batch_size:8"],
+    cli_defaults.apply(["doc_stride:ner", "predict_batch_size:8"],  # (evaluates at this one)
                        strategy.num_replicas_in_sync, hparams_set=from_hparams)
     names = ("task_name", "data_dir", "spm_model_file", "vocab_file", "output_dir",
              "init_checkpoint", "init_from_group0", "do_lower_case", "max_seq_length",

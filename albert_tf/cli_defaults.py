@@ -8,7 +8,7 @@ else (a warmup longer than the run never reaches the learning rate). So each rul
 gives the default from the flags it depends on; it equals the fixed default wherever that
 one fits, so runs that never moved the other flags are unchanged. A flag the user gave is
 kept, and where it conflicts with another flag the user gave, the run is refused with one
-line naming both (`check`).
+line naming both.
 
 Each CLI names the rules it uses and calls `apply` after parsing, once the replica count
 is known (`strategy.num_replicas_in_sync`). Flags set by `--hparams=paper` count as given.
@@ -33,6 +33,7 @@ class Rule:
 
     default(values, replicas) -> the default; equals the flag's fixed default where that fits.
     conflict(values, replicas) -> None, or the one-line reason a value cannot stand.
+    note(values, replicas) -> None, or a warning about a given value that stands.
     """
 
     flag: str
@@ -40,6 +41,7 @@ class Rule:
     default: Callable[[Values, int], object]
     conflict: Optional[Callable[[Values, int], Optional[str]]] = None
     why: str = ""
+    note: Optional[Callable[[Values, int], Optional[str]]] = None
 
 
 def _multiple_of_replicas(fixed: int) -> Callable[[Values, int], int]:
@@ -74,6 +76,12 @@ def _warmup_share(fixed: int, fixed_steps: int, steps_flag: str, flag: str) -> R
                 f"{fixed} for {fixed_steps} steps, the same share of a shorter run")
 
 
+def _fixed_or_half(fixed: int, max_seq_length: int, reserved: int) -> int:
+    """`fixed` where it fits in `max_seq_length` with `reserved` tokens to spare (the
+    checks the features make), else half of `max_seq_length`."""
+    return fixed if fixed <= max_seq_length - reserved else max(1, max_seq_length // 2)
+
+
 def _ner_doc_stride(values, replicas):
     window = values["max_seq_length"] - 2
     return 64 if 64 <= window else max(1, window // 2)
@@ -92,17 +100,20 @@ def _squad_document_window(values) -> int:
 
 
 def _squad_doc_stride(values, replicas):
+    """128 where consecutive windows still overlap (the stride is shorter than a window),
+    else half a window: the original moves a window by min(stride, window), so a longer
+    stride silently means windows that share no token."""
     window = _squad_document_window(values)
     return 128 if 128 < window else max(1, window // 2)
 
 
-def _squad_doc_stride_conflict(values, replicas):
+def _squad_doc_stride_note(values, replicas) -> Optional[str]:
     window = _squad_document_window(values)
-    if window > 0 and values["doc_stride"] > window:
-        return (f"--doc_stride {values['doc_stride']} is longer than a document window: "
-                f"--max_seq_length {values['max_seq_length']} - --max_query_length "
-                f"{values['max_query_length']} - 3 = {window} tokens (a window cannot move "
-                "further than its length)")
+    if 0 < window <= values["doc_stride"]:
+        return (f"--doc_stride {values['doc_stride']} is at least a document window "
+                f"(--max_seq_length {values['max_seq_length']} - --max_query_length "
+                f"{values['max_query_length']} - 3 = {window} tokens): as in the original, "
+                "a window moves by its length, so consecutive windows share no token")
     return None
 
 
@@ -110,14 +121,14 @@ RULES: Dict[str, Rule] = {rule.flag + ":" + name: rule for name, rule in (
     ("ner", Rule("doc_stride", ("max_seq_length",), _ner_doc_stride, _ner_doc_stride_conflict,
                  "64, or half the window where 64 does not fit")),
     ("squad", Rule("max_query_length", ("max_seq_length",),
-                   lambda values, replicas: min(64, values["max_seq_length"] // 2),
-                   None, "64, at most half of --max_seq_length")),
+                   lambda values, replicas: _fixed_or_half(64, values["max_seq_length"], 4),
+                   None, "64 where it leaves a document token, else half of it")),
     ("squad", Rule("doc_stride", ("max_seq_length", "max_query_length"), _squad_doc_stride,
-                   _squad_doc_stride_conflict,
-                   "128 where windows still overlap, else half the document window")),
+                   None, "128 where windows still overlap, else half the document window",
+                   _squad_doc_stride_note)),
     ("race", Rule("max_qa_length", ("max_seq_length",),
-                  lambda values, replicas: min(128, values["max_seq_length"] // 2),
-                  None, "128, at most half of --max_seq_length")),
+                  lambda values, replicas: _fixed_or_half(128, values["max_seq_length"], 3),
+                  None, "128 where it leaves a context token, else half of it")),
     ("8", Rule("eval_batch_size", ("replicas",), _multiple_of_replicas(8),
                _divisible_by_replicas("eval_batch_size"),
                "8, rounded up to a multiple of the replicas")),
@@ -141,8 +152,10 @@ def apply(rule_names: Sequence[str], replicas: int = 1, values=flags.FLAGS,
     """Sets each named rule's flag (`RULES` key, e.g. "doc_stride:ner") that the command
     line did not give to its default from the other flags, logging one line where that
     differs from the fixed default; refuses (UserValueError, one line naming both flags)
-    a given flag that conflicts with the others. `hparams_set`: flags --hparams=paper set
-    (taken as given). Returns {flag: value} of the defaults that moved."""
+    a given flag that conflicts with the others, and warns about one that stands but
+    surprises (`Rule.note`). `hparams_set`: flags --hparams=paper set: kept where they fit,
+    else replaced by the rule's default (logged). Returns {flag: value} of the defaults
+    that moved."""
     moved = {}
     for name in rule_names:
         rule = RULES[name]
@@ -150,9 +163,16 @@ def apply(rule_names: Sequence[str], replicas: int = 1, values=flags.FLAGS,
                    if flag != "replicas"}
         if _given(rule.flag, values) or rule.flag in hparams_set:
             reason = rule.conflict(current, replicas) if rule.conflict else None
-            if reason:
+            if reason and not _given(rule.flag, values):  # a table's value: the rule's instead
+                logging.info("--%s %s from --hparams=paper does not fit: %s", rule.flag,
+                             current[rule.flag], reason)
+            elif reason:
                 raise UserValueError(reason)
-            continue
+            else:
+                note = rule.note(current, replicas) if rule.note else None
+                if note:
+                    logging.warning("%s", note)
+                continue
         value = rule.default(current, replicas)
         if value != values[rule.flag].value:
             given = ", ".join(f"{flag} {replicas}" if flag == "replicas"

@@ -38,13 +38,17 @@ def test_the_fixed_defaults_stand_where_the_other_flags_kept_theirs():
     (["--max_seq_length=64"], "doc_stride:ner", 31),
     (["--max_seq_length=66"], "doc_stride:ner", 64),
     (["--max_seq_length=8"], "doc_stride:ner", 3),
-    # run_squad.py: the query takes at most half; the stride leaves the windows overlapping.
+    # run_squad.py: 64 where a document token fits beside it, else half; the stride leaves
+    # the windows overlapping.
     (["--max_seq_length=64"], "max_query_length:squad", 32),
+    (["--max_seq_length=68"], "max_query_length:squad", 64),
     (["--max_seq_length=128"], "max_query_length:squad", 64),
     (["--max_seq_length=128"], "doc_stride:squad", 30),  # window 128 - 64 - 3 = 61
     (["--max_seq_length=256"], "doc_stride:squad", 128),  # window 189: 128 still overlaps
     (["--max_seq_length=128", "--max_query_length=32"], "doc_stride:squad", 46),
     (["--max_seq_length=128"], "max_qa_length:race", 64),
+    (["--max_seq_length=131"], "max_qa_length:race", 128),
+    (["--max_seq_length=256"], "doc_stride:squad", 128),
     # Warmup: the original's share of the original's run, for shorter runs.
     (["--num_train_steps=10000"], "num_warmup_steps:pretraining", 250),
     (["--num_train_steps=500000"], "num_warmup_steps:pretraining", 3125),
@@ -87,9 +91,6 @@ def test_a_given_flag_is_kept_and_one_set_by_hparams_counts_as_given():
 @pytest.mark.parametrize("argv,rule,replicas,message", [
     (["--max_seq_length=64", "--doc_stride=64"], "doc_stride:ner", 1,
      "--doc_stride 64 must be in [1, --max_seq_length - 2 = 62] (--max_seq_length 64)"),
-    (["--max_seq_length=128", "--doc_stride=100"], "doc_stride:squad", 1,
-     "--doc_stride 100 is longer than a document window: --max_seq_length 128 - "
-     "--max_query_length 64 - 3 = 61 tokens"),
     (["--num_train_steps=1000", "--num_warmup_steps=3125"], "num_warmup_steps:pretraining", 1,
      "--num_warmup_steps 3125 is longer than --num_train_steps 1000: the learning rate "
      "would never reach --learning_rate"),
@@ -102,6 +103,30 @@ def test_given_flags_that_conflict_are_refused_naming_both(argv, rule, replicas,
         cli_defaults.apply([rule], replicas, parsed(*argv))
     assert str(error.value).startswith(message), str(error.value)
     assert "\n" not in str(error.value)
+
+
+def test_a_stride_of_a_window_or_more_stands_with_a_warning(caplog):
+    """The original moves a SQuAD window by min(stride, window): a longer stride is valid
+    and means windows that share no token, which the log says."""
+    import logging
+    values = parsed("--max_seq_length=128", "--doc_stride=100")
+    with caplog.at_level(logging.WARNING):
+        assert cli_defaults.apply(["doc_stride:squad"], 1, values) == {}
+    assert values.doc_stride == 100
+    assert [r.getMessage() for r in caplog.records] == [
+        "--doc_stride 100 is at least a document window (--max_seq_length 128 - "
+        "--max_query_length 64 - 3 = 61 tokens): as in the original, a window moves by its "
+        "length, so consecutive windows share no token"]
+
+
+def test_a_table_value_that_does_not_fit_gives_way_to_the_rule():
+    race = parsed("--train_step=600")  # --hparams=paper's RACE warmup 1000 for 600 steps
+    assert cli_defaults.apply(["warmup_step:race"], 1, race,
+                              hparams_set=["warmup_step"]) == {"warmup_step": 50}
+    with pytest.raises(UserValueError, match="--warmup_step 1000 is longer than "
+                                              "--train_step 600"):
+        cli_defaults.apply(["warmup_step:race"], 1, parsed("--train_step=600",
+                                                           "--warmup_step=1000"))
 
 
 def test_a_moved_default_is_logged_once_with_what_it_follows(caplog):

@@ -56,6 +56,9 @@ def test_the_users_setting_always_wins_and_is_named():
     inherited = onednn.choose(AVX2_EPYC, {onednn.SWITCH: "1", onednn.CHOSEN_MARK: "1"})
     assert inherited.describe() == ("oneDNN on: TF_ENABLE_ONEDNN_OPTS=1 (albert-tf's "
                                     "choice, inherited)")
+    # The mark means nothing beside a value the user set.
+    assert onednn.choose(AVX2_EPYC, {onednn.SWITCH: "0", onednn.CHOSEN_MARK: "1"}).reason == (
+        "TF_ENABLE_ONEDNN_OPTS=0 (set by the user)")
     # A value TensorFlow does not read: TensorFlow warns and keeps its default, and
     # albert-tf does not overwrite what the user wrote.
     odd = onednn.choose(AVX2_EPYC, {onednn.SWITCH: "yes"})
@@ -76,6 +79,7 @@ def test_expected_on_is_what_tensorflow_will_run():
 
 
 def test_configure_sets_the_switch_only_where_albert_tf_chooses(monkeypatch):
+    monkeypatch.setattr(onednn, "_configured", onednn.configured())  # restored afterwards
     monkeypatch.delitem(sys.modules, "tensorflow", raising=False)  # as before TensorFlow's import
     environ = {}
     assert onednn.configure(environ, AVX2_EPYC).on
@@ -87,8 +91,9 @@ def test_configure_sets_the_switch_only_where_albert_tf_chooses(monkeypatch):
         assert env == before, cpu
 
 
-def test_configure_after_tensorflow_is_imported_says_it_came_too_late():
+def test_configure_after_tensorflow_is_imported_says_it_came_too_late(monkeypatch):
     import tensorflow  # noqa: F401
+    monkeypatch.setattr(onednn, "_configured", onednn.configured())  # restored afterwards
     environ = {}
     choice = onednn.configure(environ, AVX2_EPYC)
     assert not choice.on and environ == {}

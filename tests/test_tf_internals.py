@@ -85,10 +85,8 @@ def test_onednn_is_on_exactly_where_expected_and_its_layer_norm_with_it():
     if linux_x86:
         assert tf_internals.onednn_enabled() == onednn_expected(), onednn.choose().describe()
         assert tf_internals.onednn_layer_norm_op_available()
-    gpu = bool(tf.config.list_logical_devices("GPU"))
-    assert fused_ops.onednn_layer_norm_available() == (
-        tf_internals.onednn_enabled() and not gpu
-        and tf_internals.onednn_layer_norm_op_available())
+        gpu = bool(tf.config.list_logical_devices("GPU"))
+        assert fused_ops.onednn_layer_norm_available() == (onednn_expected() and not gpu)
 
 
 @pytest.mark.parametrize("require", [require_onednn, require_onednn_layer_norm])

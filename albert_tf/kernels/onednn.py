@@ -79,7 +79,7 @@ def choose(cpu: Optional[cpu_info.CpuInfo] = None,
     environ = os.environ if environ is None else environ
     user = user_setting(environ)
     if user is not None:
-        whose = ("albert-tf's choice, inherited" if environ.get(CHOSEN_MARK) == "1"
+        whose = ("albert-tf's choice, inherited" if user and environ.get(CHOSEN_MARK) == "1"
                  else "set by the user")
         return OneDnnChoice(user, f"{SWITCH}={environ[SWITCH].strip()} ({whose})")
     if environ.get(SWITCH, "").strip():  # a value TensorFlow does not read: left alone

@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import platform
 import time
 from typing import Callable, Mapping, Optional, Sequence, Tuple
 
