@@ -161,18 +161,19 @@ def apply(rule_names: Sequence[str], replicas: int = 1, values=flags.FLAGS,
         rule = RULES[name]
         current = {flag: values[flag].value for flag in (rule.flag,) + rule.depends_on
                    if flag != "replicas"}
-        if _given(rule.flag, values) or rule.flag in hparams_set:
-            reason = rule.conflict(current, replicas) if rule.conflict else None
-            if reason and not _given(rule.flag, values):  # a table's value: the rule's instead
-                logging.info("--%s %s from --hparams=paper does not fit: %s", rule.flag,
-                             current[rule.flag], reason)
-            elif reason:
-                raise UserValueError(reason)
-            else:
-                note = rule.note(current, replicas) if rule.note else None
-                if note:
-                    logging.warning("%s", note)
-                continue
+        given = _given(rule.flag, values)
+        reason = (rule.conflict(current, replicas)
+                  if rule.conflict and (given or rule.flag in hparams_set) else None)
+        if reason and given:
+            raise UserValueError(reason)
+        if reason:  # a --hparams=paper value: the rule's default instead
+            logging.info("--%s %s from --hparams=paper does not fit: %s", rule.flag,
+                         current[rule.flag], reason)
+        elif given or rule.flag in hparams_set:
+            note = rule.note(current, replicas) if rule.note else None
+            if note:
+                logging.warning("%s", note)
+            continue
         value = rule.default(current, replicas)
         if value != values[rule.flag].value:
             given = ", ".join(f"{flag} {replicas}" if flag == "replicas"

@@ -9,11 +9,10 @@ from __future__ import annotations
 import dataclasses
 import platform
 
-
 # Flags `make bench` and the log show, in this order, when the CPU has them.
-
 SHOWN_CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile",
                    "amx_bf16", "amx_int8")
+
 
 @dataclasses.dataclass(frozen=True)
 class CpuInfo:

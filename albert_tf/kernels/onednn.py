@@ -65,11 +65,16 @@ def _linux_x86(cpu: cpu_info.CpuInfo) -> bool:
     return sys.platform.startswith("linux") and cpu.is_x86
 
 
+def _default_on_flag(cpu: cpu_info.CpuInfo) -> Optional[str]:
+    """The first of TENSORFLOW_DEFAULT_ON_FLAGS the CPU has, or None."""
+    return next((flag for flag in TENSORFLOW_DEFAULT_ON_FLAGS if flag in cpu.flags), None)
+
+
 def tensorflow_default(cpu: cpu_info.CpuInfo) -> bool:
     """Whether TensorFlow turns oneDNN on here with TF_ENABLE_ONEDNN_OPTS unset: on x86-64
     Linux, where the CPU has one of TENSORFLOW_DEFAULT_ON_FLAGS. (Other platforms: taken
     as off; albert-tf makes no choice there.)"""
-    return _linux_x86(cpu) and any(flag in cpu.flags for flag in TENSORFLOW_DEFAULT_ON_FLAGS)
+    return _linux_x86(cpu) and _default_on_flag(cpu) is not None
 
 
 def choose(cpu: Optional[cpu_info.CpuInfo] = None,
@@ -88,10 +93,9 @@ def choose(cpu: Optional[cpu_info.CpuInfo] = None,
                             "true, so TensorFlow warns and keeps its default on this CPU")
     if not _linux_x86(cpu):
         return OneDnnChoice(False, f"TensorFlow's default on {sys.platform} {cpu.machine}")
-    found = [flag for flag in TENSORFLOW_DEFAULT_ON_FLAGS if flag in cpu.flags]
+    found = _default_on_flag(cpu)
     if found:
-        return OneDnnChoice(True, f"TensorFlow's default on a CPU with {found[0]} "
-                                  f"({cpu.name})")
+        return OneDnnChoice(True, f"TensorFlow's default on a CPU with {found} ({cpu.name})")
     if all(flag in cpu.flags for flag in MEASURED_FASTER_FLAGS):
         return OneDnnChoice(
             True, f"albert-tf's choice: TensorFlow leaves it off on this CPU ({cpu.name}: "

@@ -499,8 +499,8 @@ def dataset(path: str, max_seq_length: int, batch_size: int, is_training: bool,
     batch_size: the global batch size; with `input_context` the dataset is
     sharded and batched per replica (batch_size / replicas), or, with
     `batch_is_per_replica`, batched by `batch_size` itself (a training job's
-    `per_replica_train_batch`: no second division by the replicas). Training repeats, shuffles (100-record
-    buffer, as the original) and drops the remainder. Otherwise the records are
+    `per_replica_train_batch`: no second division by the replicas). Training
+    repeats, shuffles (100-record buffer, as the original) and drops the remainder. Otherwise the records are
     read once and padded with `is_real_example = 0` records up to a multiple of
     `batch_size` (needs `num_examples`), so every batch has the same size.
     """
