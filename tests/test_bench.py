@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from albert_tf import AlbertConfig
-from albert_tf.kernels import precision
+from albert_tf.kernels import onednn, precision
 from tests.conftest import REPO_ROOT
 
 sys.path.insert(0, str(pathlib.Path(REPO_ROOT) / "bench"))
@@ -280,9 +280,11 @@ def test_tiny_run_end_to_end(tmp_path):
     assert machine["record"] == "machine" and machine["cpus"] >= 1
     cpu = precision.read_cpu_info()
     assert machine["cpu"] == cpu.name and machine["cpu_flags"] == cpu.shown_flags()
-    header = result.stdout.splitlines()[1:3]
+    header = result.stdout.splitlines()[1:4]
     assert header[0].startswith(f"CPU: {cpu.name}, ") and f"flags: {cpu.shown_flags()}" in header[0]
-    assert header[1].startswith("bf16: auto picks it" if machine["native_bf16"]
+    assert header[1] == f"albert-tf's workers: {machine['onednn']}"
+    assert machine["onednn"].startswith("oneDNN on" if onednn.choose(cpu).on else "oneDNN off")
+    assert header[2].startswith("bf16: auto picks it" if machine["native_bf16"]
                                 else "bf16: auto keeps float32")
     results = {(r["row"], r["framework"]): r for r in records if r["record"] == "result"}
     assert {row for row, _ in results} == {"probe fp32", "probe bf16", "train tiny s16 b16 fp32",
