@@ -1,0 +1,50 @@
+"""Every CLI keeps its flags: names, types, defaults and what --help lists, as recorded in
+tests/data/cli_flags.json before the flags moved beside their options (issue 45).
+
+A flag may be added (listed in ADDED with why); none may disappear or change."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+RECORD = REPO_ROOT / "tests" / "data" / "cli_flags.json"
+CLIS = ("run_classifier", "run_squad", "run_race", "run_ner", "run_pretraining")
+# Flags a CLI gained since the record, and why.
+ADDED = {
+}
+
+
+@pytest.fixture(scope="module")
+def current():
+    """Each CLI's flags now, recorded in one subprocess per CLI (absl's flags are global)."""
+    runs = {cli: subprocess.Popen([sys.executable, "tests/cli_flag_record.py", cli],
+                                  cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, env={**__import__("os").environ,
+                                                  "PYTHONPATH": str(REPO_ROOT)})
+            for cli in CLIS}
+    out = {}
+    for cli, run in runs.items():
+        stdout, stderr = run.communicate(timeout=300)
+        assert run.returncode == 0, stderr
+        out[cli] = json.loads(stdout)
+    return out
+
+
+@pytest.mark.parametrize("cli", CLIS)
+def test_every_recorded_flag_keeps_its_type_default_and_help_listing(current, cli):
+    recorded = json.loads(RECORD.read_text())[cli]
+    now = current[cli]
+    missing = sorted(set(recorded) - set(now))
+    assert not missing, f"{cli} lost flags: {missing}"
+    changed = {name: (recorded[name], now[name]) for name in recorded
+               if recorded[name] != now[name]}
+    assert not changed, f"{cli} changed flags: {changed}"
+
+
+@pytest.mark.parametrize("cli", CLIS)
+def test_added_flags_are_the_declared_ones(current, cli):
+    recorded = json.loads(RECORD.read_text())[cli]
+    assert sorted(set(current[cli]) - set(recorded)) == sorted(ADDED.get(cli, {}))
