@@ -175,12 +175,15 @@ def define_runtime_flags() -> None:
 
 
 def runtime_options(values=flags.FLAGS) -> dict:
-    """The options every job takes from the runtime flags: seed (0 under --deterministic
-    without --seed), deterministic, divergence (the guard)."""
+    """The options every job takes from the runtime flags: mixed_precision, jit_compile,
+    gradient_accumulation_steps, seed (0 under --deterministic without --seed),
+    deterministic, divergence (the guard)."""
     seed = values.seed
     if values.deterministic and seed is None:
         seed = 0
-    return dict(seed=seed, deterministic=values.deterministic,
+    return dict(mixed_precision=values.mixed_precision, jit_compile=values.jit_compile,
+                gradient_accumulation_steps=values.gradient_accumulation_steps,
+                seed=seed, deterministic=values.deterministic,
                 divergence=divergence_options(values))
 
 
@@ -221,10 +224,9 @@ def divergence_options(values=flags.FLAGS):
     return options
 
 
-def define_finetuning_flags(*, epochs: bool = True, values=flags.FLAGS) -> None:
-    """Defines what every fine-tuning CLI adds to its own flags: --hparams, --num_seeds,
-    --seeds, --albert_dropout and (with `epochs`) --num_train_epochs and
-    --warmup_proportion (into `values`)."""
+def define_finetuning_flags(*, values=flags.FLAGS) -> None:
+    """Defines what every fine-tuning CLI adds to its options' flags: --hparams,
+    --num_seeds, --seeds and --albert_dropout (into `values`)."""
     flags.DEFINE_enum("hparams", "none", ["none", "paper"],
                       "paper: the task's fine-tuning hyperparameters from the ALBERT paper's "
                       "appendix (GLUE, SQuAD, RACE) or the CLUE baselines (Chinese tasks): "
@@ -241,13 +243,6 @@ def define_finetuning_flags(*, epochs: bool = True, values=flags.FLAGS) -> None:
     flags.DEFINE_float("albert_dropout", None,
                        "The model's hidden and attention dropout (default: the "
                        "albert_config.json's).", flag_values=values)
-    if epochs:
-        flags.DEFINE_float("num_train_epochs", None,
-                           "Train this many epochs of the training set: sets --train_step to "
-                           "int(examples / --train_batch_size x epochs).", flag_values=values)
-        flags.DEFINE_float("warmup_proportion", None,
-                           "Warm up for this fraction of the training steps (instead of "
-                           "--warmup_step).", flag_values=values)
 
 
 def seeds_from_flags(values=flags.FLAGS) -> Optional[Sequence[int]]:
@@ -274,10 +269,11 @@ def seeds_from_flags(values=flags.FLAGS) -> Optional[Sequence[int]]:
 _STEP_COUNTERPARTS = {"num_train_epochs": "train_step", "warmup_proportion": "warmup_step"}
 
 
-def apply_hparams(task: str, flag_names, values=flags.FLAGS) -> list:
+def apply_hparams(task: str, values=flags.FLAGS) -> list:
     """With --hparams=paper, sets the flags of `task`'s published hyperparameters that the
     command line did not give (explicit flags win) and logs what was used and from where.
-    `flag_names`: the CLI's mapping of Hparams fields to its flag names. Returns the names
+    Each published value goes to the CLI's flag of the same name, where the CLI has one
+    (run_squad.py has no --train_step: its epochs reproduce the steps). Returns the names
     of the flags it set ([] without --hparams=paper)."""
     if values.hparams != "paper":
         return []
@@ -285,7 +281,8 @@ def apply_hparams(task: str, flag_names, values=flags.FLAGS) -> list:
 
     entry = hparams.lookup(task)
     given, set_here = [], []
-    for flag, value in hparams.as_flags(entry, flag_names).items():
+    for flag, value in hparams.as_flags(entry, [name for name in hparams.VALUE_FIELDS
+                                                if name in values]).items():
         # An explicit --train_step (--warmup_step) also keeps the table's epochs (warmup
         # proportion) from overriding it.
         counterpart = _STEP_COUNTERPARTS.get(flag)
@@ -310,44 +307,6 @@ def apply_albert_dropout(albert_config, dropout: Optional[float]):
         raise errors.UserValueError(f"--albert_dropout must be in [0, 1), got {dropout}")
     return albert_config.replace(hidden_dropout_prob=dropout,
                                  attention_probs_dropout_prob=dropout)
-
-
-def define_export_flags() -> None:
-    """Defines --export_format, --export_int8, --export_fp16, --int8_min_agreement and
-    --export_layer_norm (what --export_dir holds, and how its SavedModel spells its
-    LayerNorms)."""
-    from albert_tf.kernels import fused_ops
-    from albert_tf.export import formats, litert, onnx as onnx_export, portable
-
-    flags.DEFINE_list(
-        "export_format", list(formats.DEFAULT_EXPORT_FORMATS),
-        f"What --export_dir holds, comma-separated: {', '.join(formats.EXPORT_FORMATS)}. "
-        f"saved_model: raw-text and token-id signatures (TF Serving, tf.saved_model.load); "
-        f"onnx: {onnx_export.ONNX_FILE} taking token ids, for ONNX Runtime; tflite: "
-        f"{litert.TFLITE_FILE} taking token ids, for LiteRT (phones, edge devices; runs "
-        f"without TensorFlow). The vocabulary file goes beside the ONNX and LiteRT models.")
-    flags.DEFINE_bool("export_int8", False,
-                      f"Also write {onnx_export.INT8_FILE} and/or {litert.INT8_FILE}: int8 "
-                      "weights, about a quarter of the size (dynamic quantization; needs onnx "
-                      "or tflite in --export_format). Checked against float32 on the "
-                      "evaluation set: see --int8_min_agreement.")
-    flags.DEFINE_bool("export_fp16", False,
-                      f"Also write {litert.FP16_FILE}: float16 weights, half the size (needs "
-                      "tflite in --export_format).")
-    flags.DEFINE_float("int8_min_agreement", portable.DEFAULT_INT8_MIN_AGREEMENT,
-                       "With --export_int8 and --do_eval: each int8 model runs beside its "
-                       "float32 model on the evaluation set (at most "
-                       f"{portable.AGREEMENT_EXAMPLES} examples); one that predicts the same "
-                       "less often than this fraction is removed, with a warning (0: no "
-                       "check).")
-
-    flags.DEFINE_enum(
-        "export_layer_norm", "auto", list(fused_ops.EXPORT_LAYER_NORMS),
-        "LayerNorms of the --export_dir SavedModel: 'onednn' runs them in one fused kernel "
-        "on oneDNN TensorFlow (the default on x86 Linux; ~3% faster inference) but slower "
-        "where oneDNN is off (up to ~10%); 'plain' is the same speed everywhere; 'auto' is "
-        "'onednn' when this process runs oneDNN without a GPU. The same values up to "
-        "float32 rounding either way.")
 
 
 def report_export(results: dict, export_format) -> None:

@@ -46,8 +46,8 @@ TOLERANCE = 1e-4
 STEPS = 4
 BATCH = 8
 TINY = dict(embedding_size=16, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-            intermediate_size=32, max_position_embeddings=64, hidden_dropout_prob=0.0,
-            attention_probs_dropout_prob=0.0)
+            intermediate_size=32, max_position_embeddings=64, hidden_classifier_dropout=0.0,
+            attention_probs_classifier_dropout=0.0)
 ENGLISH = AlbertConfig(vocab_size=8000, **TINY)  # the shared SentencePiece model's size
 CHINESE = AlbertConfig(vocab_size=21128, **TINY)  # the official Chinese WordPiece vocabulary
 RUN = dict(do_train=True, do_eval=False, do_predict=False, train_batch_size=BATCH,
@@ -157,14 +157,14 @@ def _job(family: str, data: dict, run: dict):
         return SquadJob, SquadOptions(
             train_file=data["span_qa"], spm_model_file=data["spm"], albert_config=ENGLISH,
             max_seq_length=64, doc_stride=32, max_query_length=16, num_train_epochs=epochs,
-            warmup_proportion=0.0, dropout_prob=0.0, **run)
+            warmup_proportion=0.0, classifier_dropout=0.0, **run)
     if family in ("race", "c3"):
         from albert_tf.tasks.multiple_choice.job import RaceJob, RaceOptions
         vocabulary = ({"vocab_file": data["vocab"]} if family == "c3"
                       else {"spm_model_file": data["spm"]})
         return RaceJob, RaceOptions(
             task_name=family, data_dir=data[family], albert_config=CHINESE if family == "c3"
-            else ENGLISH, max_seq_length=64, max_qa_length=24, dropout_prob=0.0,
+            else ENGLISH, max_seq_length=64, max_qa_length=24, classifier_dropout=0.0,
             **vocabulary, **run)
     if family in ("tagging", "tagging_crf"):
         from albert_tf.tasks.tagging.job import TaggingJob, TaggingOptions

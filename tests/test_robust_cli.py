@@ -4,20 +4,21 @@ one line naming its flag."""
 import pytest
 from absl import flags
 
-from albert_tf import cli, errors
+from albert_tf import cli, cli_options, errors
 from albert_tf.finetuning import hparams
 from albert_tf.training.divergence import DivergenceOptions
 
 
 def classifier_flags(argv):
-    """A fresh FlagValues with run_classifier's flags that --hparams touches, parsed."""
+    """A fresh FlagValues with run_classifier's option flags (from GlueOptions, as the CLI
+    defines them), the runtime flags runtime_options reads and the guard's, parsed."""
+    from albert_tf.tasks.classification.job import GlueOptions
+
     values = flags.FlagValues()
-    flags.DEFINE_float("learning_rate", 5e-5, "", flag_values=values)
-    flags.DEFINE_integer("train_batch_size", 32, "", flag_values=values)
-    flags.DEFINE_integer("max_seq_length", 512, "", flag_values=values)
-    flags.DEFINE_integer("train_step", 1000, "", flag_values=values)
-    flags.DEFINE_integer("warmup_step", 0, "", flag_values=values)
-    flags.DEFINE_float("classifier_dropout", 0.1, "", flag_values=values)
+    cli_options.define_flags(GlueOptions, values=values)
+    flags.DEFINE_string("mixed_precision", "float32", "", flag_values=values)
+    flags.DEFINE_bool("jit_compile", False, "", flag_values=values)
+    flags.DEFINE_integer("gradient_accumulation_steps", 1, "", flag_values=values)
     flags.DEFINE_integer("seed", None, "", flag_values=values)
     flags.DEFINE_bool("deterministic", False, "", flag_values=values)
     cli.define_finetuning_flags(values=values)
@@ -29,7 +30,7 @@ def classifier_flags(argv):
 def test_paper_hparams_fill_the_flags_not_given(caplog):
     values = classifier_flags(["--hparams=paper", "--learning_rate=2e-5"])
     caplog.set_level("INFO", logger="absl")
-    cli.apply_hparams("RTE", hparams.CLASSIFIER_FLAGS, values=values)
+    cli.apply_hparams("RTE", values=values)
     # RTE in the paper: 3e-5, 32, ALBERT dropout 0.1, classifier 0.1, 800 steps, 200 warmup, 512
     assert values.learning_rate == 2e-5  # explicit: kept
     assert (values.train_batch_size, values.train_step, values.warmup_step,
@@ -43,17 +44,17 @@ def test_paper_hparams_fill_the_flags_not_given(caplog):
 
 def test_an_explicit_train_step_keeps_the_tables_epochs_out():
     values = classifier_flags(["--hparams=paper", "--train_step=77"])
-    cli.apply_hparams("afqmc", hparams.CLASSIFIER_FLAGS, values=values)
+    cli.apply_hparams("afqmc", values=values)
     assert values.train_step == 77 and values.num_train_epochs is None
     assert values.warmup_proportion == 0.1 and values.learning_rate == 3e-5
     values = classifier_flags(["--hparams=paper"])
-    cli.apply_hparams("afqmc", hparams.CLASSIFIER_FLAGS, values=values)
+    cli.apply_hparams("afqmc", values=values)
     assert values.num_train_epochs == 2.0 and values.train_batch_size == 16
 
 
 def test_without_hparams_nothing_changes():
     values = classifier_flags([])
-    cli.apply_hparams("rte", hparams.CLASSIFIER_FLAGS, values=values)
+    cli.apply_hparams("rte", values=values)
     assert values.learning_rate == 5e-5 and values.albert_dropout is None
 
 
@@ -61,7 +62,7 @@ def test_paper_hparams_on_a_task_the_table_lacks_name_the_flag():
     values = classifier_flags(["--hparams=paper"])
     with pytest.raises(errors.UserValueError, match=r"^--hparams=paper: no published "
                        r"hyperparameters for task 'conll2003'"):
-        cli.apply_hparams("conll2003", hparams.NER_FLAGS, values=values)
+        cli.apply_hparams("conll2003", values=values)
 
 
 @pytest.mark.parametrize("argv, seeds", [

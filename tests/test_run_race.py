@@ -11,6 +11,7 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops the SavedModel uses)
 
 from albert_tf import checkpoints
+from tests.test_cli_errors import assert_user_error
 from albert_tf.config import AlbertConfig
 from albert_tf.training import best_checkpoint
 from albert_tf.tasks.multiple_choice import race, job as race_job
@@ -152,7 +153,7 @@ def test_train_eval_predict_export_reload(setup, tmp_path):
     ({"high_only": True, "middle_only": True}, "--high_only and --middle_only"),
     ({"predict_split": "val"}, "--predict_split must be one of train, dev, test"),
     ({"do_train": False, "do_eval": False}, "at least one of --do_train"),
-    ({"dropout_prob": 1.0}, "--dropout_prob must be in [0, 1)"),
+    ({"classifier_dropout": 1.0}, "--classifier_dropout must be in [0, 1), got 1.0"),
     ({"export_layer_norm": "fast"}, "--export_layer_norm must be one of auto, onednn, plain"),
     ({"export_format": ("onnx", "tfjs")}, "--export_format takes a comma-separated list of "
                                           "saved_model, onnx, tflite; got 'onnx,tfjs'"),
@@ -187,3 +188,24 @@ def test_malformed_data_names_file_and_question(setup, tmp_path):
     assert done.returncode != 0
     assert "132.txt:1 (id high132.txt) question 2: answer 'F' is not one of A, B, C, D" in \
         done.stderr, done.stderr[-2000:]
+
+
+def test_the_old_dropout_flag_is_accepted_with_a_warning(setup, tmp_path):
+    """--dropout_prob (the original run_race.py's name) still sets the head's dropout, with a
+    warning naming --classifier_dropout; both names with different values are refused."""
+    done = run_cli(setup, tmp_path / "out", dropout_prob=1.0, do_train=False, do_eval=False,
+                   export_dir=str(tmp_path / "export"))
+    assert "--dropout_prob is now --classifier_dropout" in done.stderr
+    # The value reached the options: 1.0 is refused there, under its new name.
+    assert_user_error(done, "run_race.py", "--classifier_dropout must be in [0, 1), got 1.0")
+    both = run_cli(setup, tmp_path / "out", dropout_prob=0.2, classifier_dropout=0.3)
+    assert_user_error(both, "run_race.py", "--dropout_prob is the old name of "
+                                           "--classifier_dropout; give one of them")
+
+
+def test_the_old_dropout_keyword_still_builds_the_options(setup):
+    with pytest.warns(DeprecationWarning, match="dropout_prob is now classifier_dropout"):
+        options = race_job.RaceOptions(data_dir=setup["data"], output_dir="unused",
+                                       albert_config=AlbertConfig.from_dict(CONFIG),
+                                       spm_model_file=setup["spm"], dropout_prob=0.25)
+    assert options.classifier_dropout == 0.25

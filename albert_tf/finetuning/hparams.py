@@ -27,7 +27,7 @@ Pure Python (no TensorFlow): the command lines import it before building anythin
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Mapping, Optional, Union
+from typing import Dict, Optional, Sequence, Union
 
 from albert_tf.errors import UserValueError
 
@@ -172,19 +172,6 @@ ALIASES: Dict[str, str] = {
 
 FlagValue = Union[int, float]
 
-# Field -> flag name (without the dashes) for each script that takes --hparams=paper.
-CLASSIFIER_FLAGS: Dict[str, str] = {f: f for f in VALUE_FIELDS}
-NER_FLAGS: Dict[str, str] = dict(CLASSIFIER_FLAGS)
-RACE_FLAGS: Dict[str, str] = {**{f: f for f in VALUE_FIELDS if f != "classifier_dropout"},
-                              "classifier_dropout": "dropout_prob"}
-SQUAD_FLAGS: Dict[str, str] = {
-    "learning_rate": "learning_rate", "train_batch_size": "train_batch_size",
-    "max_seq_length": "max_seq_length", "num_train_epochs": "num_train_epochs",
-    "warmup_proportion": "warmup_proportion", "albert_dropout": "albert_dropout",
-    "classifier_dropout": "dropout_prob",
-}
-
-
 def canonical(task: str) -> Optional[str]:
     """The table's key for `task` (case-insensitive, aliases resolved), or None."""
     key = task.strip().lower()
@@ -202,19 +189,13 @@ def lookup(task: str) -> Hparams:
     return TABLE[key]
 
 
-def as_flags(hp: Hparams, flag_names: Mapping[str, str]) -> Dict[str, FlagValue]:
-    """{flag name: value} for every published (non-None) value whose field the CLI has.
-
-    `flag_names` maps an `Hparams` field to the CLI's flag name (e.g. `CLASSIFIER_FLAGS`,
-    `SQUAD_FLAGS`); fields it lacks are skipped: run_squad.py has no --train_step, so a SQuAD
-    entry gives it --num_train_epochs and --warmup_proportion, which reproduce the steps.
-    """
-    flags: Dict[str, FlagValue] = {}
-    for field in VALUE_FIELDS:
-        value = getattr(hp, field)
-        if value is not None and field in flag_names:
-            flags[flag_names[field]] = value
-    return flags
+def as_flags(hp: Hparams, flag_names: Sequence[str]) -> Dict[str, FlagValue]:
+    """{flag name: value} for every published (non-None) value whose flag (of the same name
+    as the field) the CLI has: `flag_names`. Fields it lacks are skipped: run_squad.py has no
+    --train_step, so a SQuAD entry gives it --num_train_epochs and --warmup_proportion, which
+    reproduce the steps."""
+    return {field: getattr(hp, field) for field in VALUE_FIELDS
+            if getattr(hp, field) is not None and field in flag_names}
 
 
 def _fmt(value: FlagValue) -> str:

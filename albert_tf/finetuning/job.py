@@ -26,6 +26,7 @@ from albert_tf import checkpoints, training
 from albert_tf.training import (best_checkpoint, distribute, optimization, reproducibility,
                                 run_dir)
 from albert_tf.export import portable
+from albert_tf.finetuning.command_line import CommandLine
 from albert_tf.finetuning.options import FinetuningOptions, TaskOptions  # noqa: F401
 from albert_tf.kernels import precision
 
@@ -253,6 +254,16 @@ class FinetuningJob:
     metric = "eval_accuracy"
     higher_is_better = True
     exports_without_training = False
+    # The family's options class (its fields declare the CLI's flags) and what else its
+    # run_*.py reads (albert_tf.cli_finetuning runs any family from these two).
+    OPTIONS: type = TaskOptions
+    COMMAND_LINE: Optional[CommandLine] = None
+
+    @classmethod
+    def options_from_command_line(cls, values) -> Dict:
+        """Option fields this family builds from several flags, from the parsed flag values
+        `values` (default: none; every field comes from its own flag)."""
+        return {}
 
     def __init__(self, options: TaskOptions, strategy: Optional[tf.distribute.Strategy] = None):
         self.options = options

@@ -12,8 +12,9 @@ import tensorflow as tf
 
 from albert_tf import tokenization
 from albert_tf.config import AlbertConfig
-from albert_tf.export import formats, portable
+from albert_tf.export import formats, litert, onnx as onnx_export, portable
 from albert_tf.kernels import fused_ops, precision
+from albert_tf.option_fields import DROPOUT, POSITIVE, check_fields, option
 from albert_tf.training import batching
 from albert_tf.training.divergence import DivergenceOptions
 
@@ -29,20 +30,28 @@ class FinetuningOptions:
     `deterministic`: TensorFlow's op determinism (needs `seed`).
     """
 
-    output_dir: str
-    init_checkpoint: Optional[str] = None
-    init_from_group0: bool = False
-    do_train: bool = False
-    do_eval: bool = False
-    do_predict: bool = False
-    train_batch_size: int = 32
-    learning_rate: float = 5e-5
-    train_step: int = 1000
-    warmup_step: int = 0
-    save_checkpoints_steps: int = 1000
-    keep_checkpoint_max: int = 5
-    iterations_per_loop: int = 1000
-    optimizer: str = "adamw"
+    output_dir: str = option(help="Checkpoints, results and predictions are written here.")
+    init_checkpoint: Optional[str] = option(
+        None, help="Initial weights: TF1 checkpoint (prefix or directory: official download, "
+                   "TF-Hub module), Hugging Face directory, Keras .weights.h5 or "
+                   "tf.train.Checkpoint.")
+    init_from_group0: bool = option(False, help="Initialise every layer group from group 0 "
+                                                "of --init_checkpoint (the original's flag).")
+    do_train: bool = option(False, help="Train on the train split.")
+    do_eval: bool = option(False, help="Evaluate every saved checkpoint on the dev split; "
+                                       "keep the best.")
+    do_predict: bool = option(False, help="Predict with the best checkpoint.")
+    train_batch_size: int = option(32, help="Global training batch size.", check=POSITIVE)
+    learning_rate: float = option(5e-5, help="Peak learning rate.")
+    train_step: int = option(1000, help="Optimizer steps.", check=POSITIVE)
+    warmup_step: int = option(0, help="Linear warmup steps.")
+    save_checkpoints_steps: int = option(1000, help="Checkpoint (and evaluate) every N steps.",
+                                         check=POSITIVE)
+    keep_checkpoint_max: int = option(5, help="Training checkpoints kept (the best one is "
+                                              "always kept as model.ckpt-best).")
+    iterations_per_loop: int = option(1000, help="Steps per host round trip (also the "
+                                                 "logging period).", check=POSITIVE)
+    optimizer: str = option("adamw", help="Optimizer.", choices=("adamw", "lamb"))
     mixed_precision: str = "float32"
     jit_compile: bool = False
     gradient_accumulation_steps: int = 1
@@ -68,10 +77,11 @@ class FinetuningOptions:
         self.divergence.validate()
         if self.deterministic and self.seed is None:
             raise ValueError("--deterministic needs --seed")
-        for name in ("train_step", "save_checkpoints_steps", "iterations_per_loop",
-                     "train_batch_size", "gradient_accumulation_steps"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"--{name} must be positive, got {getattr(self, name)}")
+        check_fields(self, ("train_step", "save_checkpoints_steps", "iterations_per_loop",
+                            "train_batch_size"))
+        if self.gradient_accumulation_steps <= 0:
+            raise ValueError(f"--gradient_accumulation_steps must be positive, got "
+                             f"{self.gradient_accumulation_steps}")
         if self.do_train:
             batching.check_batch_split(self.train_batch_size, num_replicas,
                                        self.gradient_accumulation_steps)
@@ -94,20 +104,60 @@ class TaskOptions(FinetuningOptions):
     """
 
     albert_config: AlbertConfig
-    spm_model_file: Optional[str] = None
-    vocab_file: Optional[str] = None
-    do_lower_case: bool = True
-    max_seq_length: int = 512
-    eval_batch_size: int = 8
-    predict_batch_size: int = 8
-    export_dir: Optional[str] = None
-    export_layer_norm: str = "auto"
-    export_format: Tuple[str, ...] = formats.DEFAULT_EXPORT_FORMATS
-    export_int8: bool = False
-    export_fp16: bool = False
-    int8_min_agreement: float = portable.DEFAULT_INT8_MIN_AGREEMENT
-    num_train_epochs: Optional[float] = None
-    warmup_proportion: Optional[float] = None
+    spm_model_file: Optional[str] = option(
+        None, help="SentencePiece model of the checkpoint (30k-clean.model: the English "
+                   "models). Give it or --vocab_file; it wins when both are given.")
+    vocab_file: Optional[str] = option(
+        None, help="WordPiece vocabulary of the checkpoint (vocab.txt, vocab_chinese.txt: the "
+                   "Chinese models), used when --spm_model_file is not given.")
+    do_lower_case: bool = option(True, help="Lower-case the text (uncased models).")
+    max_seq_length: int = option(512, help="Sequence length in tokens after tokenization.")
+    eval_batch_size: int = option(8, help="Global evaluation batch size.", check=POSITIVE)
+    predict_batch_size: int = option(8, help="Global prediction batch size.", check=POSITIVE)
+    export_dir: Optional[str] = option(
+        None, help="Export the best weights here: a SavedModel (signatures serving_default: "
+                   "raw text; serve_tokens: token ids) and/or model.onnx and/or model.tflite, "
+                   "as --export_format says.")
+    export_layer_norm: str = option(
+        "auto", choices=fused_ops.EXPORT_LAYER_NORMS,
+        help="LayerNorms of the --export_dir SavedModel: 'onednn' runs them in one fused "
+             "kernel on oneDNN TensorFlow (the default on x86 Linux; ~3% faster inference) but "
+             "slower where oneDNN is off (up to ~10%); 'plain' is the same speed everywhere; "
+             "'auto' is 'onednn' when this process runs oneDNN without a GPU. The same values "
+             "up to float32 rounding either way.")
+    export_format: Tuple[str, ...] = option(
+        formats.DEFAULT_EXPORT_FORMATS,
+        help=f"What --export_dir holds, comma-separated: {', '.join(formats.EXPORT_FORMATS)}. "
+             f"saved_model: raw-text and token-id signatures (TF Serving, tf.saved_model.load); "
+             f"onnx: {onnx_export.ONNX_FILE} taking token ids, for ONNX Runtime; tflite: "
+             f"{litert.TFLITE_FILE} taking token ids, for LiteRT (phones, edge devices; runs "
+             f"without TensorFlow). The vocabulary file goes beside the ONNX and LiteRT models.")
+    export_int8: bool = option(
+        False, help=f"Also write {onnx_export.INT8_FILE} and/or {litert.INT8_FILE}: "
+                    "int8 weights, about a quarter of the size (dynamic quantization; needs "
+                    "onnx or tflite in --export_format). Checked against float32 on the "
+                    "evaluation set: see --int8_min_agreement.")
+    export_fp16: bool = option(
+        False, help=f"Also write {litert.FP16_FILE}: float16 weights, half the size "
+                    "(needs tflite in --export_format).")
+    int8_min_agreement: float = option(
+        portable.DEFAULT_INT8_MIN_AGREEMENT,
+        help="With --export_int8 and --do_eval: each int8 model runs beside its float32 model "
+             f"on the evaluation set (at most {portable.AGREEMENT_EXAMPLES} examples); one "
+             "that predicts the same less often than this fraction is removed, with a "
+             "warning (0: no check).")
+    classifier_dropout: float = option(
+        0.1, check=DROPOUT,
+        help="Dropout in the task head: on the pooled output (classification, multiple "
+             "choice; the original run_classifier fixes it at 0.1), before the per-token "
+             "classifier (NER), in the answerability head (SQuAD v2). run_race.py's and "
+             "run_squad.py's --dropout_prob (the original's name) is still accepted.")
+    num_train_epochs: Optional[float] = option(
+        None, help="Train this many epochs of the training set: sets --train_step to "
+                   "int(examples / --train_batch_size x epochs).")
+    warmup_proportion: Optional[float] = option(
+        None, help="Warm up for this fraction of the training steps (instead of "
+                   "--warmup_step).")
 
     # The checks every task shares, each raising ValueError naming the flag. A task calls
     # them where its own checks interleave, so that the first error a user sees stays the
@@ -146,9 +196,7 @@ class TaskOptions(FinetuningOptions):
                              f"max_position_embeddings {limit} (--albert_config_file)")
 
     def check_batch_sizes(self, flags=("eval_batch_size", "predict_batch_size")) -> None:
-        for flag in flags:
-            if getattr(self, flag) <= 0:
-                raise ValueError(f"--{flag} must be positive, got {getattr(self, flag)}")
+        check_fields(self, flags)
 
     def check_vocabulary_exists(self) -> None:
         """The vocabulary file that will be read exists (not vocab_file when a SentencePiece
@@ -170,6 +218,12 @@ class TaskOptions(FinetuningOptions):
         return tokenization.in_graph_tokenizer(vocab_file=self.vocab_file,
                                                spm_model_file=self.spm_model_file,
                                                do_lower_case=self.do_lower_case)
+
+    def check(self, num_replicas: int) -> None:
+        """Every check before a job runs: the family's (`validate`), then the run's with the
+        steps as given (`finetuning_options`). Raises ValueError naming the flag."""
+        self.validate(num_replicas)
+        self.finetuning_options().validate(num_replicas)
 
     def finetuning_options(self, num_train_examples: Optional[int] = None
                            ) -> FinetuningOptions:

@@ -17,6 +17,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.option_fields import option
 from albert_tf import checkpoints, training
 from albert_tf.training import (best_checkpoint, distribute, optimization, reproducibility,
                                 run_dir)
@@ -93,34 +94,48 @@ class PretrainingOptions:
     """
 
     albert_config: AlbertConfig
-    output_dir: str
-    input_file: Optional[str] = None
-    eval_input_file: Optional[str] = None
-    init_checkpoint: Optional[str] = None
-    init_from_group0: bool = False
-    max_seq_length: int = 512
-    max_predictions_per_seq: int = 20
-    do_train: bool = True
-    do_eval: bool = False
-    train_batch_size: int = 4096
-    eval_batch_size: int = 64
-    optimizer: str = "lamb"
-    learning_rate: float = 0.00176
-    poly_power: float = 1.0
-    num_train_steps: int = 125000
-    num_warmup_steps: int = 3125
-    start_warmup_step: int = 0
-    save_checkpoints_steps: int = 5000
-    keep_checkpoint_max: int = 5
-    iterations_per_loop: int = 1000
-    max_eval_steps: Optional[int] = 100
+    output_dir: str = option(help="Checkpoints, summaries and results are written here.")
+    input_file: Optional[str] = option(None, help="Training TFRecords: comma list and/or "
+                                                  "globs.")
+    eval_input_file: Optional[str] = option(None, help="Held-out TFRecords for --do_eval "
+                                                       "(comma list and/or globs).")
+    init_checkpoint: Optional[str] = option(
+        None, help="Initial weights: TF1 checkpoint (prefix or directory), Hugging Face "
+                   "directory, Keras .weights.h5 or tf.train.Checkpoint.")
+    init_from_group0: bool = option(False, help="Initialise every layer group from group 0 "
+                                                "of --init_checkpoint.")
+    max_seq_length: int = option(512, help="Sequence length of the TFRecords.")
+    max_predictions_per_seq: int = option(20, help="Masked positions per sequence in the "
+                                                   "data.")
+    do_train: bool = option(True, help="Train.")
+    do_eval: bool = option(False, help="Evaluate every saved checkpoint on "
+                                       "--eval_input_file.")
+    train_batch_size: int = option(4096, help="Global training batch size.")
+    eval_batch_size: int = option(64, help="Global evaluation batch size.")
+    optimizer: str = option("lamb", help="Optimizer.", choices=("lamb", "adamw"))
+    learning_rate: float = option(0.00176, help="Peak learning rate.")
+    poly_power: float = option(1.0, help="Power of the polynomial decay.")
+    num_train_steps: int = option(125000, help="Optimizer steps.")
+    num_warmup_steps: int = option(3125, help="Linear warmup steps.")
+    start_warmup_step: int = option(0, help="Step at which the warmup starts.")
+    save_checkpoints_steps: int = option(5000, help="Checkpoint (and evaluate) every N "
+                                                    "steps.")
+    keep_checkpoint_max: int = option(5, help="Training checkpoints kept.")
+    iterations_per_loop: int = option(1000, help="Steps run on the device per host round "
+                                                 "trip (also the logging period).")
+    max_eval_steps: Optional[int] = option(100, help="Evaluation batches per evaluation "
+                                                     "(0 = all).")
     mixed_precision: str = "float32"
     jit_compile: bool = False
-    recompute_layers: bool = False  # tf.recompute_grad per layer: less memory, ~1/3 more compute
+    recompute_layers: bool = option(
+        False, help="Keep only each layer's input for the backward pass and recompute the "
+                    "rest (tf.recompute_grad): much less activation memory at long "
+                    "sequences, about a third more compute.")
     max_train_seconds: Optional[float] = None  # stop early (checkpointed) past this time
     gradient_accumulation_steps: int = 1
     seed: Optional[int] = None
-    deterministic_input: bool = False
+    deterministic_input: bool = option(False, help="Read the input in a reproducible order "
+                                                   "(slower interleave).")
     deterministic: bool = False  # TensorFlow's op determinism (needs seed)
     divergence: DivergenceOptions = dataclasses.field(default_factory=DivergenceOptions)
 

@@ -40,6 +40,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 from absl import logging
 
+from albert_tf.option_fields import option
 from albert_tf.finetuning import feature_cache
 from albert_tf.errors import UserError
 from albert_tf.tasks.classification import metrics as glue_metrics
@@ -290,12 +291,16 @@ class CustomTaskOptions:
     file may lack the label column. `regression` reads float labels.
     """
 
-    text_a_column: str
-    label_column: str
-    text_b_column: Optional[str] = None
-    id_column: Optional[str] = None
-    has_header: bool = True
-    regression: bool = False
+    text_a_column: str = option(help="custom task: column of the first text (header name "
+                                     "or 0-based index).")
+    label_column: str = option(help="custom task: column of the label.")
+    text_b_column: Optional[str] = option(None, help="custom task: column of the second "
+                                                     "text, for sentence pairs.")
+    id_column: Optional[str] = option(None, help="custom task: column of the example id "
+                                                 "written to the predictions (default: row "
+                                                 "number).")
+    has_header: bool = option(True, help="custom task: the files start with a header row.")
+    regression: bool = option(False, help="custom task: float labels, squared-error loss.")
 
 
 CUSTOM_EXTENSIONS = ("tsv", "csv", "txt")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Dict, List, Optional
+from typing import ClassVar, Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -26,7 +26,9 @@ from absl import logging
 
 from albert_tf import export, fileio, finetuning, tokenization
 from albert_tf.finetuning import collapse, predict
+from albert_tf.finetuning.command_line import CommandLine
 from albert_tf.finetuning.options import FinetuningOptions, TaskOptions
+from albert_tf.option_fields import field_specs, option
 from albert_tf.training import run_dir
 from albert_tf.export import onnx as onnx_export, portable
 from albert_tf.modeling.models import AlbertClassifier, classifier_losses
@@ -44,13 +46,21 @@ class GlueOptions(TaskOptions):
     its fields replace the run fields here (output_dir may then be left out).
     """
 
-    task_name: str
-    data_dir: str
-    output_dir: str = ""
-    cached_dir: Optional[str] = None
-    classifier_dropout: float = 0.1
+    task_name: str = option(help="GLUE: cola, sst-2, mrpc, sts-b, qqp, mnli, mismnli, qnli, "
+                                 "rte, wnli; CLUE: afqmc, tnews, iflytek, ocnli, cmnli, csl; "
+                                 "or custom.")
+    data_dir: str = option(help="Directory with the task's files (GLUE layout: "
+                                "<data_dir>/MRPC/train.tsv, ...; CLUE: "
+                                "<data_dir>/<task>/train.json or <data_dir>/train.json; "
+                                "custom: <data_dir>/train.tsv, .csv or .txt).")
+    output_dir: str = ""  # may come from `finetuning`
+    cached_dir: Optional[str] = option(None, help="Where the TFRecord feature caches go "
+                                                  "(default --output_dir); a cache is reused "
+                                                  "when task, split, sequence length, "
+                                                  "vocabulary and data match.")
     custom: Optional[glue.CustomTaskOptions] = None
     finetuning: Optional[FinetuningOptions] = None
+    FLAG_DEFAULTS: ClassVar[Dict[str, Optional[str]]] = {"output_dir": None}  # required
 
     def __post_init__(self):
         if self.finetuning is not None:
@@ -223,6 +233,23 @@ class GlueJob(finetuning.FinetuningJob):
     """run_classifier.py's job: GLUE, CLUE or a custom task; every checkpoint evaluated on
     the whole dev set, the best kept by the task's metric (matthew_corr for CoLA, pearson
     for STS-B, eval_accuracy otherwise, as the original)."""
+
+    OPTIONS = GlueOptions
+    COMMAND_LINE = CommandLine(
+        required=("data_dir", "task_name", "albert_config_file", "output_dir"),
+        hparams_task=lambda values: values.task_name,
+        default_rules=lambda values: ["eval_batch_size:8", "predict_batch_size:8"],
+        flag_groups=(glue.CustomTaskOptions,))
+
+    @classmethod
+    def options_from_command_line(cls, values) -> Dict:
+        """`custom` from the custom-task flags, with --task_name=custom and both required
+        columns given (GlueOptions.validate names what is missing)."""
+        if values.task_name.lower() != glue.CUSTOM_TASK or not (
+                values.text_a_column and values.label_column):
+            return {}
+        return {"custom": glue.CustomTaskOptions(**{
+            name: getattr(values, name) for name in field_specs(glue.CustomTaskOptions)})}
 
     def validate(self, num_replicas: int) -> None:
         """Checks the options, then resolves the task they name (its labels, reader, metric)."""

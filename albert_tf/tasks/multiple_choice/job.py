@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Dict, List, Optional, Sequence
+from typing import ClassVar, Dict, List, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -38,7 +38,10 @@ from absl import logging
 
 from albert_tf import fileio, finetuning, training
 from albert_tf.finetuning import collapse, predict
+from albert_tf.errors import UserValueError
+from albert_tf.finetuning.command_line import CommandLine
 from albert_tf.finetuning.options import TaskOptions
+from albert_tf.option_fields import check_fields, option, renamed_option
 from albert_tf.training import run_dir
 from albert_tf.config import AlbertConfig
 from albert_tf.modeling.models import AlbertMultipleChoice, multiple_choice_losses
@@ -131,23 +134,42 @@ class RaceOptions(TaskOptions):
     .tf_record`. `predict_split` is the split --do_predict reads ("test" as the original).
     """
 
-    data_dir: str
-    task_name: str = "race"
-    dropout_prob: float = 0.1
+    data_dir: str = option(help="race: directory holding RACE/{train,dev,test}/"
+                                "{middle,high}; c3: directory holding "
+                                "c3-{m,d}-{train,dev,test}.json.")
+    task_name: str = option("race", choices=TASKS,
+                            help="race (English RACE) or c3 (Chinese C3, 2-4 options per "
+                                 "question).")
     max_seq_length: int = 512
-    max_qa_length: int = 128
-    high_only: bool = False
-    middle_only: bool = False
+    max_qa_length: int = option(128, help="race: maximum question+option length in tokens "
+                                          "(the last tokens are kept); at most "
+                                          "max_seq_length - 3. Not used by c3, which "
+                                          "truncates as C3's baseline.")
+    high_only: bool = option(False, help="race: use only the high-school passages.")
+    middle_only: bool = option(False, help="race: use only the middle-school passages.")
     do_train: bool = True
     do_eval: bool = True
     learning_rate: float = 1e-5
     train_step: int = 12000
     warmup_step: int = 1000
     save_checkpoints_steps: int = 100
-    train_file: Optional[str] = None
-    eval_file: Optional[str] = None
-    predict_file: Optional[str] = None
-    predict_split: str = "test"
+    train_file: Optional[str] = option(None, help="TFRecord cache of the training features "
+                                                  "(default <output_dir>/race_train.tf_record; "
+                                                  "built if missing or stale).")
+    eval_file: Optional[str] = option(None, help="TFRecord cache of the dev features "
+                                                 "(default <output_dir>/race_dev.tf_record).")
+    predict_file: Optional[str] = option(None, help="TFRecord cache of the --predict_split "
+                                                    "features (default "
+                                                    "<output_dir>/race_<split>.tf_record).")
+    predict_split: str = option("test", choices=race.SPLITS,
+                                help="Split read by --do_predict.")
+    # The original run_race.py's name for --keep_checkpoint_max.
+    FLAG_NAMES: ClassVar[Dict[str, str]] = {"keep_checkpoint_max": "num_keep_checkpoint"}
+    dropout_prob: dataclasses.InitVar[Optional[float]] = None
+
+    def __post_init__(self, dropout_prob: Optional[float]) -> None:
+        self.classifier_dropout = renamed_option(dropout_prob, self.classifier_dropout,
+                                                 "dropout_prob", "classifier_dropout")
 
     def validate(self, num_replicas: int = 1) -> None:
         """Raises ValueError naming the flag that is wrong."""
@@ -165,8 +187,7 @@ class RaceOptions(TaskOptions):
             race.levels_for(self.high_only, self.middle_only)
             race.validate_lengths(self.max_seq_length, self.max_qa_length)
         self.check_max_seq_length()
-        if not 0.0 <= self.dropout_prob < 1.0:
-            raise ValueError(f"--dropout_prob must be in [0, 1), got {self.dropout_prob}")
+        check_fields(self, ("classifier_dropout",))
         self.check_batch_sizes()
         self.check_schedule()
         if self.predict_split not in race.SPLITS:
@@ -285,11 +306,32 @@ def write_predictions(output_dir: str, examples: Sequence, probabilities: np.nda
     return accuracies
 
 
+def _default_rules(values) -> List[str]:
+    """run_race.py's `cli_defaults` rules: the warmup follows the steps unless epochs give
+    them; --max_qa_length is RACE's."""
+    steps_given = values.num_train_epochs is None and values.warmup_proportion is None
+    return (["eval_batch_size:8", "predict_batch_size:8"]
+            + (["warmup_step:race"] if steps_given else [])
+            + (["max_qa_length:race"] if values.task_name == "race" else []))
+
+
+def _check_flags(values) -> None:
+    if values.task_name == "c3" and values["max_qa_length"].present:
+        raise UserValueError("--max_qa_length is RACE's; --task_name=c3 truncates context, "
+                             "question and option together as C3's baseline")
+
+
 class RaceJob(finetuning.FinetuningJob):
     """run_race.py's job: RACE or C3 (`options.task_name`), best checkpoint by dev accuracy."""
 
     metric = METRIC
     exports_without_training = True  # --export_dir alone exports model.ckpt-best
+    OPTIONS = RaceOptions
+    COMMAND_LINE = CommandLine(
+        required=("data_dir", "albert_config_file", "output_dir"),
+        hparams_task=lambda values: values.task_name,
+        default_rules=_default_rules, check=_check_flags,
+        renamed_flags={"dropout_prob": "classifier_dropout"})
 
     def __init__(self, options: RaceOptions, strategy=None):
         super().__init__(options, strategy)
@@ -306,7 +348,7 @@ class RaceJob(finetuning.FinetuningJob):
         self.options.validate(num_replicas)
 
     def build_model(self, dtype_policy: str = "float32"):
-        return build_model(self.options.albert_config, self.options.dropout_prob, dtype_policy)
+        return build_model(self.options.albert_config, self.options.classifier_dropout, dtype_policy)
 
     def training_task(self):
         return self.task

@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Dict, Optional
+from typing import ClassVar, Dict, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -47,7 +47,9 @@ from albert_tf.export import portable
 from albert_tf.training import run_dir
 from albert_tf.modeling.models import AlbertSpanLabeler, AlbertSquadV2
 from albert_tf.finetuning import collapse, predict
+from albert_tf.finetuning.command_line import CommandLine
 from albert_tf.finetuning.options import TaskOptions
+from albert_tf.option_fields import POSITIVE, check_fields, option, renamed_option
 from albert_tf.tasks.span_qa import export as squad_export
 from albert_tf.tasks.span_qa import (data as squad_data, features as squad_features,
                                      metrics as squad_metrics, postprocess as squad_postprocess)
@@ -102,23 +104,48 @@ class SquadOptions(TaskOptions):
     checkpoint is scored on `predict_file` when it has gold answers.
     """
 
-    train_file: Optional[str] = None
-    predict_file: Optional[str] = None
-    train_feature_file: Optional[str] = None
-    predict_feature_file: Optional[str] = None
+    train_file: Optional[str] = option(None, help="SQuAD JSON for training.")
+    predict_file: Optional[str] = option(None, help="SQuAD JSON for prediction (and "
+                                                    "evaluation when it has answers).")
+    train_feature_file: Optional[str] = option(
+        None, help="Training feature cache (TFRecord; built when missing). Default: "
+                   "<output_dir>/train.tf_record.")
+    predict_feature_file: Optional[str] = option(
+        None, help="Prediction feature cache (TFRecord; built when missing). Default: "
+                   "<output_dir>/predict.tf_record.")
     max_seq_length: int = 384
-    doc_stride: int = 128
-    max_query_length: int = 64
-    num_train_epochs: float = 3.0
-    warmup_proportion: float = 0.1
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    version_2_with_negative: bool = False
-    start_n_top: int = 5
-    end_n_top: int = 5
-    dropout_prob: float = 0.1
-    null_score_diff_threshold: Optional[float] = None
-    metric: str = "auto"
+    doc_stride: int = option(128, help="Stride of the sliding document windows.")
+    max_query_length: int = option(64, help="Maximum question length in tokens.")
+    num_train_epochs: float = option(3.0, help="Epochs: steps = int(#examples / batch * "
+                                               "epochs).")
+    warmup_proportion: float = option(0.1, help="Fraction of the steps used for linear "
+                                                "warmup.")
+    n_best_size: int = option(20, help="Answers kept in nbest_predictions.json.",
+                              check=POSITIVE)
+    max_answer_length: int = option(30, help="Longest answer, in tokens.", check=POSITIVE)
+    version_2_with_negative: bool = option(False, help="SQuAD v2.0: questions may have no "
+                                                       "answer.")
+    start_n_top: int = option(5, help="v2: beam size for the start position.",
+                              check=POSITIVE)
+    end_n_top: int = option(5, help="v2: beam size for the end position.", check=POSITIVE)
+    null_score_diff_threshold: Optional[float] = option(
+        None, help="v2: answer \"\" when null_odds is above this. Default: tuned on "
+                   "--predict_file itself, as the original (reported as "
+                   "null_threshold_source = tuned_on_eval_set).")
+    metric: str = option(
+        "auto", choices=METRICS,
+        help="Metric of --do_predict (and of choosing the best checkpoint): the official "
+             "SQuAD v1.1/v2.0 script, or the official CMRC 2018 definitions. auto: cmrc2018 "
+             "when more than half of the predict file's non-whitespace context characters "
+             "are CJK ideographs (and not --version_2_with_negative), else squad.")
+    # run_squad.py counts in epochs and evaluates on --predict_file: no such flags.
+    NOT_FLAGS: ClassVar[Tuple[str, ...]] = ("train_step", "warmup_step", "eval_batch_size",
+                                            "do_eval")
+    dropout_prob: dataclasses.InitVar[Optional[float]] = None
+
+    def __post_init__(self, dropout_prob: Optional[float]) -> None:
+        self.classifier_dropout = renamed_option(dropout_prob, self.classifier_dropout,
+                                                 "dropout_prob", "classifier_dropout")
 
     def validate(self, num_replicas: int = 1) -> None:
         """Raises ValueError naming the flag that is wrong."""
@@ -144,10 +171,8 @@ class SquadOptions(TaskOptions):
         if self.do_predict:
             check_file(self.predict_file, "--predict_file", "SQuAD JSON file")
         self.check_max_seq_length()
-        for name in ("n_best_size", "max_answer_length", "start_n_top", "end_n_top",
-                     "predict_batch_size"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"--{name} must be positive, got {getattr(self, name)}")
+        check_fields(self, ("n_best_size", "max_answer_length", "start_n_top", "end_n_top",
+                            "predict_batch_size"))
         if self.version_2_with_negative and self.start_n_top > self.max_seq_length:
             raise ValueError("--start_n_top cannot exceed --max_seq_length")
         self.feature_options().validate()
@@ -165,7 +190,7 @@ class SquadOptions(TaskOptions):
 def build_model(options: SquadOptions, dtype_policy: str = "float32"):
     if options.version_2_with_negative:
         return AlbertSquadV2(options.albert_config, start_n_top=options.start_n_top,
-                             end_n_top=options.end_n_top, dropout_rate=options.dropout_prob,
+                             end_n_top=options.end_n_top, dropout_rate=options.classifier_dropout,
                              dtype=dtype_policy)
     return AlbertSpanLabeler(options.albert_config, dtype=dtype_policy)
 
@@ -279,11 +304,26 @@ def answerability_collapse(examples, answers) -> Optional[str]:
     return collapse.answerability_collapse(predicted, gold)
 
 
+def _hparams_task(values) -> str:
+    """The --hparams=paper table's task: CMRC 2018 for --metric=cmrc2018 (or the Chinese
+    WordPiece vocabulary with --metric=auto), else SQuAD v1.1 / v2.0."""
+    if values.metric == "cmrc2018" or (values.metric == "auto" and values.vocab_file
+                                       and not values.spm_model_file):
+        return "cmrc2018"
+    return "squad_v2" if values.version_2_with_negative else "squad_v1"
+
+
 class SquadJob(finetuning.FinetuningJob):
     """run_squad.py's job: SQuAD v1.1 / v2.0 or CMRC 2018, best checkpoint by `f1` on
     predict_file when it has gold answers."""
 
     metric = METRIC
+    OPTIONS = SquadOptions
+    COMMAND_LINE = CommandLine(
+        required=("albert_config_file", "output_dir"), hparams_task=_hparams_task,
+        default_rules=lambda values: ["max_query_length:squad", "doc_stride:squad",
+                                      "predict_batch_size:8"],
+        print_predict_metrics=True, renamed_flags={"dropout_prob": "classifier_dropout"})
 
     def __init__(self, options: SquadOptions, strategy=None):
         super().__init__(options, strategy)

@@ -31,7 +31,9 @@ from absl import logging
 from albert_tf import fileio
 from albert_tf.finetuning import job as finetuning_job
 from albert_tf.finetuning import collapse, predict
+from albert_tf.finetuning.command_line import CommandLine
 from albert_tf.finetuning.options import TaskOptions
+from albert_tf.option_fields import check_fields, option
 from albert_tf.modeling.token_classifier import AlbertTokenClassifier
 from albert_tf.tasks.tagging import export as tagging_export
 from albert_tf.tasks.tagging import features, metrics, predictions, readers, schemes
@@ -55,20 +57,33 @@ class TaggingOptions(TaskOptions):
     split --do_predict reads.
     """
 
-    task_name: str
-    data_dir: str
+    task_name: str = option(help="The data format (see run_ner.py's docstring).",
+                            choices=readers.TASKS)
+    data_dir: str = option(help="Directory holding the task's train/dev/test files.")
     max_seq_length: int = 128
-    doc_stride: int = 64
-    tag_scheme: str = "iob2"
-    use_crf: bool = False
-    constrain_decoding: bool = True
-    labels: Optional[Tuple[str, ...]] = None
-    token_column: Optional[int] = None
-    label_column: Optional[int] = None
-    delimiter: Optional[str] = None
-    skip_bad_lines: bool = False
-    classifier_dropout: float = 0.1
-    predict_split: str = "test"
+    doc_stride: int = option(64, help="Stride in sub-tokens between the windows of a "
+                                      "sentence longer than max_seq_length - 2.")
+    tag_scheme: str = option("iob2", choices=("iob2", "bio", "bioes", "iobes"),
+                             help="The scheme the model is trained in (files are converted; "
+                                  "predictions are written in the file's own scheme).")
+    use_crf: bool = option(False, help="A linear-chain CRF on top (trained by its negative "
+                                       "log-likelihood, decoded by Viterbi).")
+    constrain_decoding: bool = option(True, help="Decode only tag sequences valid in "
+                                                 "--tag_scheme (no I-X after O), for both "
+                                                 "heads.")
+    labels: Optional[Tuple[str, ...]] = option(None, help="The label list (default: the "
+                                                          "training data's).")
+    token_column: Optional[int] = option(None, help="custom column files: the word's column "
+                                                    "(0).")
+    label_column: Optional[int] = option(None, help="custom column files: the tag's column "
+                                                    "(-1).")
+    delimiter: Optional[str] = option(None, help="custom column files: the separator "
+                                                 "(whitespace).")
+    skip_bad_lines: bool = option(False, help="Skip bad lines (and, in column files, the "
+                                              "sentences holding them), count them in the "
+                                              "log, and train on the rest.")
+    predict_split: str = option("test", choices=readers.SPLITS,
+                                help="Split read by --do_predict.")
 
     def validate(self, num_replicas: int = 1) -> None:
         """Raises ValueError naming the flag that is wrong."""
@@ -83,9 +98,7 @@ class TaggingOptions(TaskOptions):
                              f"{self.max_seq_length - 2}], got {self.doc_stride}")
         if self.max_seq_length < 3:
             raise ValueError(f"--max_seq_length must be at least 3, got {self.max_seq_length}")
-        if not 0.0 <= self.classifier_dropout < 1.0:
-            raise ValueError(f"--classifier_dropout must be in [0, 1), got "
-                             f"{self.classifier_dropout}")
+        check_fields(self, ("classifier_dropout",))
         if self.predict_split not in readers.SPLITS:
             raise ValueError(f"--predict_split must be one of {', '.join(readers.SPLITS)}, got "
                              f"{self.predict_split!r}")
@@ -160,6 +173,12 @@ class TaggingJob(finetuning_job.FinetuningJob):
     """run_ner.py's job (see the module docstring)."""
 
     metric = METRIC
+    OPTIONS = TaggingOptions
+    COMMAND_LINE = CommandLine(
+        required=("task_name", "data_dir", "albert_config_file", "output_dir"),
+        hparams_task=lambda values: values.task_name,
+        # It evaluates at --predict_batch_size, so no --eval_batch_size rule.
+        default_rules=lambda values: ["doc_stride:ner", "predict_batch_size:8"])
 
     def __init__(self, options: TaggingOptions, strategy=None):
         super().__init__(options, strategy)
