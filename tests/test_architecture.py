@@ -19,7 +19,7 @@ PACKAGE = REPO_ROOT / "albert_tf"
 # Longest prefix wins. A module may import its own rank or below.
 RANKS = {
     "albert_tf": 0, "albert_tf._moved": 0, "albert_tf._lazy": 0, "albert_tf.config": 0, "albert_tf.errors": 0,
-    "albert_tf.fileio": 0,
+    "albert_tf.fileio": 0, "albert_tf.option_fields": 0,
     "albert_tf.kernels": 1, "albert_tf.tokenization": 1,
     "albert_tf.modeling": 2,
     "albert_tf.checkpoints": 3, "albert_tf.training": 3,
@@ -27,7 +27,8 @@ RANKS = {
     "albert_tf.pretraining": 5, "albert_tf.finetuning": 5,
     "albert_tf.tasks": 6,
     # Programs: command-line entry points over everything else.
-    "albert_tf.cli": 7, "albert_tf.cli_defaults": 7, "albert_tf.convert": 7, "albert_tf.fill_mask": 7,
+    "albert_tf.cli": 7, "albert_tf.cli_defaults": 7, "albert_tf.cli_options": 7,
+    "albert_tf.cli_finetuning": 7, "albert_tf.convert": 7, "albert_tf.fill_mask": 7,
     "albert_tf.tasks.squad": 7, "albert_tf.tasks.tagging.__main__": 7,
 }
 TASK_FAMILIES = ("classification", "span_qa", "multiple_choice", "tagging")

@@ -46,8 +46,8 @@ TOLERANCE = 1e-4
 STEPS = 4
 BATCH = 8
 TINY = dict(embedding_size=16, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-            intermediate_size=32, max_position_embeddings=64, hidden_classifier_dropout=0.0,
-            attention_probs_classifier_dropout=0.0)
+            intermediate_size=32, max_position_embeddings=64, hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0)
 ENGLISH = AlbertConfig(vocab_size=8000, **TINY)  # the shared SentencePiece model's size
 CHINESE = AlbertConfig(vocab_size=21128, **TINY)  # the official Chinese WordPiece vocabulary
 RUN = dict(do_train=True, do_eval=False, do_predict=False, train_batch_size=BATCH,
