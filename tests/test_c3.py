@@ -403,6 +403,7 @@ def test_run_race_c3_train_eval_predict_export(dev_documents, tmp_path, chinese_
         4 - len(examples[i].options)) for i in short)
 
 
+@pytest.mark.slow  # 10 s
 def test_cli_errors(tmp_path, chinese_vocab_file, dev_documents):
     bad = json.loads(json.dumps(dev_documents["m"][:3]))
     bad[2][1][0]["answer"] = "不在选项里"

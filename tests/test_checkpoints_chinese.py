@@ -234,6 +234,7 @@ def test_init_checkpoint_directory_for_fine_tuning(tmp_path, zh_files, small):
         len(weights) - 1
 
 
+@pytest.mark.slow  # 12 s
 def test_exported_saved_model_directory_reads_back(tmp_path, zh_files, small):
     """hub_export with a WordPiece vocabulary: assets/ hold the config and vocab_chinese.txt."""
     from albert_tf.export import hub as hub_export
@@ -259,6 +260,7 @@ def run_fill_mask(*args):
                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
 
 
+@pytest.mark.slow  # 11 s
 def test_fill_mask_cli_prints_readable_chinese_answers(tmp_path, zh_files, small):
     config, weights = small
     directory = write_zh_dir(tmp_path / "zh", zh_files, weights, config,

@@ -31,6 +31,7 @@ def run_convert(*args):
                           capture_output=True, text=True, cwd=REPO_ROOT)
 
 
+@pytest.mark.slow  # 7 s
 def test_cli_tf1_to_hf_to_keras_to_tf1(official_download, tmp_path):
     directory, weights = official_download
     hf_dir = tmp_path / "hf"
@@ -95,8 +96,9 @@ def test_tf_checkpoint_output_is_verified(tmp_path):
             convert.save(model, str(tmp_path / "ckpt"), "tf_checkpoint")
 
 
-@pytest.mark.parametrize("script", ["run_classifier.py", "run_squad.py", "run_race.py",
-                                    "run_pretraining.py"])
+@pytest.mark.parametrize("script", ["run_classifier.py"] + [  # the other three: 7 s each
+    pytest.param(script, marks=pytest.mark.slow)
+    for script in ("run_squad.py", "run_race.py", "run_pretraining.py")])
 def test_run_scripts_accept_init_flags(script):
     helped = subprocess.run([sys.executable, str(REPO_ROOT / script), "--help"],
                             capture_output=True, text=True, cwd=REPO_ROOT)

@@ -175,6 +175,7 @@ runpy.run_module("albert_tf.fill_mask", run_name="__main__")
 """
 
 
+@pytest.mark.slow  # 9 s
 def test_a_bug_keeps_its_traceback_and_ctrl_c_says_one_line(files):
     # An internal error is not a user's mistake: the traceback stays.
     bug = run("-c", BUGGY.format(error="KeyError('internal bug')"), files)

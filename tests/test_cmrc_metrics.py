@@ -134,6 +134,7 @@ def run_evaluate(*args):
                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
 
 
+@pytest.mark.slow  # 6 s
 def test_evaluate_command_cmrc2018(tmp_path, capsys):
     data = {"version": "v1.0", "data": dataset(qa("q1", "北京大学", "北大"),
                                                qa("q2", "《红楼梦》"), qa("q3", "x"))}

@@ -272,6 +272,7 @@ def test_ner_no_entity_everywhere(shared_data, spm_model, tmp_path, caplog):
                               "model predicts no entity in 40 dev sentences (the gold has ")
 
 
+@pytest.mark.slow  # 10 s
 def test_squad_v2_no_answer_everywhere(shared_data, tmp_path, caplog):
     """A null threshold below every null score writes "" for every question: collapsed,
     against a gold with answerable questions."""

@@ -388,6 +388,7 @@ def test_cli_vocabulary_flags(tmp_path, corpus, vocab_file, shared_data):
     assert (tmp_path / "wp").read_bytes() != (tmp_path / "spm").read_bytes()
 
 
+@pytest.mark.slow  # 7 s
 def test_run_pretraining_trains_on_wordpiece_records(wordpiece_run, tmp_path, shared_data):
     from albert_tf import AlbertConfig
     from albert_tf.pretraining import PretrainingOptions, run_pretraining

@@ -125,8 +125,10 @@ def load_in_process(export_dir, text, tokens):
     return out
 
 
-@pytest.mark.parametrize("labels, pair", [(["contradiction", "entailment", "neutral"], True),
-                                          (None, False)])
+@pytest.mark.parametrize("labels, pair", [
+    pytest.param(["contradiction", "entailment", "neutral"], True,
+                 marks=pytest.mark.slow),  # 13 s
+    (None, False)])
 def test_classifier_savedmodel_loads_without_albert_tf(tmp_path, spm_path, labels, pair):
     num_labels = 1 if labels is None else len(labels)
     model = AlbertClassifier(CONFIG, num_labels=num_labels)

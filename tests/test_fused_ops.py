@@ -340,7 +340,9 @@ def _exported_tiny_pretrainer(tmp_path, dtype, **export_kwargs):
     return model, _pretraining_batch(config), export_dir
 
 
-@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("mixed_bfloat16", 5e-2)])
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5),
+                                       pytest.param("mixed_bfloat16", 5e-2,
+                                                    marks=pytest.mark.slow)])  # 8 s
 def test_exported_saved_model_is_plain_tensorflow_and_matches_in_process_inference(
         tmp_path, dtype, tol):
     """In process (traced first, so the fused kernels exist) and through the export."""
@@ -369,6 +371,7 @@ np.save(sys.argv[3], out["sequence_output"].numpy())
 """
 
 
+@pytest.mark.slow  # 12 s
 def test_onednn_export_runs_its_layer_norms_in_onednn_and_the_same_values_without_it(
         tmp_path):
     """The default export ("auto"), where oneDNN is on: its LayerNorms run as oneDNN's
@@ -401,7 +404,9 @@ def test_onednn_export_runs_its_layer_norms_in_onednn_and_the_same_values_withou
     _assert_close(np.load(tmp_path / "out.npy"), eager, 1e-5)
 
 
-@pytest.mark.parametrize("dtype,floor", [("float32", 1e-5), ("mixed_bfloat16", 3e-2)])
+@pytest.mark.parametrize("dtype,floor", [("float32", 1e-5),
+                                         pytest.param("mixed_bfloat16", 3e-2,
+                                                      marks=pytest.mark.slow)])  # 7 s
 def test_traced_training_pass_matches_the_eager_one(dtype, floor, monkeypatch):
     """The traced pass (fused kernels) gives the eager pass's (plain ops) loss and
     gradients, as closely as the traced pass with the plain ops does.
@@ -611,6 +616,7 @@ def test_accumulate_casts_the_term_to_the_sum_dtype(term_dtype, kernel):
         np.testing.assert_array_equal(got.numpy(), want)
 
 
+@pytest.mark.slow  # 9 s
 def test_export_layer_norm_option_decides_the_spelling(tmp_path, monkeypatch):
     """Each serving module keeps the spelling it was built with, whatever was exported
     before it from the same model."""

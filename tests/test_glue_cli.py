@@ -64,6 +64,7 @@ print("RESULT" + json.dumps({
 """
 
 
+@pytest.mark.slow  # 28 s
 def test_train_eval_predict_export_and_serve_raw_text(sst2, tmp_path):
     out = tmp_path / "run"
     done = run_cli(sst2, out, do_train=True, do_eval=True, do_predict=True,

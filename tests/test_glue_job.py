@@ -22,6 +22,7 @@ def spm(shared_data):
     return str(path)
 
 
+@pytest.mark.slow  # 28 s
 def test_stsb_regression_train_eval_predict_export(shared_data, spm, tmp_path):
     source = shared_data / "glue" / "STS-B"
     data = tmp_path / "data" / "STS-B"

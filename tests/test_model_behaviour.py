@@ -123,6 +123,7 @@ def test_mixed_precision_policies(policy, global_policy):
     assert local(batch)["sequence_output"].dtype == "float32"
 
 
+@pytest.mark.slow  # 3 s
 def test_jit_compile_gives_the_same_outputs():
     config = tiny_config()
     model = AlbertPretrainer(config)

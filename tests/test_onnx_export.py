@@ -136,6 +136,7 @@ def multiple_choice_case(spm_model, task):
     return model, features, lambda path: race_export.export_onnx(model, path, task, SEQ, 8)
 
 
+@pytest.mark.slow  # squad_v2 10 s, c3 7 s, race 5 s, squad_v1 4 s
 @pytest.mark.parametrize("case", ["squad_v1", "squad_v2", "race", "c3"])
 def test_task_onnx_matches_the_saved_model_token_signature(spm_model, tmp_path, case):
     if case.startswith("squad"):
@@ -167,6 +168,7 @@ def test_task_onnx_matches_the_saved_model_token_signature(spm_model, tmp_path, 
     assert metadata["task"] in ("squad_v1", "squad_v2", "multiple_choice")
 
 
+@pytest.mark.slow  # 7 s
 def test_pretrainer_onnx_matches_keras(spm_model, tmp_path):
     features = real_features(spm_model)
     positions = np.array([[1, 3], [2, 5], [4, 6]], np.int32)
@@ -259,6 +261,7 @@ def test_mixed_precision_and_remote_directories_are_refused_for_onnx():
                                      export_dir="gs://b/x")
 
 
+@pytest.mark.slow  # 10 s
 def test_reexport_without_int8_removes_the_stale_int8_file_and_records_the_tokenizer(
         spm_model, tmp_path):
     features = real_features(spm_model)

@@ -128,6 +128,7 @@ def test_same_task_resumes(trained, tmp_path):
     assert record["model"]["hidden_size"] == 32 and record["task"] == "mrpc"
 
 
+@pytest.mark.slow  # 7 s
 def test_pretraining_and_finetuning_runs_do_not_share_a_directory(tmp_path):
     records = write_records(tmp_path / "train.tfrecord", make_examples(32, seed=0))
 
@@ -278,7 +279,8 @@ def check_consistent(out):
     return best["global_step"]
 
 
-@pytest.mark.parametrize("where", ["evaluation", "best export"])
+@pytest.mark.parametrize("where", ["evaluation",
+                                   pytest.param("best export", marks=pytest.mark.slow)])  # 4 s
 def test_ctrl_c_then_rerun_evaluates_the_unrecorded_checkpoint(tmp_path, monkeypatch, where):
     out = tmp_path / "run"
     interrupt = Interrupt(20)

@@ -29,7 +29,9 @@ def built_count(config):
     return count
 
 
-@pytest.mark.parametrize("preset", sorted(EXPECTED))
+@pytest.mark.parametrize("preset", [  # xlarge 2 s, xxlarge 5 s; base and large stay
+    pytest.param(preset, marks=pytest.mark.slow) if "xlarge" in preset else preset
+    for preset in sorted(EXPECTED)])
 def test_presets_exact_counts(preset):
     config = AlbertConfig.from_preset(preset)
     assert count_parameters(config) == EXPECTED[preset]
@@ -38,14 +40,18 @@ def test_presets_exact_counts(preset):
     assert count_parameters(v1) == EXPECTED[preset]  # dropout does not change the count
 
 
-@pytest.mark.parametrize("mode,expected", [("all", 11_683_584), ("attention", 63_647_232),
-                                           ("ffn", 37_686_528), ("none", 89_650_176)])
+@pytest.mark.parametrize("mode,expected", [
+    ("all", 11_683_584),
+    pytest.param("attention", 63_647_232, marks=pytest.mark.slow),  # 2 s
+    ("ffn", 37_686_528),
+    pytest.param("none", 89_650_176, marks=pytest.mark.slow)])  # 3 s
 def test_sharing_modes_on_base(mode, expected):
     config = AlbertConfig.from_preset("albert_base_v2").replace(parameter_sharing=mode)
     assert count_parameters(config) == expected
     assert built_count(config) == expected
 
 
+@pytest.mark.slow  # 38 s
 @pytest.mark.parametrize("row", paper_rows(), ids=lambda r: r[1])
 def test_paper_rows(row):
     _, name, config, paper_millions, note = row

@@ -138,11 +138,12 @@ def test_resident_weights_give_float32_gradients_equal_to_per_use_casts(monkeypa
 
 @pytest.mark.parametrize("changes", [
     {},  # 3 layers over 2 groups of 2 inner blocks: uses 2 and 1 per block
+] + [pytest.param(changes, marks=pytest.mark.slow) for changes in (  # 2 s each
     {"num_hidden_layers": 4, "num_hidden_groups": 1, "inner_group_num": 1},
     {"parameter_sharing": "attention", "num_hidden_groups": 1, "inner_group_num": 1},
     {"parameter_sharing": "ffn", "num_hidden_groups": 1, "inner_group_num": 1},
     {"parameter_sharing": "none", "num_hidden_groups": 1, "inner_group_num": 1},
-])
+)])
 @pytest.mark.parametrize("recompute", [False, True])
 def test_chained_weight_gradients_equal_summing_at_the_variable(monkeypatch, changes,
                                                                 recompute):
@@ -156,7 +157,8 @@ def test_chained_weight_gradients_equal_summing_at_the_variable(monkeypatch, cha
                                    rtol=1e-5, atol=1e-6 * np.abs(want).max(), err_msg=path)
 
 
-@pytest.mark.parametrize("recompute", [False, True])
+@pytest.mark.parametrize("recompute", [pytest.param(False, marks=pytest.mark.slow),  # 4 s
+                                       True])
 def test_chained_weight_gradients_under_mixed_precision_in_a_traced_step(monkeypatch,
                                                                          recompute):
     """bf16 compute: the chain sums each application's bf16 gradient in float32; the
@@ -176,6 +178,7 @@ def _gradient_peak_bytes(model, batch):
     return tf.config.experimental.get_memory_info("CPU:0")["peak"] - before
 
 
+@pytest.mark.slow  # 9 s
 def test_shared_weight_gradients_are_summed_as_they_are_produced(monkeypatch):
     """With one shared block applied L times, the gradient pass holds one partial sum
     per weight: its peak memory must not grow by a weight gradient per extra layer (the

@@ -123,6 +123,7 @@ LOADER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # 10 s
 def test_saved_model_raw_text_signature_matches_python_path(tmp_path, tokenizers, shared_data):
     python_tok, _ = tokenizers
     config = AlbertConfig(vocab_size=8000, embedding_size=16, hidden_size=32,

@@ -215,6 +215,7 @@ def read_lines(path):
 
 # --- default suite: two trainings -----------------------------------------------------
 
+@pytest.mark.slow  # 13 s
 def test_conll2003_softmax_train_eval_predict_score(setup, tmp_path):
     out = tmp_path / "conll"
     data = setup["root"] / "conll2003"
@@ -342,6 +343,7 @@ def test_doc_stride_default_follows_max_seq_length(setup, tmp_path):
     assert_user_error(done, "run_ner.py", "--train_batch_size 16 must be divisible")
 
 
+@pytest.mark.slow  # 14 s
 def test_flag_refusals(setup, tmp_path):
     out = tmp_path / "out"
     assert_user_error(run_cli(setup, "conll2003", out, tag_scheme="iob1"), "run_ner.py",

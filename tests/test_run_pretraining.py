@@ -136,9 +136,11 @@ def test_cli_kill_and_rerun_resumes_to_the_same_weights(data, tmp_path):
         np.testing.assert_allclose(got[name], want[name], atol=1e-6, err_msg=name)
 
 
-@pytest.mark.parametrize("precision,jit", [("mixed_bfloat16", False), ("mixed_float16", False),
-                                           ("auto", False),
-                                           ("float32", True)])
+@pytest.mark.parametrize("precision,jit", [
+    pytest.param("mixed_bfloat16", False, marks=pytest.mark.slow),  # 5 s
+    pytest.param("mixed_float16", False, marks=pytest.mark.slow),  # 5 s
+    ("auto", False),
+    pytest.param("float32", True, marks=pytest.mark.slow)])  # 13 s: XLA
 def test_precision_and_xla_runs(data, tmp_path, precision, jit):
     results = run_pretraining(options(data, tmp_path, mixed_precision=precision, jit_compile=jit,
                                       num_train_steps=10, do_eval=True))
@@ -161,6 +163,7 @@ def test_time_limit_stops_early_with_an_evaluated_checkpoint(data, tmp_path):
     assert not unlimited["stopped_early"] and unlimited["global_step"] == 10
 
 
+@pytest.mark.slow  # 4 s
 def test_recompute_layers_trains_to_the_same_weights(data, tmp_path):
     plain = run_pretraining(options(data, tmp_path / "plain", do_eval=False, num_train_steps=10))
     recomputed = run_pretraining(options(data, tmp_path / "recompute", do_eval=False,
@@ -172,6 +175,7 @@ def test_recompute_layers_trains_to_the_same_weights(data, tmp_path):
         np.testing.assert_allclose(got[name], want[name], atol=1e-5, err_msg=name)
 
 
+@pytest.mark.slow  # 5 s
 def test_init_checkpoint_from_a_previous_run(data, tmp_path):
     run_pretraining(options(data, tmp_path / "first", do_eval=False, num_train_steps=10))
     first = read_tf1(str(tmp_path / "first" / "model.ckpt-best"))

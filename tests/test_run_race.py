@@ -60,6 +60,7 @@ def read_blocks(path):
     return blocks
 
 
+@pytest.mark.slow  # 30 s
 def test_train_eval_predict_export_reload(setup, tmp_path):
     out = tmp_path / "out"
     done = run_cli(setup, out, do_predict=True, export_dir=str(out / "export"),
@@ -170,6 +171,7 @@ def test_option_errors(setup, changes, message):
     assert message in str(err.value)
 
 
+@pytest.mark.slow  # 6 s
 def test_cli_flag_error(setup, tmp_path):
     done = run_cli(setup, tmp_path / "out", max_qa_length=62)
     assert done.returncode != 0

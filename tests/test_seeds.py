@@ -160,6 +160,7 @@ class DivergingJob(GlueJob):
         return super().run()
 
 
+@pytest.mark.slow  # 8 s
 def test_a_diverged_seed_is_recorded_and_the_others_run_on(sst2, tmp_path, caplog):  # noqa: F811
     caplog.set_level("INFO", logger="absl")
     summary = run_seeds(DivergingJob, options_for(sst2, tmp_path), [2, 1])

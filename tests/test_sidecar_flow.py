@@ -93,6 +93,7 @@ def test_input_file_spec_matches_the_outputs_only():
     assert runner.input_file_spec(["d/x.tfrecord"]) == "d/x.tfrecord"
 
 
+@pytest.mark.slow  # 4 s
 def test_single_file_output_glob_with_an_old_style_leftover(tmp_path, corpus, spm_model, caplog):
     data = tmp_path / "data"
     summary = _prep(corpus, spm_model, f"{data}/train.tfrecord")
@@ -110,6 +111,7 @@ def test_single_file_output_glob_with_an_old_style_leftover(tmp_path, corpus, sp
                      f"TFRecords): {old_style}"]
 
 
+@pytest.mark.slow  # 13 s
 def test_sharded_output_through_both_command_lines(tmp_path, corpus, spm_model):
     data = tmp_path / "data"
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))

@@ -49,6 +49,7 @@ def load_in_subprocess(export_dir, items, tmp_path):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # 22 s
 @pytest.mark.parametrize("v2", [False, True])
 def test_saved_model_answers_equal_the_python_path(shared_data, tmp_path, v2):
     """An untrained (random, seeded) model gives arbitrary spans: a strict comparison."""

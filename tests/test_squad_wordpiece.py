@@ -126,6 +126,7 @@ def test_hand_built_alignment(tokenizer):
     assert cased.pieces == WordPieceTokenizer(tokenizer.vocab_file, False).tokenize(text)
 
 
+@pytest.mark.slow  # 2 s
 def test_english_squad_with_the_chinese_vocabulary(shared_data, tokenizer):
     """Four v1.1 dev articles (1,680 questions, 5,035 answers) with vocab_chinese.txt."""
     path = str(shared_data / "squad" / "dev-v1.1.json")
@@ -184,6 +185,7 @@ def _perfect_logits(examples, arrays):
             "end_logits": end_logits}
 
 
+@pytest.mark.slow  # 3 s
 def test_cmrc_gold_spans_through_postprocessing(tokenizer, cmrc_file, cmrc_examples):
     """Gold spans as perfect logits come back character for character, and score 100 under
     the CMRC metric, except the 5 misplaced answers."""
@@ -254,7 +256,7 @@ ODD_TEXTS = ["", "   ", "Cafe\u0301 na\u00efve", "a\x00b c\u200bd 中文，Ａ�
              "İstanbul ǅ ß ﬁ \u2028 x\u3000y", "豈 \uf900 𠀀 a-b.c", " יִרְמְיָהוּ "]
 
 
-@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("lower", [pytest.param(True, marks=pytest.mark.slow), False])  # 3 s
 def test_in_graph_alignment_equals_python(shared_data, chinese_vocab_file, cmrc_examples, lower):
     """Every CMRC trial paragraph, 60 SQuAD dev paragraphs and odd strings: the SavedModel's
     context tokens and character ranges are the Python ones."""
@@ -286,6 +288,7 @@ def cmrc_subset(cmrc_file, tmp_path, articles):
     return str(path)
 
 
+@pytest.mark.slow  # 9 s
 def test_saved_model_answers_equal_the_python_path(chinese_vocab_file, cmrc_file, tmp_path):
     """A random (seeded) model: arbitrary spans, compared strictly, plus odd contexts."""
     path = cmrc_subset(cmrc_file, tmp_path, 2)

@@ -113,6 +113,7 @@ def test_word_length_limit_is_the_originals_200_characters(tokenizer):
     assert tokenizer.tokenize("a" * 201) == ["[UNK]"]
 
 
+@pytest.mark.slow  # 11 s
 def test_all_shared_chinese_and_glue_text_matches_reference(tokenizer, reference_vocab,
                                                             shared_data):
     lines = chinese_lines(shared_data) + glue_lines(shared_data)
@@ -137,6 +138,7 @@ def _graph_ids(graph_tokenizer, lines, batch=4096):
     return ids
 
 
+@pytest.mark.slow  # 7 s
 def test_in_graph_ids_equal_python_on_all_shared_text(graph_tokenizer, tokenizer, shared_data):
     lines = MIXED + chinese_lines(shared_data) + glue_lines(shared_data)
     python = tokenizer.encode_ids(lines)
@@ -157,6 +159,7 @@ def test_in_graph_cased_and_inside_tf_function(vocab_path):
     assert [[i for i in row if i != -1] for row in got] == want
 
 
+@pytest.mark.slow  # 5 s
 def test_in_graph_tokenizer_in_a_saved_model_loaded_without_albert_tf(vocab_path, tokenizer,
                                                                       tmp_path):
     import tensorflow as tf

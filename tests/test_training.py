@@ -57,6 +57,7 @@ def fixed_dataset_fn(examples, batch):
         len(examples), seed=5).repeat().batch(batch)
 
 
+@pytest.mark.slow  # 8 s
 def test_resume_continues_step_learning_rate_and_input(tmp_path):
     examples = make_examples(40, seed=1)
     straight = make_trainer(tmp_path / "straight", 8, 4)
@@ -124,6 +125,7 @@ def test_interrupted_training_keeps_its_summaries(tmp_path):
     assert summary_steps(tmp_path / "train", "loss") == [2, 4]
 
 
+@pytest.mark.slow  # 17 s
 def test_loss_falls_and_accuracy_rises(tmp_path):
     examples = make_examples(200, seed=4)
     trainer = make_trainer(tmp_path, 200, 1000, lr=1e-3)
