@@ -1,5 +1,5 @@
 """Gradient accumulation under a 2-replica MirroredStrategy over two logical CPUs (run by
-tests/test_gradient_accumulation.py in a subprocess: the logical devices must exist before
+tests/training/test_gradient_accumulation.py in a subprocess: the logical devices must exist before
 TensorFlow starts). For each family given as an argument (default: all), trains its real
 job with --deterministic --seed=3, every dropout 0, at the same global batch: two replicas
 with k = 1 and k = 2, and one replica with k = 1. Prints one JSON line:
@@ -19,7 +19,7 @@ import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from tests import test_gradient_accumulation as accumulation  # noqa: E402
+from tests.training import test_gradient_accumulation as accumulation  # noqa: E402
 
 root = pathlib.Path(tempfile.mkdtemp(prefix="albert_tf_accumulation_"))
 data = accumulation.make_data(root)

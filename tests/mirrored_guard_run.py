@@ -1,4 +1,4 @@
-"""The divergence guard under a 2-replica MirroredStrategy (run by tests/test_divergence.py in a
+"""The divergence guard under a 2-replica MirroredStrategy (run by tests/training/test_divergence.py in a
 subprocess: the logical devices must exist before TensorFlow starts): an injected NaN rolls
 back to the last checkpoint and the run finishes with finite weights. Prints one JSON line."""
 import json
@@ -14,7 +14,7 @@ import keras
 from albert_tf import training
 from albert_tf.training import optimization
 from albert_tf.training.divergence import DivergenceOptions
-from tests.test_divergence import InjectingTask, dataset_fn, FEATURES
+from tests.training.test_divergence import InjectingTask, dataset_fn, FEATURES
 
 out = tempfile.mkdtemp()
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
