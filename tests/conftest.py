@@ -18,6 +18,7 @@ from albert_tf.kernels import onednn  # noqa: E402
 ONEDNN = onednn.configure()
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+HELPERS = REPO_ROOT / "tests" / "helpers"  # modules the tests import or run as scripts
 SHARED_DATA = pathlib.Path(
         os.environ.get("ALBERT_TF_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 

@@ -13,7 +13,7 @@ from albert_tf import (AlbertClassifier, AlbertEncoder, AlbertMultipleChoice, Al
                        AlbertSpanLabeler, AlbertSquadV2, checkpoints)
 from albert_tf.checkpoints import hf as hf_weights, names as tf1_names
 from albert_tf.checkpoints import CheckpointMismatchError
-from tests import numpy_reference as ref
+from tests.helpers import numpy_reference as ref
 from tests.checkpoints.test_tf1 import POSITIONS, official_weights, write_tf1_checkpoint
 from tests.modeling.test_numerics import random_batch, randomize, tiny_config
 

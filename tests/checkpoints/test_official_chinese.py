@@ -23,7 +23,7 @@ from albert_tf import AlbertClassifier, AlbertPretrainer, checkpoints
 from albert_tf.checkpoints import names as tf1_names
 from albert_tf.checkpoints import CheckpointMismatchError
 from albert_tf.config import AlbertConfig
-from tests import numpy_reference as ref
+from tests.helpers import numpy_reference as ref
 from tests.conftest import REPO_ROOT
 from tests.checkpoints.test_tf1 import write_tf1_checkpoint
 

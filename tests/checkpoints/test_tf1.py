@@ -15,7 +15,7 @@ from albert_tf import (AlbertClassifier, AlbertEncoder, AlbertMultipleChoice, Al
                        AlbertSpanLabeler, AlbertSquadV2, checkpoints)
 from albert_tf.checkpoints import names as tf1_names
 from albert_tf.checkpoints import CheckpointMismatchError
-from tests import numpy_reference as ref
+from tests.helpers import numpy_reference as ref
 from tests.modeling.test_numerics import random_batch, randomize, tiny_config
 
 TOL = 1e-5

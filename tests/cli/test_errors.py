@@ -17,7 +17,7 @@ import time
 import pytest
 
 from tests.conftest import REPO_ROOT, SHARED_DATA
-from tests.pretraining_data import make_examples, write_records
+from tests.helpers.pretraining_data import make_examples, write_records
 
 # TensorFlow's and absl-C++'s startup lines (not ours), and absl's INFO/WARNING log lines.
 NOT_OURS = re.compile(r"^(WARNING: All log messages before absl::InitializeLog|[IWE]\d{4} "

@@ -15,7 +15,7 @@ from albert_tf.pretraining import inputs
 from albert_tf.checkpoints import names as tf1_names
 from albert_tf.pretraining import PretrainingOptions, run_pretraining
 from tests.conftest import REPO_ROOT
-from tests.pretraining_data import make_examples, write_records
+from tests.helpers.pretraining_data import make_examples, write_records
 
 CONFIG = dict(vocab_size=40, embedding_size=16, hidden_size=32, num_hidden_layers=2,
               num_attention_heads=4, intermediate_size=64, max_position_embeddings=16)

@@ -5,7 +5,7 @@ import pytest
 from albert_tf import AlbertClassifier, AlbertMultipleChoice, AlbertSpanLabeler, AlbertSquadV2
 from albert_tf.modeling import models
 from albert_tf.checkpoints import names as tf1_names
-from tests import numpy_reference as ref
+from tests.helpers import numpy_reference as ref
 from tests.modeling.test_numerics import random_batch, randomize, tiny_config
 
 TOL = 1e-5

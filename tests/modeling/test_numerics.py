@@ -10,7 +10,7 @@ import albert_tf
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
 from albert_tf.modeling import layers
 from albert_tf.checkpoints import names as tf1_names
-from tests import numpy_reference as ref
+from tests.helpers import numpy_reference as ref
 
 TOL = 1e-5
 

@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.pretraining import inputs
-from tests.pretraining_data import make_examples, serialize, write_records
+from tests.helpers.pretraining_data import make_examples, serialize, write_records
 
 
 @pytest.fixture

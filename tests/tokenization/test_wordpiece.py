@@ -1,6 +1,6 @@
 """WordPiece (the Chinese checkpoints' tokenizer): Python and in-graph ids against a reference.
 
-The reference (`tests/wordpiece_reference.py`) is written from the original's
+The reference (`tests/helpers/wordpiece_reference.py`) is written from the original's
 rules with no shared code; `WordPieceTokenizer` and `InGraphWordPieceTokenizer`
 must give its ids on every line of the shared Chinese data, mixed and
 full-width text, and the English GLUE text.
@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from albert_tf import tokenization
-from tests import wordpiece_reference as reference
+from tests.helpers import wordpiece_reference as reference
 
 MIXED = [
     "中国的首都是北京。Hello, WORLD! naïve café ＡＢＣ１２３ 123,456 unaffable",

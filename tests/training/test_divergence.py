@@ -265,9 +265,9 @@ def test_rollback_under_a_mirrored_strategy():
     import subprocess
     import sys
 
-    from tests.conftest import REPO_ROOT
+    from tests.conftest import HELPERS, REPO_ROOT
 
-    done = subprocess.run([sys.executable, str(REPO_ROOT / "tests/mirrored_guard_run.py")],
+    done = subprocess.run([sys.executable, str(HELPERS / "mirrored_guard_run.py")],
                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {

@@ -27,7 +27,7 @@ The default suite runs the cheap check of every family (what its dataset yields 
 replica, ~1 s each), RACE's k = 2 training and the refusals in process; the other
 trainings, the command lines and two replicas (a MirroredStrategy over two logical CPUs,
 which must be configured before TensorFlow starts, hence a subprocess:
-tests/gradient_accumulation_run.py) are slow.
+tests/helpers/gradient_accumulation_run.py) are slow.
 """
 import json
 import pathlib
@@ -40,7 +40,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
-from tests.conftest import REPO_ROOT, SHARED_DATA
+from tests.conftest import HELPERS, REPO_ROOT, SHARED_DATA
 
 TOLERANCE = 1e-4
 STEPS = 4
@@ -111,7 +111,7 @@ def make_data(root: pathlib.Path, shared: pathlib.Path = SHARED_DATA) -> dict:
         "-DOCSTART- -X- O O\n\n" + "".join(b + "\n\n" for b in blocks), "utf-8")
     data["tagging"] = str(root / "conll2003")
 
-    from tests.pretraining_data import make_examples, write_records
+    from tests.helpers.pretraining_data import make_examples, write_records
     data["pretraining"] = write_records(root / "pretraining.tfrecord",
                                         make_examples(4 * BATCH, seq_len=32, vocab=40))
     return data
@@ -272,7 +272,7 @@ def test_another_batch_trains_other_weights(data, tmp_path):
 def test_two_replicas(data):
     """Under a 2-replica MirroredStrategy (--deterministic --seed=3): k = 2 trains the
     weights of k = 1, and two replicas those of one, at the same global batch."""
-    done = subprocess.run([sys.executable, str(REPO_ROOT / "tests/gradient_accumulation_run.py")],
+    done = subprocess.run([sys.executable, str(HELPERS / "gradient_accumulation_run.py")],
                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(done.stdout.strip().splitlines()[-1])

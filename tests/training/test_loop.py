@@ -12,8 +12,8 @@ import tensorflow as tf
 from albert_tf import AlbertConfig, AlbertPretrainer, training
 from albert_tf.training import optimization
 from albert_tf.pretraining import PretrainingTask
-from tests.conftest import REPO_ROOT
-from tests.pretraining_data import make_examples
+from tests.conftest import HELPERS, REPO_ROOT
+from tests.helpers.pretraining_data import make_examples
 
 CONFIG = AlbertConfig(vocab_size=40, embedding_size=16, hidden_size=32, num_hidden_layers=2,
                       num_attention_heads=4, intermediate_size=64, max_position_embeddings=16)
@@ -27,7 +27,7 @@ def as_batch(examples):
 @pytest.mark.slow  # ~23s: keeps the default suite under 10 minutes on slower CPUs (11 min on a Zen 4)
 def test_mirrored_and_accumulated_steps_equal_one_device_step():
     """2 logical CPUs, and 2 micro-batches, give the single-device update (to 1e-5)."""
-    result = subprocess.run([sys.executable, str(REPO_ROOT / "tests/one_step_equivalence.py")],
+    result = subprocess.run([sys.executable, str(HELPERS / "one_step_equivalence.py")],
                             capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
@@ -165,7 +165,7 @@ def free_port():
 @pytest.mark.slow
 def test_multi_worker_mirrored_matches_one_process(tmp_path):
     """Two worker processes on localhost end with the single-process weights."""
-    script = str(REPO_ROOT / "tests/multi_worker_step.py")
+    script = str(HELPERS / "multi_worker_step.py")
     single = subprocess.run([sys.executable, script, str(tmp_path / "single.npz")],
                             capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
     assert single.returncode == 0, single.stderr[-2000:]

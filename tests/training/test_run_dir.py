@@ -12,7 +12,7 @@ import tensorflow as tf
 from albert_tf import AlbertClassifier, AlbertConfig, errors, fileio, finetuning
 from albert_tf.training import run_dir
 from albert_tf.pretraining import PretrainingOptions, run_pretraining
-from tests.pretraining_data import make_examples, write_records
+from tests.helpers.pretraining_data import make_examples, write_records
 from tests.finetuning.test_job import ToyClassification
 
 CONFIG = dict(vocab_size=40, embedding_size=16, hidden_size=32, num_hidden_layers=2,

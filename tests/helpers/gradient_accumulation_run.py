@@ -1,6 +1,6 @@
 """Gradient accumulation under a 2-replica MirroredStrategy over two logical CPUs (run by
-tests/training/test_gradient_accumulation.py in a subprocess: the logical devices must exist before
-TensorFlow starts). For each family given as an argument (default: all), trains its real
+tests/training/test_gradient_accumulation.py in a subprocess: the logical devices must exist
+before TensorFlow starts). For each family given as an argument (default: all), trains its real
 job with --deterministic --seed=3, every dropout 0, at the same global batch: two replicas
 with k = 1 and k = 2, and one replica with k = 1. Prints one JSON line:
 {family: {"k2_vs_k1": relative difference, "two_vs_one_replica": relative difference}}
@@ -18,7 +18,7 @@ import tempfile
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 from tests.training import test_gradient_accumulation as accumulation  # noqa: E402
 
 root = pathlib.Path(tempfile.mkdtemp(prefix="albert_tf_accumulation_"))

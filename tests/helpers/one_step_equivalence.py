@@ -9,7 +9,7 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from albert_tf.training import distribute  # noqa: E402
@@ -23,7 +23,7 @@ import tensorflow as tf  # noqa: E402
 from albert_tf import AlbertConfig, AlbertPretrainer, training  # noqa: E402
 from albert_tf.training import optimization  # noqa: E402
 from albert_tf.pretraining import PretrainingTask  # noqa: E402
-from tests.pretraining_data import make_examples  # noqa: E402
+from tests.helpers.pretraining_data import make_examples  # noqa: E402
 
 CONFIG = AlbertConfig(vocab_size=40, embedding_size=16, hidden_size=32, num_hidden_layers=2,
                       num_attention_heads=4, intermediate_size=64, max_position_embeddings=16)

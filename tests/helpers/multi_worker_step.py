@@ -9,7 +9,7 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
@@ -19,7 +19,7 @@ import tensorflow as tf  # noqa: E402
 from albert_tf import AlbertPretrainer, training  # noqa: E402
 from albert_tf.training import distribute, optimization  # noqa: E402
 from albert_tf.pretraining import PretrainingTask  # noqa: E402
-from tests.one_step_equivalence import BATCH, CONFIG  # noqa: E402
+from tests.helpers.one_step_equivalence import BATCH, CONFIG  # noqa: E402
 
 STEPS = 3
 

@@ -1,6 +1,7 @@
-"""The divergence guard under a 2-replica MirroredStrategy (run by tests/training/test_divergence.py in a
-subprocess: the logical devices must exist before TensorFlow starts): an injected NaN rolls
-back to the last checkpoint and the run finishes with finite weights. Prints one JSON line."""
+"""The divergence guard under a 2-replica MirroredStrategy (run by
+tests/training/test_divergence.py in a subprocess: the logical devices must exist before
+TensorFlow starts): an injected NaN rolls back to the last checkpoint and the run finishes
+with finite weights. Prints one JSON line."""
 import json
 import pathlib
 import sys
@@ -9,7 +10,7 @@ import tempfile
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 import keras
 from albert_tf import training
 from albert_tf.training import optimization
