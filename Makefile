@@ -31,9 +31,10 @@ test: $(STAMP)
 # The tests whose paths depend on oneDNN, again with oneDNN off: what TensorFlow runs on
 # AVX2-only CPUs when TF_ENABLE_ONEDNN_OPTS=0 (and ran there by default before albert-tf
 # turned it on), so that a CI machine with AVX-512 checks those paths too.
-ONEDNN_TESTS := tests/test_onednn.py tests/test_tf_internals.py tests/test_fused_ops.py \
-	tests/test_performance_paths.py tests/test_precision.py tests/test_model_numerics.py \
-	tests/test_export.py
+ONEDNN_TESTS := tests/kernels/test_onednn.py tests/kernels/test_tf_internals.py \
+	tests/kernels/test_fused_ops.py tests/kernels/test_precision.py \
+	tests/modeling/test_performance_paths.py tests/modeling/test_numerics.py \
+	tests/export/test_saved_model.py
 
 test-onednn-off: $(STAMP)
 	TF_ENABLE_ONEDNN_OPTS=0 $(VPY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow" $(ONEDNN_TESTS)
@@ -60,7 +61,7 @@ $(BEAM_STAMP): requirements-beam.txt
 	touch $(BEAM_STAMP)
 
 test-beam: $(BEAM_STAMP)
-	$(BEAM_VENV)/bin/python -m pytest -q tests/test_data_prep_beam.py
+	$(BEAM_VENV)/bin/python -m pytest -q tests/data_prep/test_beam_pipeline.py
 
 # Side-by-side performance against keras-hub and Hugging Face (optional peers, own venv).
 BENCH_VENV := .venv-bench

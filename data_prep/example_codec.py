@@ -4,7 +4,7 @@ Building `tf.train.Example` objects costs tens of microseconds per instance in
 Python; encoding the fixed pretraining schema straight from NumPy arrays costs
 a few. The bytes are exactly what `Example.SerializeToString(deterministic=True)`
 produces (map entries sorted by feature name, packed repeated fields), which
-tests/test_data_prep_codec.py checks byte for byte and with
+tests/data_prep/test_example_codec.py checks byte for byte and with
 `tf.io.parse_single_example`.
 
 Wire layout used here (proto3, field numbers from tensorflow/core/example):

@@ -28,6 +28,7 @@ def mini_run(tmp_path_factory):
     return out, run_demo(out)
 
 
+@pytest.mark.slow  # 20 s: the miniature demo
 def test_miniature_pipeline_outputs(mini_run):
     out, done = mini_run
     for name in ("albert_config.json", "demo.model", "model.ckpt-best.index",
@@ -60,6 +61,7 @@ def test_miniature_pipeline_outputs(mini_run):
     assert "outside the 100 most frequent tokens" in done.stdout
 
 
+@pytest.mark.slow  # reads the miniature demo's run
 def test_rare_token_accuracy_leaves_out_the_frequent_targets(mini_run):
     """An oracle scores 1; an oracle right only on the 100 most frequent targets scores 0."""
     import demo
@@ -162,6 +164,7 @@ def test_calibration_sizes_the_run_and_is_kept(tmp_path, mini_run):
     assert "calibrate" in second.skipped and "pretrain" in second.skipped
 
 
+@pytest.mark.slow  # 9 s
 def test_fill_mask_cli_on_the_demo_directory(mini_run):
     out, _ = mini_run
     done = subprocess.run([sys.executable, "-m", "albert_tf.fill_mask", f"--model_dir={out}",
@@ -177,6 +180,7 @@ def test_fill_mask_cli_on_the_demo_directory(mini_run):
     assert bad.returncode != 0 and "no [MASK] in" in bad.stderr
 
 
+@pytest.mark.slow  # 5 s
 def test_saved_model_matches_keras_model(mini_run):
     """The exported `mlm` signature, loaded with plain TensorFlow, equals the Keras model."""
     out, _ = mini_run

@@ -9,7 +9,7 @@ them. Each one albert_tf uses is read here by one small function, which
     TensorFlow path runs: slower, never wrong, and never a SavedModel holding XLA
     functions or oneDNN-internal ops.
 `missing_internals()` names the internals this TensorFlow lacks. It is empty on the
-pinned TensorFlow, which tests/test_tf_internals.py asserts without ever skipping, so
+pinned TensorFlow, which tests/kernels/test_tf_internals.py asserts without ever skipping, so
 an upgrade that drops one fails a test instead of switching a fast path off silently.
 """
 from __future__ import annotations

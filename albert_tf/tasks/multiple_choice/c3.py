@@ -226,7 +226,7 @@ def truncate_lengths(lengths: Sequence[int], budget: int) -> List[int]:
     first of a, b, c) until the total fits. Equivalently: every list is cut to
     a common level L (the smallest that removes at most the excess) and the
     remaining r pops take one more token from the first r lists (in order)
-    that reach L. Computed here without the loop (`tests/test_c3.py` checks it
+    that reach L. Computed here without the loop (`tests/tasks/multiple_choice/test_c3.py` checks it
     against the loop).
     """
     lengths = [int(x) for x in lengths]

@@ -1,0 +1,106 @@
+"""`python -m albert_tf.convert` between TF1, Hugging Face and Keras formats, and the
+--init_checkpoint / --init_from_group0 flags of the fine-tuning CLIs."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import AlbertClassifier, AlbertPretrainer, checkpoints, convert
+from albert_tf.checkpoints import names as tf1_names
+from tests.conftest import REPO_ROOT
+from tests.checkpoints.test_tf1 import checkpoint_arrays, official_weights, write_tf1_checkpoint
+from tests.modeling.test_numerics import tiny_config
+
+CONFIG = tiny_config()
+
+
+@pytest.fixture()
+def official_download(tmp_path):
+    """An official-download-like directory: albert_config.json + model.ckpt-best.*."""
+    weights = official_weights(CONFIG.to_dict(), seed=30)
+    directory = tmp_path / "albert_tiny"
+    write_tf1_checkpoint(str(directory / "model.ckpt-best"), weights, optimizer_slots=True)
+    CONFIG.to_json_file(str(directory / "albert_config.json"))
+    return directory, weights
+
+
+def run_convert(*args):
+    return subprocess.run([sys.executable, "-m", "albert_tf.convert", *args],
+                          capture_output=True, text=True, cwd=REPO_ROOT)
+
+
+@pytest.mark.slow  # 7 s
+def test_cli_tf1_to_hf_to_keras_to_tf1(official_download, tmp_path):
+    directory, weights = official_download
+    hf_dir = tmp_path / "hf"
+    done = run_convert(f"--input={directory}", f"--output={hf_dir}", "--output_format=hf")
+    assert done.returncode == 0, done.stderr
+    assert f"Loaded {len(weights)} variables from TF1 checkpoint" in done.stdout
+    assert "optimizer state / counters ignored: %d" % (2 * len(weights) + 1) in done.stdout
+    # The rest of the chain in-process (same functions the CLI's main calls).
+    config = convert.find_config(str(hf_dir))
+    assert config == CONFIG
+    model = convert.build_model("pretrainer", config)
+    assert convert.load(model, str(hf_dir)).format == "Hugging Face"
+    h5 = str(tmp_path / "k" / "albert.weights.h5")
+    convert.save(model, h5)
+    again = convert.build_model("pretrainer", config)
+    convert.load(again, h5, "keras_h5")
+    prefix = str(tmp_path / "tf1" / "model.ckpt-best")
+    convert.save(again, prefix, "tf1", global_step=9)
+    written = checkpoint_arrays(prefix)
+    assert written.pop("global_step") == 9
+    assert sorted(written) == sorted(weights)
+    for name, value in weights.items():
+        np.testing.assert_array_equal(written[name], value, err_msg=name)
+    assert (tmp_path / "tf1" / "albert_config.json").exists()
+
+
+def test_cli_reports_a_config_mismatch(official_download, tmp_path):
+    directory, _ = official_download
+    wrong = tmp_path / "wrong_config.json"
+    CONFIG.replace(hidden_size=64, intermediate_size=48).to_json_file(str(wrong))
+    done = run_convert(f"--input={directory}", f"--albert_config_file={wrong}",
+                       f"--output={tmp_path / 'out.weights.h5'}")
+    assert done.returncode == 2  # a user error (albert_tf/errors.py)
+    assert "hidden_size is 64 in the config but 32 in the checkpoint" in done.stderr
+    assert not (tmp_path / "out.weights.h5").exists()
+
+
+def test_fine_tuned_classifier_to_hf(official_download, tmp_path):
+    directory, _ = official_download
+    model = convert.build_model("classifier", CONFIG, num_labels=3)
+    report = convert.load(model, str(directory), "tf1")
+    assert report.missing == ["output_weights", "output_bias"]
+    convert.save(model, str(tmp_path / "hf"), "hf")
+    back = AlbertClassifier(CONFIG, num_labels=3)
+    convert.load(back, str(tmp_path / "hf"), "hf")
+    for name, var in tf1_names.variables_for(back).items():
+        np.testing.assert_array_equal(var.numpy(),
+                                      tf1_names.variables_for(model)[name].numpy())
+
+
+def test_tf_checkpoint_output_is_verified(tmp_path):
+    model = AlbertPretrainer(CONFIG)
+    model.build()
+    tracked = len([v for v in tf.train.list_variables(
+        tf.train.Checkpoint(model=model).write(str(tmp_path / "probe")))
+        if v[0].startswith("model/")])
+    if tracked == len(model.weights):
+        convert.save(model, str(tmp_path / "ckpt"), "tf_checkpoint")
+        assert checkpoints.detect_format(str(tmp_path / "ckpt")) == "tf_checkpoint"
+    else:  # the encoder's block lists are not tracked by TensorFlow's object graph
+        with pytest.raises(ValueError, match=r"stored \d+ of the model's \d+ variables"):
+            convert.save(model, str(tmp_path / "ckpt"), "tf_checkpoint")
+
+
+@pytest.mark.parametrize("script", ["run_classifier.py"] + [  # the other three: 7 s each
+    pytest.param(script, marks=pytest.mark.slow)
+    for script in ("run_squad.py", "run_race.py", "run_pretraining.py")])
+def test_run_scripts_accept_init_flags(script):
+    helped = subprocess.run([sys.executable, str(REPO_ROOT / script), "--help"],
+                            capture_output=True, text=True, cwd=REPO_ROOT)
+    assert "--init_checkpoint" in helped.stdout and "init_from_group0" in helped.stdout
+    assert "Hugging Face" in helped.stdout
