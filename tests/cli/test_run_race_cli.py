@@ -11,7 +11,7 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops the SavedModel uses)
 
 from albert_tf import checkpoints
-from tests.test_cli_errors import assert_user_error
+from tests.cli.test_errors import assert_user_error
 from albert_tf.config import AlbertConfig
 from albert_tf.training import best_checkpoint
 from albert_tf.tasks.multiple_choice import race, job as race_job

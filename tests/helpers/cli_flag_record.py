@@ -1,6 +1,6 @@
 """Records a CLI's flags as `--helpfull` shows them: name, type, default, and whether
-`--help` lists it. Run as `python tests/cli_flag_record.py run_classifier` (prints JSON);
-tests/test_cli_flag_record.py compares every CLI with tests/data/cli_flags.json, the
+`--help` lists it. Run as `python tests/helpers/cli_flag_record.py run_classifier` (prints JSON);
+tests/cli/test_flag_record.py compares every CLI with tests/cli/flags_record.json, the
 record taken before the CLIs' flags moved beside their options."""
 import importlib
 import json

@@ -1,5 +1,5 @@
 """Every CLI keeps its flags: names, types, defaults and what --help lists, as recorded in
-tests/data/cli_flags.json before the flags moved beside their options (issue 45).
+tests/cli/flags_record.json before the flags moved beside their options (issue 45).
 
 A flag may be added (listed in ADDED with why); none may disappear or change."""
 import json
@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
-RECORD = REPO_ROOT / "tests" / "data" / "cli_flags.json"
+RECORD = REPO_ROOT / "tests" / "cli" / "flags_record.json"
 CLIS = ("run_classifier", "run_squad", "run_race", "run_ner", "run_pretraining")
 # Flags a CLI gained since the record, and why.
 ADDED = {
@@ -24,7 +24,7 @@ ADDED = {
 @pytest.fixture(scope="module")
 def current():
     """Each CLI's flags now, recorded in one subprocess per CLI (absl's flags are global)."""
-    runs = {cli: subprocess.Popen([sys.executable, "tests/cli_flag_record.py", cli],
+    runs = {cli: subprocess.Popen([sys.executable, "tests/helpers/cli_flag_record.py", cli],
                                   cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, env={**__import__("os").environ,
                                                   "PYTHONPATH": str(REPO_ROOT)})
