@@ -1,4 +1,4 @@
-"""ONNX export (albert_tf.onnx_export): every task model's ONNX graph computes what the Keras
+"""ONNX export (albert_tf.export.onnx): every task model's ONNX graph computes what the Keras
 model computes, on token ids of real text, run by ONNX Runtime; int8 stays close; the
 files are written atomically, with metadata and the vocabulary beside them; bad
 requests fail with a message naming the flag or the op."""

@@ -9,7 +9,7 @@ pearson for STS-B, eval_accuracy otherwise, as the original) is kept as
   test_results.tsv     class probabilities per test example (the regression score for STS-B)
   submit_results.tsv   `index<TAB>prediction`, as the original
   {TASK}.tsv           the same, under the GLUE leaderboard's file name (e.g. MNLI-m.tsv)
-  {task}_predict.json  CLUE tasks: the CLUE submission file (albert_tf.tasks.clue)
+  {task}_predict.json  CLUE tasks: the CLUE submission file (albert_tf.tasks.classification.clue)
   *.tf_record (+.json) feature caches (in cached_dir, default output_dir)
 and, with `export_dir`, a SavedModel with `serving_default` (raw text) and
 `serve_tokens` signatures (albert_tf.export).

@@ -1,6 +1,6 @@
 """RACE and C3 SavedModels: raw text in (article, question, options), probabilities out.
 
-The raw-text signature repeats `albert_tf.tasks.race`'s feature conversion as
+The raw-text signature repeats `albert_tf.tasks.multiple_choice.race`'s feature conversion as
 graph ops, so the served probabilities equal the Python path's:
 normalisation and SentencePiece ids come from
 `albert_tf.tokenization.InGraphTokenizer`; the "_" replacement, the qa
@@ -18,7 +18,7 @@ Signatures (see `RaceServingModule`):
 The tokenizer is SentencePiece (`InGraphTokenizer`) or WordPiece
 (`InGraphWordPieceTokenizer`), as `tokenization.in_graph_tokenizer` builds it.
 
-C3 (`C3ServingModule`): the same graph-side repetition of `albert_tf.tasks.c3`'s
+C3 (`C3ServingModule`): the same graph-side repetition of `albert_tf.tasks.multiple_choice.c3`'s
 features (`[CLS] context [SEP] question [SEP] option [SEP]` with the baseline's
 three-way truncation, `truncate_lengths`), and an absent option is an empty string:
   serving_default(context [B], question [B], options [B, 4]: tf.string; "" = no option)
