@@ -209,16 +209,6 @@ def classifier_portable_model(model, options: GlueOptions,
                                   compare=() if regression else (("predictions", "values"),))
 
 
-def export_classifier_onnx(model, options: GlueOptions, spec: glue.TaskSpec) -> Dict[str, str]:
-    """Writes model.onnx (see `classifier_portable_model`) to options.export_dir, plus
-    model.int8.onnx with options.export_int8, and the vocabulary file."""
-    spec_ = classifier_portable_model(model, options, spec)
-    return onnx_export.export_model_dir(
-        options.export_dir, spec_.fn, spec_.input_signature, spec_.metadata,
-        int8=options.export_int8, spm_model_file=options.spm_model_file,
-        vocab_file=options.vocab_file)
-
-
 class GlueJob(finetuning.FinetuningJob):
     """run_classifier.py's job: GLUE, CLUE or a custom task; every checkpoint evaluated on
     the whole dev set, the best kept by the task's metric (matthew_corr for CoLA, pearson

@@ -346,17 +346,3 @@ def portable_model(model, task_name: str, max_seq_length: int, max_qa_length: in
                 "max_qa_length": None if c3_task else max_qa_length,
                 "do_lower_case": do_lower_case}
     return portable.PortableModel(fn, signature, metadata)
-
-
-def export_onnx(model, export_dir: str, task_name: str, max_seq_length: int,
-                max_qa_length: int, do_lower_case: bool = True, int8: bool = False,
-                spm_model_file: Optional[str] = None,
-                vocab_file: Optional[str] = None) -> Dict[str, str]:
-    """Writes model.onnx (and model.int8.onnx with `int8`) of `portable_model` to
-    export_dir; the vocabulary file is copied beside it."""
-    from albert_tf.export import onnx as onnx_export
-
-    spec = portable_model(model, task_name, max_seq_length, max_qa_length, do_lower_case)
-    return onnx_export.export_model_dir(export_dir, spec.fn, spec.input_signature,
-                                        spec.metadata, int8=int8,
-                                        spm_model_file=spm_model_file, vocab_file=vocab_file)
