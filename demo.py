@@ -394,7 +394,7 @@ class Snapshots:
 
 def clear_pretraining(out):
     """Removes a previous pretraining's outputs from `out`, so that the next one starts
-    at step 0 instead of resuming a run of other settings: what `albert_tf.run_dir`
+    at step 0 instead of resuming a run of other settings: what `albert_tf.training.run_dir`
     counts as a run's outputs and its record, plus the best checkpoint's data, the
     TensorBoard logs and the demo's fill-ins."""
     from albert_tf.training import run_dir

@@ -1,17 +1,22 @@
-"""Module paths that moved when the library became packages, kept importable.
+"""Module paths that moved when the library became packages: deprecated, still importable.
 
 `import albert_tf.fused_ops` (or `from albert_tf import models`, or
 `python -m albert_tf.parameter_counts`) still works: the path is an alias of the
 module at its new place (the same module object, so monkeypatching either name
-patches both). New code imports the new path; `tests/test_architecture.py` checks
-that every old path resolves.
+patches both). The first import of an old path in a process warns (DeprecationWarning,
+naming the new path, filed at the importing line); `python -m` on an old path warns as
+`__main__` does, so it shows by default. New code imports the new path;
+`tests/test_architecture.py` checks that every old path resolves and warns, and that
+nothing in the repository uses one.
 """
 from __future__ import annotations
 
 import importlib
 import importlib.abc
 import importlib.util
+import os
 import sys
+import warnings
 
 # Old dotted path -> the module that holds it now.
 MOVED = {
@@ -50,20 +55,57 @@ MOVED = {
 }
 
 
-class _AliasLoader(importlib.abc.Loader):
-    """Loads an old path as the module at its new path."""
+# Frames of the import system between an import statement and the loader: the frozen
+# bootstrap modules, importlib's own files (import_module) and this module.
+_IMPORT_SYSTEM = ("<frozen importlib.", os.path.dirname(importlib.__file__) + os.sep, __file__)
 
-    def __init__(self, target: str):
-        self.target = target
+
+def _importer():
+    """The frame of the code that imports (the first outside the import system), or None."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_IMPORT_SYSTEM):
+        frame = frame.f_back
+    return frame
+
+
+def _warn_moved(old: str, advice: str, filename: str, lineno: int, module: str,
+                registry=None) -> None:
+    """The DeprecationWarning of `old`, filed at filename:lineno of `module` (as
+    `warnings.warn` files it: the source line read by file name)."""
+    warnings.warn_explicit(f"{old} moved to {MOVED[old]}; {advice} (the old path will be "
+                           "removed)", DeprecationWarning, filename, lineno, module, registry)
+
+
+class _AliasLoader(importlib.abc.Loader):
+    """Loads an old path as the module at its new path, with a DeprecationWarning."""
+
+    def __init__(self, old: str):
+        self.old = old
+        self.target = MOVED[old]
+        self.target_spec = None
 
     def create_module(self, spec):
-        return importlib.import_module(self.target)
+        frame = _importer()
+        if frame is None:  # imported from C, no Python code above
+            _warn_moved(self.old, "import that", "<unknown>", 0, __name__)
+        else:
+            _warn_moved(self.old, "import that", frame.f_code.co_filename, frame.f_lineno,
+                        frame.f_globals.get("__name__"),
+                        frame.f_globals.setdefault("__warningregistry__", {}))
+        module = importlib.import_module(self.target)
+        self.target_spec = module.__spec__
+        return module
 
     def exec_module(self, module):
-        """Nothing to run: create_module returned the already-executed new module."""
+        """Nothing to run (create_module returned the already-executed new module); the
+        import system set the module's __spec__ to the old path's: give it back its own."""
+        module.__spec__ = self.target_spec
 
     def get_code(self, fullname):
-        """The new module's code, for `python -m <old path>` (runpy runs it as __main__)."""
+        """The new module's code, for `python -m <old path>` (runpy runs it as __main__,
+        so the warning is filed under __main__: shown by default)."""
+        _warn_moved(self.old, f"run `python -m {self.target}`", f"python -m {self.old}", 0,
+                    "__main__")
         spec = importlib.util.find_spec(self.target)
         return spec.loader.get_code(self.target)
 
@@ -72,7 +114,7 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in MOVED:
             return None
-        return importlib.util.spec_from_loader(fullname, _AliasLoader(MOVED[fullname]))
+        return importlib.util.spec_from_loader(fullname, _AliasLoader(fullname))
 
 
 def install() -> None:

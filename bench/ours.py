@@ -7,9 +7,9 @@ Training runs the production path: `albert_tf.training.Trainer`'s compiled train
 loop (forward, MLM+SOP loss, backward, LAMB update, metric sums), one step per
 call, on a synthetic batch repeated by tf.data. Inference runs the encoder
 (sequence + pooled output): in process as a `tf.function` (optionally
-jit-compiled), through the SavedModel that `albert_tf.hub_export` writes
+jit-compiled), through the SavedModel that `albert_tf.export.hub` writes
 (its `tokens` signature), reloaded with `tf.saved_model.load`, through the ONNX
-model that `albert_tf.onnx_export` writes (float32 or int8), run by ONNX Runtime, or
+model that `albert_tf.export.onnx` writes (float32 or int8), run by ONNX Runtime, or
 through the LiteRT file that `albert_tf.export.litert` writes (model.tflite,
 model.fp16.tflite or model.int8.tflite), run by `albert_tf.export.litert_runtime`
 (the ai_edge_litert interpreter with XNNPACK). Beside a LiteRT row, the framework
@@ -226,7 +226,8 @@ def make_runner(case: dict):
 
 
 class InputPipelineRunner:
-    """One batch of `albert_tf.inputs.pretraining_dataset` (training mode) per `step()`.
+    """One batch of `albert_tf.pretraining.inputs.pretraining_dataset` (training mode) per
+    `step()`.
 
     case: {"kind": "input_pipeline", "files": [...], "seq_length", "max_predictions",
     "batch_size"}.

@@ -416,7 +416,7 @@ class HFOnnxRuntimeRunner:
     """What users serve on CPUs today: transformers' AlbertModel exported by torch.onnx
     (TorchScript exporter, dynamic batch and sequence, opset 17) and run by ONNX Runtime
     with its default graph optimizations; int8 = ONNX Runtime dynamic quantization after
-    its pre-processing, as albert_tf.onnx_export.quantize_int8 does for ours (repeated
+    its pre-processing, as albert_tf.export.onnx.quantize_int8 does for ours (repeated
     here so that TensorFlow stays out of this process). Encoder forward only.
 
     In every inference row it is a peer: beside our SavedModel and in-process rows it

@@ -398,7 +398,8 @@ def _write_summary(summary: dict, summary_file: str, output_files: Sequence[str]
         log(f"removed {old}: an older version's summary of the output rewritten now")
 
 
-SUMMARY_SUFFIX = ".summary.json"  # albert_tf.inputs skips files so named that a glob matches
+# albert_tf.pretraining.inputs skips files so named that a glob matches
+SUMMARY_SUFFIX = ".summary.json"
 _SHARD_SUFFIX = re.compile(r"-\d{5,}-of-\d{5,}$")  # `path@N` -> path-0000i-of-0000N
 
 

@@ -4,11 +4,17 @@ Every import inside albert_tf counts, at the top of a module or inside a functio
 (a function-level import hides a cycle from Python, not from a reader). The rules:
 no import cycle between modules; no module imports a layer above its own; a task
 family does not import another family; library code imports modules at their
-current paths (the old paths of `albert_tf._moved` are for users).
+current paths. The old paths of `albert_tf._moved` still import, with a
+DeprecationWarning naming the new path, and no .py or .md file of the repository uses one.
 """
 import ast
 import importlib
+import json
+import os
 import pathlib
+import re
+import subprocess
+import sys
 
 import pytest
 
@@ -201,12 +207,111 @@ def test_old_module_paths_are_the_moved_modules():
     assert albert_tf.AlbertEncoder.__module__ == "albert_tf.modeling.encoder"
 
 
+def fresh_python_env():
+    """The environment of a child Python that imports this checkout, with the default
+    warning filters."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    env.pop("PYTHONWARNINGS", None)
+    return env
+
+
+OLD_PATH_IMPORTER = """\
+import json, sys, warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    import albert_tf.tasks.span_qa.wordpiece
+    import albert_tf.tasks.glue
+    from albert_tf.tasks import glue_metrics, clue
+    import albert_tf.tasks.glue
+import albert_tf.tasks.classification.glue as new
+print(json.dumps({"same": sys.modules["albert_tf.tasks.glue"] is new,
+                  "spec": new.__spec__.name,
+                  "warned": [[str(w.message), w.category.__name__, w.filename, w.lineno]
+                             for w in caught]}))
+"""
+
+
+def test_an_old_path_warns_at_its_importer_naming_the_new_path(tmp_path):
+    """The first import of an old path (statement or `from package import old`) warns once,
+    at the importing line, naming the new path; the alias is still the new module (its
+    own __spec__ kept); a new path never warns. In a fresh process: an old path already
+    imported does not reach the finder again."""
+    script = tmp_path / "importer.py"
+    script.write_text(OLD_PATH_IMPORTER, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          cwd=REPO_ROOT, env=fresh_python_env(), check=True)
+    found = json.loads(done.stdout)
+    assert found["same"] and found["spec"] == "albert_tf.tasks.classification.glue"
+    removed = "(the old path will be removed)"
+    assert found["warned"] == [
+        [f"albert_tf.tasks.glue moved to albert_tf.tasks.classification.glue; import that "
+         f"{removed}", "DeprecationWarning", str(script), 5],
+        [f"albert_tf.tasks.glue_metrics moved to albert_tf.tasks.classification.metrics; "
+         f"import that {removed}", "DeprecationWarning", str(script), 6],
+        [f"albert_tf.tasks.clue moved to albert_tf.tasks.classification.clue; import that "
+         f"{removed}", "DeprecationWarning", str(script), 6]]
+
+
+def test_python_m_on_an_old_path_warns_by_default():
+    done = subprocess.run([sys.executable, "-m", "albert_tf.tasks.glue"], capture_output=True,
+                          text=True, cwd=REPO_ROOT, env=fresh_python_env(), check=True)
+    assert ("DeprecationWarning: albert_tf.tasks.glue moved to "
+            "albert_tf.tasks.classification.glue; run `python -m "
+            "albert_tf.tasks.classification.glue`") in done.stderr
+
+
+def old_path_uses(text: str, moved) -> list:
+    """(line, old path) of each use of an old module path in `text`: the dotted name (an
+    import, `python -m`, prose), `from albert_tf[.tasks] import <old name>` (also in
+    parentheses over lines), or the old file path `albert_tf/<name>.py`."""
+    found = []
+    for old in moved:
+        dotted = r"(?<![\w.])" + re.escape(old) + r"(?!\w)"
+        file = r"(?<![\w./])" + re.escape(old.replace(".", "/")) + r"\.py"
+        for match in re.finditer(f"{dotted}|{file}", text):
+            found.append((text.count("\n", 0, match.start()) + 1, old))
+    for match in re.finditer(r"\bfrom\s+(albert_tf(?:\.tasks)?)\s+import\s+(\([^)]*\)|[^\n]*)",
+                             text):
+        names = re.sub(r"#[^\n]*", "", match.group(2)).strip("()")
+        for name in names.split(","):
+            old = f"{match.group(1)}.{name.split()[0]}" if name.split() else ""
+            if old in moved:
+                found.append((text.count("\n", 0, match.start()) + 1, old))
+    return sorted(set(found))
+
+
+def test_old_path_uses_are_found():
+    moved = {"albert_tf.fused_ops": "", "albert_tf.tasks.glue": ""}
+    text = ("import albert_tf.fused_ops\nfrom albert_tf import (tokenization,\n  fused_ops)\n"
+            "from albert_tf.tasks import glue  # x\npython -m albert_tf.tasks.glue\n"
+            "see albert_tf/tasks/glue.py\nfrom albert_tf.kernels import fused_ops\n"
+            "albert_tf.tasks.glue_job albert_tf.tasks.classification.glue\n")
+    assert old_path_uses(text, moved) == [(1, "albert_tf.fused_ops"), (2, "albert_tf.fused_ops"),
+                                          (4, "albert_tf.tasks.glue"),
+                                          (5, "albert_tf.tasks.glue"), (6, "albert_tf.tasks.glue")]
+
+
+def test_nothing_in_the_repository_uses_an_old_path():
+    """Every .py and .md file (but the table and this test) names modules at their new
+    paths: code, docs, commands in prose."""
+    from albert_tf import _moved
+
+    skip = {(PACKAGE / "_moved.py").resolve(), pathlib.Path(__file__).resolve()}
+    used = []
+    for suffix in ("*.py", "*.md"):
+        for path in sorted(REPO_ROOT.rglob(suffix)):
+            relative = path.relative_to(REPO_ROOT)
+            if path.resolve() in skip or any(part.startswith(".") for part in relative.parts):
+                continue
+            used += [f"{relative}:{line}: {old} -> {_moved.MOVED[old]}" for line, old in
+                     old_path_uses(path.read_text(encoding="utf-8"), _moved.MOVED)]
+    assert not used, "old module paths used:\n" + "\n".join(used)
+
+
 def test_light_modules_do_not_load_tensorflow():
     """Tokenizers, task readers and the cache policy import without TensorFlow (data_prep
     workers and ONNX clients use them)."""
-    import subprocess
-    import sys
-
     code = ("import sys; import albert_tf.tokenization, albert_tf.tasks.classification.glue, "
             "albert_tf.finetuning.feature_cache, albert_tf.fileio, albert_tf.config; "
             "print('tensorflow' in sys.modules)")

@@ -114,7 +114,8 @@ def load_tf1_checkpoint(model, path_or_dir: str, init_from_group0: bool = False)
     """Reads a TF1 name-based checkpoint into an encoder, pretrainer or task model.
 
     Args:
-      model: `AlbertEncoder`, `AlbertPretrainer`, or a fine-tuning model of `albert_tf.models`.
+      model: `AlbertEncoder`, `AlbertPretrainer`, or a fine-tuning model of
+        `albert_tf.modeling.models`.
       path_or_dir: a prefix such as `.../model.ckpt-best`, a directory (with or
         without a `checkpoint` file), or a TF-Hub module directory.
       init_from_group0: initialise every group from group 0 (the original's flag).

@@ -181,7 +181,7 @@ def save_serving_model(export_dir: str, module: tf.Module,
     "serving_default". Returns export_dir.
 
     Let the signatures be traced here, not by calls beforehand: graphs traced
-    for a SavedModel leave out the XLA kernels of `albert_tf.fused_ops`, which
+    for a SavedModel leave out the XLA kernels of `albert_tf.kernels.fused_ops`, which
     TF Serving does not run by default. A warning names any XLA function that
     reaches the export anyway. How the model's LayerNorms are spelled is the module's
     choice (`call_for_export`).

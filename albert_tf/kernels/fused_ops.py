@@ -18,7 +18,7 @@ attention softmax stays on oneDNN's softmax kernel: an XLA version was no
 faster (float32) or slower (bf16), forward and backward.
 
 Numerics: everything is computed in float32 from the inputs as given (bf16
-or float32), with the same formulas as the unfused code in `albert_tf.layers`
+or float32), with the same formulas as the unfused code in `albert_tf.modeling.layers`
 (bf16 inference rounds the projections before their bias add, see
 `layers.split_bias_products`);
 the backward recomputes what it needs from the inputs instead of saving

@@ -6,7 +6,7 @@ sentence-order, classification, span and multiple-choice heads), models.py (the
 pretrainer and the task models, outputs as dicts, and their losses),
 crf.py (a linear-chain CRF: log-likelihood and constrained Viterbi decoding, for
 token classification), parameter_counts.py (the paper's table, `python -m
-albert_tf.parameter_counts`).
+albert_tf.modeling.parameter_counts`).
 
 May import: albert_tf.config, albert_tf.errors, albert_tf.kernels.
 """

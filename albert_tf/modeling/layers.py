@@ -276,7 +276,7 @@ def apply_dense(layer: keras.layers.Dense, x, resident: "WeightUse | None",
 def split_bias_products(dtype) -> bool:
     """Whether the attention projections, and the FFN's first product when its
     activation is the tanh GELU, run as plain MatMuls with their bias (and GELU)
-    added by `albert_tf.fused_ops` kernels: bf16 in a traced graph
+    added by `albert_tf.kernels.fused_ops` kernels: bf16 in a traced graph
     (`fused_ops.use_fused`). At inference the Q/K/V bias kernel also moves the
     heads first (`fused_ops.bias_to_heads`); in training the plain bias kernel
     (`fused_ops.bias_add`) keeps oneDNN's transposes, which measured faster there.

@@ -201,7 +201,7 @@ def run_pretraining(options: PretrainingOptions,
     Output directory (re-running the same command resumes from `checkpoints/`, first
     evaluating the latest checkpoint when an interruption left it unevaluated; a directory
     holding a fine-tuning run or a run of another model config is refused before anything
-    is written, see `albert_tf.run_dir`):
+    is written, see `albert_tf.training.run_dir`):
       albert_tf_run.json (the run's identity), albert_config.json, checkpoints/ckpt-N
       (tf.train.Checkpoint: model, optimizer, input position), train/ and eval/
       TensorBoard logs, eval_results.txt, model.ckpt-best.{index,data-*} (official TF1
@@ -241,7 +241,7 @@ def run_pretraining(options: PretrainingOptions,
 
 
 def _claim_output_dir_and_save_config(options: PretrainingOptions, chief: bool) -> None:
-    """Refuses an output directory of another run (`albert_tf.run_dir`); on the chief,
+    """Refuses an output directory of another run (`albert_tf.training.run_dir`); on the chief,
     records this run's identity and writes albert_config.json."""
     identity = run_dir.RunIdentity.of(run_dir.PRETRAINING, run_dir.PRETRAINING,
                                       options.albert_config)

@@ -349,7 +349,7 @@ class Trainer:
         except tf.errors.DataLossError as err:
             raise CorruptedInputError(
                 f"corrupted training input ({err.message.strip()}); "
-                "albert_tf.inputs.locate_corruption(files) finds the file") from err
+                "albert_tf.pretraining.inputs.locate_corruption(files) finds the file") from err
         return {name: value.numpy() if value.shape.rank else float(value)
                 for name, value in totals.items()}
 

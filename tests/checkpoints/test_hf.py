@@ -1,7 +1,7 @@
 """Hugging Face ALBERT directories (config.json + model.safetensors) written with NumPy only.
 
 The Hugging Face parameter names and transposes are spelled out here from
-transformers' modeling_albert.py (independently of albert_tf.hf_weights).
+transformers' modeling_albert.py (independently of albert_tf.checkpoints.hf).
 """
 import json
 

@@ -2,7 +2,7 @@
 into our models and checked against the NumPy reference; round trips; error reports.
 
 The official names and shapes are spelled out here from ../shared/REFERENCE.md §3 and the
-original scripts (independently of albert_tf.tf1_names), so a wrong table fails these tests.
+original scripts (independently of albert_tf.checkpoints.names): a wrong table fails these tests.
 """
 import os
 import shutil

@@ -1,4 +1,4 @@
-"""ONNX export (albert_tf.onnx_export): every task model's ONNX graph computes what the Keras
+"""ONNX export (albert_tf.export.onnx): every task model's ONNX graph computes what the Keras
 model computes, on token ids of real text, run by ONNX Runtime; int8 stays close; the
 files are written atomically, with metadata and the vocabulary beside them; bad
 requests fail with a message naming the flag or the op."""
@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import export, tokenization
-from albert_tf.export import hub as hub_export, int8_arithmetic, onnx as onnx_export
+from albert_tf.export import hub as hub_export, int8_arithmetic, onnx as onnx_export, portable
 from albert_tf.modeling import models
 from albert_tf.tasks.multiple_choice import export as race_export
 from albert_tf.tasks.span_qa import export as squad_export
@@ -124,8 +124,9 @@ def squad_case(spm_model, v2):
         features["p_mask"][:, 1:4] = 1
     model = built(models.AlbertSquadV2(config(), start_n_top=3, end_n_top=3) if v2
                   else models.AlbertSpanLabeler(config()), features)
-    return model, features, lambda path: squad_export.export_onnx(
-        model, path, squad_export.ExportOptions(version_2_with_negative=v2), int8=False)
+    return model, features, lambda path: portable.export_model_dir(
+        path, squad_export.portable_model(
+            model, squad_export.ExportOptions(version_2_with_negative=v2)), ["onnx"])
 
 
 def multiple_choice_case(spm_model, task):
@@ -133,7 +134,8 @@ def multiple_choice_case(spm_model, task):
     if task == "c3":
         features["choice_mask"] = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 0]], np.int32)
     model = built(models.AlbertMultipleChoice(config()), features)
-    return model, features, lambda path: race_export.export_onnx(model, path, task, SEQ, 8)
+    return model, features, lambda path: portable.export_model_dir(
+        path, race_export.portable_model(model, task, SEQ, 8), ["onnx"])
 
 
 @pytest.mark.slow  # squad_v2 10 s, c3 7 s, race 5 s, squad_v1 4 s

@@ -1,4 +1,4 @@
-"""The XLA-fused kernels (albert_tf.fused_ops) against autodiff of the plain formulas;
+"""The XLA-fused kernels (albert_tf.kernels.fused_ops) against autodiff of the plain formulas;
 the encoder's traced passes (which use them) against its eager pass and its exported
 SavedModel (which do not)."""
 import re

@@ -85,4 +85,4 @@ def test_pretrainer_head_count():
 def test_readme_table_is_current():
     readme = REPO_ROOT / "README.md"
     assert parameter_counts.markdown_table() in readme.read_text(), \
-        "README's parameter table is stale: paste `python -m albert_tf.parameter_counts`"
+        "README's parameter table is stale: paste `python -m albert_tf.modeling.parameter_counts`"

@@ -20,7 +20,7 @@ skipped and counted, as the original skips them.
 chosen by name (header row) or 0-based index; the label list is the sorted
 set of training labels (or `regression=True`).
 
-CLUE's JSON-lines tasks are in `albert_tf.tasks.clue`.
+CLUE's JSON-lines tasks are in `albert_tf.tasks.classification.clue`.
 
 Features follow the original's TFRecord schema (`input_ids`, `input_mask`,
 `segment_ids` int64 [S], `label_ids` int64 or float for regression,

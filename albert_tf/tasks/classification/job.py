@@ -9,7 +9,7 @@ pearson for STS-B, eval_accuracy otherwise, as the original) is kept as
   test_results.tsv     class probabilities per test example (the regression score for STS-B)
   submit_results.tsv   `index<TAB>prediction`, as the original
   {TASK}.tsv           the same, under the GLUE leaderboard's file name (e.g. MNLI-m.tsv)
-  {task}_predict.json  CLUE tasks: the CLUE submission file (albert_tf.tasks.clue)
+  {task}_predict.json  CLUE tasks: the CLUE submission file (albert_tf.tasks.classification.clue)
   *.tf_record (+.json) feature caches (in cached_dir, default output_dir)
 and, with `export_dir`, a SavedModel with `serving_default` (raw text) and
 `serve_tokens` signatures (albert_tf.export).
@@ -217,16 +217,6 @@ def classifier_portable_model(model, options: GlueOptions,
     # A regression score has no label to agree on: its int8 files are not checked.
     return portable.PortableModel(fn, export.token_input_signature(), metadata,
                                   compare=() if regression else (("predictions", "values"),))
-
-
-def export_classifier_onnx(model, options: GlueOptions, spec: glue.TaskSpec) -> Dict[str, str]:
-    """Writes model.onnx (see `classifier_portable_model`) to options.export_dir, plus
-    model.int8.onnx with options.export_int8, and the vocabulary file."""
-    spec_ = classifier_portable_model(model, options, spec)
-    return onnx_export.export_model_dir(
-        options.export_dir, spec_.fn, spec_.input_signature, spec_.metadata,
-        int8=options.export_int8, spm_model_file=options.spm_model_file,
-        vocab_file=options.vocab_file)
 
 
 class GlueJob(finetuning.FinetuningJob):

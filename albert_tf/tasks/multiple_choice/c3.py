@@ -25,7 +25,7 @@ loss, the metrics, the predictions and the SavedModel, so they can never be
 chosen. An answer is the index of its text among the choices (the first one
 when a text appears twice).
 
-TFRecords: RACE's schema (`albert_tf.tasks.race`) with `level_ids` 0 = C3-M,
+TFRecords: RACE's schema (`albert_tf.tasks.multiple_choice.race`) with `level_ids` 0 = C3-M,
 1 = C3-D, plus `choice_mask` int64 [4].
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """RACE and C3 SavedModels: raw text in (article, question, options), probabilities out.
 
-The raw-text signature repeats `albert_tf.tasks.race`'s feature conversion as
+The raw-text signature repeats `albert_tf.tasks.multiple_choice.race`'s feature conversion as
 graph ops, so the served probabilities equal the Python path's:
 normalisation and SentencePiece ids come from
 `albert_tf.tokenization.InGraphTokenizer`; the "_" replacement, the qa
@@ -18,7 +18,7 @@ Signatures (see `RaceServingModule`):
 The tokenizer is SentencePiece (`InGraphTokenizer`) or WordPiece
 (`InGraphWordPieceTokenizer`), as `tokenization.in_graph_tokenizer` builds it.
 
-C3 (`C3ServingModule`): the same graph-side repetition of `albert_tf.tasks.c3`'s
+C3 (`C3ServingModule`): the same graph-side repetition of `albert_tf.tasks.multiple_choice.c3`'s
 features (`[CLS] context [SEP] question [SEP] option [SEP]` with the baseline's
 three-way truncation, `truncate_lengths`), and an absent option is an empty string:
   serving_default(context [B], question [B], options [B, 4]: tf.string; "" = no option)
@@ -346,17 +346,3 @@ def portable_model(model, task_name: str, max_seq_length: int, max_qa_length: in
                 "max_qa_length": None if c3_task else max_qa_length,
                 "do_lower_case": do_lower_case}
     return portable.PortableModel(fn, signature, metadata)
-
-
-def export_onnx(model, export_dir: str, task_name: str, max_seq_length: int,
-                max_qa_length: int, do_lower_case: bool = True, int8: bool = False,
-                spm_model_file: Optional[str] = None,
-                vocab_file: Optional[str] = None) -> Dict[str, str]:
-    """Writes model.onnx (and model.int8.onnx with `int8`) of `portable_model` to
-    export_dir; the vocabulary file is copied beside it."""
-    from albert_tf.export import onnx as onnx_export
-
-    spec = portable_model(model, task_name, max_seq_length, max_qa_length, do_lower_case)
-    return onnx_export.export_model_dir(export_dir, spec.fn, spec.input_signature,
-                                        spec.metadata, int8=int8,
-                                        spm_model_file=spm_model_file, vocab_file=vocab_file)

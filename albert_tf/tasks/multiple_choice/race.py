@@ -387,7 +387,8 @@ def _log_example(example: RaceExample, features, tokenizer) -> None:
 
 
 def feature_spec(max_seq_length: int, choice_mask: bool = False):
-    """The records' schema; `choice_mask` [4] is in C3's records only (`albert_tf.tasks.c3`)."""
+    """The records' schema; `choice_mask` [4] is in C3's records only
+    (`albert_tf.tasks.multiple_choice.c3`)."""
     import tensorflow as tf
 
     flat = NUM_CHOICES * max_seq_length

@@ -11,7 +11,7 @@ NLTK) defines, for a gold answer and a prediction:
 - Segments (for F1): punctuation characters are dropped; each character in
   U+4E00..U+9FA5 is a segment; every maximal run of the other characters
   (English, digits, spaces, other scripts) is split by NLTK's `word_tokenize`
-  (`albert_tf.tasks.cmrc_tokenize`). Dropped punctuation joins the text
+  (`albert_tf.tasks.span_qa.cmrc_tokenize`). Dropped punctuation joins the text
   around it: "a-b" is the single segment "ab".
 - F1: L = length of the longest common *contiguous* run of segments (longest
   common substring over segment lists); 0 when L = 0, else

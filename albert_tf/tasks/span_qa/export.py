@@ -34,7 +34,7 @@ Loading needs only TensorFlow and tensorflow-text.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Optional
+from typing import Optional
 
 import tensorflow as tf
 
@@ -539,16 +539,3 @@ def portable_model(model, options: ExportOptions):
                (("start_logits", "context_argmax"), ("end_logits", "context_argmax")))
     return portable.PortableModel(onnx_export.model_function(model, names), signature,
                                   metadata, compare=compare)
-
-
-def export_onnx(model, export_dir: str, options: ExportOptions, int8: bool = False,
-                spm_model_file: Optional[str] = None,
-                vocab_file: Optional[str] = None) -> Dict[str, str]:
-    """Writes model.onnx (and model.int8.onnx with `int8`) of `portable_model` to
-    export_dir, with the vocabulary."""
-    from albert_tf.export import onnx as onnx_export
-
-    spec = portable_model(model, options)
-    return onnx_export.export_model_dir(export_dir, spec.fn, spec.input_signature,
-                                        spec.metadata, int8=int8,
-                                        spm_model_file=spm_model_file, vocab_file=vocab_file)

@@ -68,19 +68,19 @@ The module also carries, as non-trainable variables, `labels` (tf.string [L]),
 `tag_scheme`, `max_seq_length`, `doc_stride` and `do_lower_case`. Loading needs only
 TensorFlow and tensorflow-text.
 
-ONNX (`export_onnx`): model.onnx takes int32 [B, S] `input_ids`, `input_mask`,
-`segment_ids`, `word_mask` (the features of `serve_tokens`; the caller tokenizes and
-windows) and returns `logits` float32 [B, S, K] and `predictions` int32 [B, S] (label id
-at word starts, -1 elsewhere: `serve_tokens`' predictions). The Viterbi decoding (the
-CRF's, or the softmax head's under the scheme's constraints) is in the graph: its
-backtracking is a forward `tf.scan` over the reversed back-pointers (`crf.crf_decode`),
-because tf2onnx 1.17 stacks the outputs of a reverse=True scan in the order it runs them,
-which reversed the path. The decoding also rides in the model's metadata
-(`decoding_metadata`: the CRF's transition, start and end scores and the scheme's allowed
-masks), and `decode_onnx_logits` (numpy) decodes logits as the model does: for callers
-that keep only the logits, or to check model.int8.onnx, whose quantized logits may decode
-to other tags than the float model's. The metadata also holds the labels, tag scheme,
-max_seq_length, doc_stride, do_lower_case and the vocabulary file's name.
+ONNX (`portable_model`, as `export.portable.export_model_dir` writes it): model.onnx takes
+int32 [B, S] `input_ids`, `input_mask`, `segment_ids`, `word_mask` (the features of
+`serve_tokens`; the caller tokenizes and windows) and returns `logits` float32 [B, S, K]
+and `predictions` int32 [B, S] (label id at word starts, -1 elsewhere: `serve_tokens`'
+predictions). The Viterbi decoding (the CRF's, or the softmax head's under the scheme's
+constraints) is in the graph: its backtracking is a forward `tf.scan` over the reversed
+back-pointers (`crf.crf_decode`), because tf2onnx 1.17 stacks the outputs of a reverse=True
+scan in the order it runs them, which reversed the path. The decoding also rides in the
+model's metadata (`decoding_metadata`: the CRF's transition, start and end scores and the
+scheme's allowed masks), and `decode_onnx_logits` (numpy) decodes logits as the model does:
+for callers that keep only the logits, or to check model.int8.onnx, whose quantized logits
+may decode to other tags than the float model's. The metadata also holds the labels, tag
+scheme, max_seq_length, doc_stride, do_lower_case and the vocabulary file's name.
 """
 from __future__ import annotations
 
@@ -548,23 +548,6 @@ def portable_model(model, labels: Sequence[str], scheme: str, *, max_seq_length:
     # The model reads `word_mask` (it decodes the words of each row as one sequence).
     fn = export.model_outputs(model, ["logits", "predictions"], layer_norm="plain")
     return portable.PortableModel(fn, token_signature(), metadata)
-
-
-def export_onnx(model, export_dir: str, labels: Sequence[str], scheme: str, *,
-                max_seq_length: int, do_lower_case: bool, int8: bool = False,
-                spm_model_file: Optional[str] = None, vocab_file: Optional[str] = None,
-                doc_stride: Optional[int] = None) -> Dict[str, str]:
-    """Writes model.onnx (and model.int8.onnx with `int8`) of `portable_model` to
-    export_dir, with the vocabulary (its name in the metadata). `decode_onnx_logits(logits,
-    word_mask, onnx.read_metadata(path))` gives the model's tags from the logits alone.
-    Returns {"onnx": path[, "onnx_int8": path]}."""
-    from albert_tf.export import onnx as onnx_export
-
-    spec = portable_model(model, labels, scheme, max_seq_length=max_seq_length,
-                          do_lower_case=do_lower_case, doc_stride=doc_stride)
-    return onnx_export.export_model_dir(export_dir, spec.fn, spec.input_signature,
-                                        spec.metadata, int8=int8,
-                                        spm_model_file=spm_model_file, vocab_file=vocab_file)
 
 
 def _disallowed_score(emissions, transitions, start, end) -> np.float32:

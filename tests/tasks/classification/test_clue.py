@@ -1,4 +1,4 @@
-"""CLUE classification (albert_tf.tasks.clue) and WordPiece in run_classifier, on the shared
+"""CLUE tasks (albert_tf.tasks.classification.clue) and WordPiece in run_classifier, on the shared
 CLUE samples and ChnSentiCorp (../shared/data/chinese): readers, labels, bad input, the
 submission file, fine-tune/evaluate/predict/export for each task, and the exported SavedModel
 serving raw Chinese pairs in a TensorFlow-only process."""

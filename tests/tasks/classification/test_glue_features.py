@@ -161,12 +161,12 @@ def test_predict_logits_keeps_order_and_drops_padding(tmp_path, tokenizer, spm_p
 
 MIRRORED_EVAL = r"""
 import json, sys
-from albert_tf import distribute
+from albert_tf.training import distribute
 distribute.split_cpu(2)
 import numpy as np
 import tensorflow as tf
 from albert_tf import AlbertClassifier, AlbertConfig, export, tokenization
-from albert_tf.tasks import glue, glue_job
+from albert_tf.tasks.classification import glue, job as glue_job
 
 spm, workdir = sys.argv[1], sys.argv[2]
 tok = tokenization.SentencePieceTokenizer(spm)

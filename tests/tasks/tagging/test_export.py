@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertConfig, tokenization
-from albert_tf.export import onnx as onnx_export
+from albert_tf.export import onnx as onnx_export, portable
 from albert_tf.modeling.token_classifier import AlbertTokenClassifier, words_first
 from albert_tf.tasks.tagging import export as tagging_export
 from albert_tf.tasks.tagging import features, readers, schemes
@@ -407,10 +407,9 @@ def test_onnx_predictions_and_decoded_logits_equal_the_model(exported, name, tmp
     case = exported[name]
     model, inputs, outputs = case["model"], case["inputs"], case["outputs"]
     int8 = name == "english_softmax"
-    written = tagging_export.export_onnx(model, str(tmp_path), case["labels"], case["scheme"],
-                                         max_seq_length=case["seq"], do_lower_case=True,
-                                         doc_stride=case["stride"], int8=int8,
-                                         **case["vocabulary"])
+    written = portable.export_model_dir(str(tmp_path), tagging_export.portable_model(
+        model, case["labels"], case["scheme"], max_seq_length=case["seq"], do_lower_case=True,
+        doc_stride=case["stride"]), ["onnx"], int8=int8, **case["vocabulary"])
     vocabulary = os.path.basename(next(iter(case["vocabulary"].values())))
     assert sorted(os.listdir(tmp_path)) == sorted(
         ["model.onnx", vocabulary] + (["model.int8.onnx"] if int8 else []))
