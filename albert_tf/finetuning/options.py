@@ -14,7 +14,7 @@ from albert_tf import tokenization
 from albert_tf.config import AlbertConfig
 from albert_tf.export import formats, litert, onnx as onnx_export, portable
 from albert_tf.kernels import fused_ops, precision
-from albert_tf.option_fields import DROPOUT, POSITIVE, check_fields, option
+from albert_tf.option_fields import DROPOUT, POSITIVE, check_fields, option, renamed_option
 from albert_tf.training import batching
 from albert_tf.training.divergence import DivergenceOptions
 
@@ -158,6 +158,13 @@ class TaskOptions(FinetuningOptions):
     warmup_proportion: Optional[float] = option(
         None, help="Warm up for this fraction of the training steps (instead of "
                    "--warmup_step).")
+
+    # run_race.py's and run_squad.py's old keyword for classifier_dropout (a warning).
+    dropout_prob: dataclasses.InitVar[Optional[float]] = None
+
+    def __post_init__(self, dropout_prob: Optional[float]) -> None:
+        self.classifier_dropout = renamed_option(dropout_prob, self.classifier_dropout,
+                                                 "dropout_prob", "classifier_dropout")
 
     # The checks every task shares, each raising ValueError naming the flag. A task calls
     # them where its own checks interleave, so that the first error a user sees stays the

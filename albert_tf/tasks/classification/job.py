@@ -62,7 +62,8 @@ class GlueOptions(TaskOptions):
     finetuning: Optional[FinetuningOptions] = None
     FLAG_DEFAULTS: ClassVar[Dict[str, Optional[str]]] = {"output_dir": None}  # required
 
-    def __post_init__(self):
+    def __post_init__(self, dropout_prob: Optional[float]) -> None:
+        super().__post_init__(dropout_prob)
         if self.finetuning is not None:
             for field in dataclasses.fields(FinetuningOptions):
                 setattr(self, field.name, getattr(self.finetuning, field.name))

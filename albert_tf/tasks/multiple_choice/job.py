@@ -41,7 +41,7 @@ from albert_tf.finetuning import collapse, predict
 from albert_tf.errors import UserValueError
 from albert_tf.finetuning.command_line import CommandLine
 from albert_tf.finetuning.options import TaskOptions
-from albert_tf.option_fields import check_fields, option, renamed_option
+from albert_tf.option_fields import check_fields, option
 from albert_tf.training import run_dir
 from albert_tf.config import AlbertConfig
 from albert_tf.modeling.models import AlbertMultipleChoice, multiple_choice_losses
@@ -165,11 +165,6 @@ class RaceOptions(TaskOptions):
                                 help="Split read by --do_predict.")
     # The original run_race.py's name for --keep_checkpoint_max.
     FLAG_NAMES: ClassVar[Dict[str, str]] = {"keep_checkpoint_max": "num_keep_checkpoint"}
-    dropout_prob: dataclasses.InitVar[Optional[float]] = None
-
-    def __post_init__(self, dropout_prob: Optional[float]) -> None:
-        self.classifier_dropout = renamed_option(dropout_prob, self.classifier_dropout,
-                                                 "dropout_prob", "classifier_dropout")
 
     def validate(self, num_replicas: int = 1) -> None:
         """Raises ValueError naming the flag that is wrong."""

@@ -49,7 +49,7 @@ from albert_tf.modeling.models import AlbertSpanLabeler, AlbertSquadV2
 from albert_tf.finetuning import collapse, predict
 from albert_tf.finetuning.command_line import CommandLine
 from albert_tf.finetuning.options import TaskOptions
-from albert_tf.option_fields import POSITIVE, check_fields, option, renamed_option
+from albert_tf.option_fields import POSITIVE, check_fields, option
 from albert_tf.tasks.span_qa import export as squad_export
 from albert_tf.tasks.span_qa import (data as squad_data, features as squad_features,
                                      metrics as squad_metrics, postprocess as squad_postprocess)
@@ -141,11 +141,6 @@ class SquadOptions(TaskOptions):
     # run_squad.py counts in epochs and evaluates on --predict_file: no such flags.
     NOT_FLAGS: ClassVar[Tuple[str, ...]] = ("train_step", "warmup_step", "eval_batch_size",
                                             "do_eval")
-    dropout_prob: dataclasses.InitVar[Optional[float]] = None
-
-    def __post_init__(self, dropout_prob: Optional[float]) -> None:
-        self.classifier_dropout = renamed_option(dropout_prob, self.classifier_dropout,
-                                                 "dropout_prob", "classifier_dropout")
 
     def validate(self, num_replicas: int = 1) -> None:
         """Raises ValueError naming the flag that is wrong."""
