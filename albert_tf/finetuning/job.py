@@ -13,6 +13,7 @@ its identity, model, loss, datasets, evaluation, prediction and exporters.
 """
 from __future__ import annotations
 
+import functools
 import os
 from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence
 
@@ -228,27 +229,31 @@ def real_features(batches: Iterable[Mapping], names: Sequence[str],
 class FinetuningJob:
     """One fine-tuning run of a task family: what every family shares, in one place.
 
-    `run()` validates, loads the tokenizer and checks its size against the config and
+    `run()` checks the options (`options.check`: the family's, then the run's, the batch
+    split included), checks the tokenizer's size against the config and
     --init_checkpoint, claims the output directory for `identity()` (another task's or
-    model's run is refused before anything is written), runs `run_finetuning`, and exports
-    the best weights. A subclass supplies:
-      identity()                          what the run is (run_dir.RunIdentity)
-      validate(num_replicas)              its own option checks (ValueError naming the flag)
-      build_model(dtype_policy)           the task model
-      training_task()                     the loss (a training.Task)
-      metric, higher_is_better            how the best checkpoint is chosen
-      read_data()                         (optional) reads what identity() needs, writing
-                                          nothing (e.g. a label list from the data)
-      prepare(tokenizer)                  reads the data and builds the feature caches; sets
-                                          train_dataset_fn / evaluate_fn / predict_fn (and
-                                          num_train_examples, with do_train); the training
-                                          batches are `per_replica_train_batch(ctx)` long
-      exporters()                         {"saved_model": fn(model)}
-      portable_model(model)               the token-id function, signature and metadata
-                                          of its ONNX and LiteRT files (export.portable)
-    and sets `exports_without_training` when --export_dir alone (no --do_*) is a run, and
-    `eval_features_fn` (in prepare, with --do_eval): () -> the evaluation set's token
-    features, on which int8 files are checked against float32 (`real_features`).
+    model's run is refused before anything is written), builds the feature caches the run
+    needs (`prepare`), runs `run_finetuning` with the hooks below, and exports the best
+    weights. A family supplies, each hook taking what it needs as arguments and reading
+    its data on first use (no hook depends on another having run):
+      identity()                   what the run is (run_dir.RunIdentity)
+      build_model(dtype_policy)    the task model
+      training_task()              the loss (a training.Task)
+      metric, higher_is_better     how the best checkpoint is chosen
+      train_dataset(input_context) one replica's training batches, each
+                                   `per_replica_train_batch(input_context)` examples
+      num_train_examples()         the training examples (--num_train_epochs)
+      evaluate(model, step)        the dev metrics, with `metric` among them
+      predict(model)               the predicted split's results (files written)
+      eval_features()              the evaluation set's token features (the int8 files
+                                   are checked on them), None without --do_eval
+      export_saved_model(model)    the SavedModel in --export_dir
+      portable_model(model)        the token-id function, signature and metadata of its
+                                   ONNX and LiteRT files (export.portable)
+      prepare()                    (optional) builds the caches the run's --do_* read,
+                                   in order, so that a data error stops the run before
+                                   training starts
+    and sets `exports_without_training` when --export_dir alone (no --do_*) is a run.
     """
 
     metric = "eval_accuracy"
@@ -269,20 +274,26 @@ class FinetuningJob:
         self.options = options
         self.strategy = strategy or tf.distribute.get_strategy()
         self.chief = distribute.is_chief(self.strategy)
-        self.train_dataset_fn: Optional[Callable] = None
-        self.evaluate_fn: Optional[Callable] = None
-        self.predict_fn: Optional[Callable] = None
-        self.eval_features_fn: Optional[Callable[[], Mapping[str, np.ndarray]]] = None
-        self.num_train_examples: Optional[int] = None  # set by prepare, with do_train
         self.results: Dict = {}
+        self._built: Dict = {}
+
+    def once(self, key, build: Callable[[], object]):
+        """`build()` the first time this job asks for `key`, the same value after: how a
+        family's hooks share a split's examples and cache without depending on each
+        other's order."""
+        if key not in self._built:
+            self._built[key] = build()
+        return self._built[key]
+
+    @functools.cached_property
+    def tokenizer(self):
+        """The Python tokenizer of --spm_model_file / --vocab_file, loaded once."""
+        return self.options.load_tokenizer()
 
     # --- what a task family supplies ---------------------------------------------------------
 
     def identity(self) -> run_dir.RunIdentity:
         raise NotImplementedError
-
-    def validate(self, num_replicas: int) -> None:
-        self.options.validate_task_options()
 
     def build_model(self, dtype_policy: str = "float32") -> keras.Model:
         raise NotImplementedError
@@ -290,17 +301,37 @@ class FinetuningJob:
     def training_task(self) -> training.Task:
         raise NotImplementedError
 
-    def read_data(self) -> None:
-        """Reads what `identity()` depends on; runs before output_dir is claimed."""
-
-    def prepare(self, tokenizer) -> None:
+    def train_dataset(self, input_context: Optional[tf.distribute.InputContext]
+                      ) -> tf.data.Dataset:
         raise NotImplementedError
 
-    def exporters(self) -> Dict[str, Callable[[keras.Model], Optional[Dict]]]:
-        return {}
+    def num_train_examples(self) -> int:
+        raise NotImplementedError
+
+    def evaluate(self, model: keras.Model, step: int) -> Dict:
+        raise NotImplementedError
+
+    def predict(self, model: keras.Model):
+        raise NotImplementedError
+
+    def eval_features(self) -> Optional[Mapping[str, np.ndarray]]:
+        return None
+
+    def prepare(self) -> None:
+        """Builds the caches the run reads before it starts (the hooks build them on first
+        use too)."""
+
+    def export_saved_model(self, model: keras.Model) -> Optional[Dict]:
+        raise NotImplementedError(f"{type(self).__name__} exports no SavedModel")
 
     def portable_model(self, model: keras.Model) -> portable.PortableModel:
         raise NotImplementedError(f"{type(self).__name__} exports no ONNX or LiteRT model")
+
+    # --- what every family shares -------------------------------------------------------------
+
+    def validate(self, num_replicas: int) -> None:
+        """Every check of the options before anything is read (ValueError naming the flag)."""
+        self.options.check(num_replicas)
 
     def evaluates(self) -> bool:
         """Whether the run evaluates on a dev set (what a multi-seed run compares)."""
@@ -311,23 +342,17 @@ class FinetuningJob:
         """Examples one replica's training dataset yields per optimizer step:
         --train_batch_size / replicas (the Trainer splits them into
         --gradient_accumulation_steps micro-batches). The one place a family's
-        train_dataset_fn gets its batch size from; input_context None: one replica."""
+        train_dataset gets its batch size from; input_context None: one replica."""
         return training.per_replica_batch(self.options.train_batch_size, input_context,
                                           self.options.gradient_accumulation_steps)
 
-    def check_batch_split(self) -> None:
-        """With --do_train, refuses (ValueError naming --train_batch_size, the replicas and
-        --gradient_accumulation_steps) a batch that does not split evenly over the
-        replicas and micro-batches: before any data is read or cache written."""
-        if self.options.do_train:
-            training.check_batch_split(self.options.train_batch_size,
-                                       self.strategy.num_replicas_in_sync,
-                                       self.options.gradient_accumulation_steps)
-
     def finetuning_options(self) -> FinetuningOptions:
         """The run's options, the steps from --num_train_epochs / --warmup_proportion when
-        given (a task may derive more, e.g. SQuAD's steps from its epochs)."""
-        return self.options.finetuning_options(self.num_train_examples)
+        given (the one place epochs become steps)."""
+        options = self.options
+        examples = (self.num_train_examples() if options.do_train
+                    and options.num_train_epochs is not None else None)
+        return options.finetuning_options(examples)
 
     # --- the shared job ----------------------------------------------------------------------
 
@@ -335,17 +360,14 @@ class FinetuningJob:
         """Trains / evaluates / predicts / exports as configured; returns run_finetuning's
         dict plus the task's results (and "export_dir" when exported)."""
         self.validate(self.strategy.num_replicas_in_sync)
-        self.check_batch_split()
-        tokenizer = self.options.load_tokenizer()
         # Another model's vocabulary (e.g. the Chinese vocab.txt with an English checkpoint)
         # would train silently on the wrong embeddings: the sizes must agree.
-        checkpoints.check_vocab_size(tokenizer, self.options.albert_config,
+        checkpoints.check_vocab_size(self.tokenizer, self.options.albert_config,
                                      "--albert_config_file", self.options.init_checkpoint)
-        self.read_data()
         # Another task's (or model's) run in output_dir is refused before anything is written.
         identity = self.identity()
         run_dir.check_output_dir(self.options.output_dir, identity)
-        self.prepare(tokenizer)
+        self.prepare()
         options = self.finetuning_options()
         # run_finetuning refuses a run without --do_train/--do_eval/--do_predict, unless
         # the family exports the weights it is given without training.
@@ -353,9 +375,11 @@ class FinetuningJob:
                 not (self.exports_without_training and self.options.export_dir):
             self.results.update(run_finetuning(
                 options, self.build_model, self.training_task(), self.metric,
-                train_dataset_fn=self.train_dataset_fn, evaluate_fn=self.evaluate_fn,
-                predict_fn=self.predict_fn, higher_is_better=self.higher_is_better,
-                strategy=self.strategy, identity=identity))
+                train_dataset_fn=self.train_dataset if options.do_train else None,
+                evaluate_fn=self.evaluate if options.do_eval else None,
+                predict_fn=self.predict if options.do_predict else None,
+                higher_is_better=self.higher_is_better, strategy=self.strategy,
+                identity=identity))
         if self.options.export_dir and self.chief:
             self.export(self.results.get("model"))
         return self.results
@@ -365,9 +389,6 @@ class FinetuningJob:
         evaluation; with --do_eval the int8 files are checked on the dev set): what a
         multi-seed run does with its best seed."""
         self.validate(self.strategy.num_replicas_in_sync)
-        tokenizer = self.options.load_tokenizer()
-        self.read_data()
-        self.prepare(tokenizer)
         self.export(None)
         return self.results
 
@@ -384,9 +405,8 @@ class FinetuningJob:
                                             "model.ckpt-best in --output_dir or an "
                                             "--init_checkpoint")
             checkpoints.restore_for_training(model, self.options.init_checkpoint)
-        for export_format, exporter in self.exporters().items():
-            if export_format in self.options.export_format:
-                self.results.update(exporter(model) or {})
+        if "saved_model" in self.options.export_format:
+            self.results.update(self.export_saved_model(model) or {})
         self.export_portable(model)
         self.results["export_dir"] = self.options.export_dir
 
@@ -399,11 +419,10 @@ class FinetuningJob:
         spec = self.portable_model(model)
         check_features = None
         if (options.export_int8 or options.export_fp16) and options.int8_min_agreement > 0:
-            if self.eval_features_fn is None:
+            check_features = self.eval_features()
+            if check_features is None:
                 logging.info("quantized files not checked against float32: no evaluation "
                              "set (--do_eval)")
-            else:
-                check_features = self.eval_features_fn()
         self.results.update(portable.export_model_dir(
             options.export_dir, spec, options.export_format, int8=options.export_int8,
             fp16=options.export_fp16, spm_model_file=options.spm_model_file,

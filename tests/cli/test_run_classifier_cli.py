@@ -167,7 +167,6 @@ print("RESULT" + json.dumps(result))
 def test_training_reads_the_train_split_when_dev_is_evaluated_too(sst2, tmp_path):
     """With --do_eval the dev split's cache is built after the training one's; training must
     still read train.tsv (320 rows), the evaluation and int8 check dev.tsv (80)."""
-    from albert_tf import tokenization
     from albert_tf.config import AlbertConfig
     from albert_tf.tasks.classification.job import GlueJob, GlueOptions
 
@@ -176,12 +175,10 @@ def test_training_reads_the_train_split_when_dev_is_evaluated_too(sst2, tmp_path
                           spm_model_file=sst2["spm"], output_dir=str(tmp_path),
                           do_train=True, do_eval=True, max_seq_length=32, train_batch_size=16)
     job = GlueJob(options)
-    job.validate(1)
-    job.prepare(tokenization.FullTokenizer(spm_model_file=sst2["spm"]))
     seen = set()
-    for batch in job.train_dataset_fn(None).take(80):  # 1,280 rows: every row, many times
+    for batch in job.train_dataset(None).take(80):  # 1,280 rows: every row, many times
         seen.update(tuple(row) for row in batch["input_ids"].numpy())
-    dev = {tuple(row) for row in job.eval_features_fn()["input_ids"]}
+    dev = {tuple(row) for row in job.eval_features()["input_ids"]}
     assert len(dev) > 70 and len(seen) > 290 and not seen & dev
 
 

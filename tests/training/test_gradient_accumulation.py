@@ -211,10 +211,7 @@ def prepared_dataset_fn(family: str, data: dict, output_dir, batch: int = BATCH)
                                             options.gradient_accumulation_steps)(ctx)), options
     job_class, options = _job(family, data, run)
     job = job_class(options)
-    job.validate(1)
-    job.read_data()
-    job.prepare(options.load_tokenizer())
-    return job.train_dataset_fn, options
+    return job.train_dataset, options
 
 
 @pytest.mark.parametrize("family", [f for f in FAMILIES if f != "tagging_crf"])

@@ -17,6 +17,7 @@ and, with `export_dir`, a SavedModel with `serving_default` (raw text) and
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from typing import ClassVar, Dict, List, Optional
 
@@ -242,12 +243,23 @@ class GlueJob(finetuning.FinetuningJob):
         return {"custom": glue.CustomTaskOptions(**{
             name: getattr(values, name) for name in field_specs(glue.CustomTaskOptions)})}
 
-    def validate(self, num_replicas: int) -> None:
-        """Checks the options, then resolves the task they name (its labels, reader, metric)."""
-        self.options.validate(num_replicas)
-        self.spec, self.read, self.clue_task = _resolve_task(self.options)
-        self.metric = self.spec.metric
-        self.regression = self.spec.is_regression
+    @functools.cached_property
+    def resolved(self):
+        """(TaskSpec, split -> examples, CLUE task or None) of --task_name (the labels of
+        a CLUE or custom task read from its files)."""
+        return _resolve_task(self.options)
+
+    @property
+    def spec(self) -> glue.TaskSpec:
+        return self.resolved[0]
+
+    @property
+    def metric(self) -> str:  # the task's best-checkpoint key, as the original
+        return self.spec.metric
+
+    @property
+    def regression(self) -> bool:
+        return self.spec.is_regression
 
     def identity(self):
         spec = self.spec
@@ -262,15 +274,18 @@ class GlueJob(finetuning.FinetuningJob):
     def training_task(self):
         return GlueTask(self.regression)
 
-    def features_for(self, tokenizer, split: str):
-        """(examples, feature cache path) of a split, the cache built if needed."""
-        examples = self.read(split)
+    def split(self, split: str):
+        """(examples, feature cache path) of a split, the cache built if needed (once)."""
+        return self.once(split, lambda: self._read_split(split))
+
+    def _read_split(self, split: str):
+        examples = self.resolved[1](split)
         if not examples:
             raise glue.GlueDataError(f"the {split} split of {self.spec.name} has no example")
         options = self.options
         path = glue.prepare_features(options.cached_dir or options.output_dir, self.spec, split,
-                                     examples, tokenizer, options.max_seq_length,
-                                     tokenization.vocabulary_fingerprint(tokenizer))
+                                     examples, self.tokenizer, options.max_seq_length,
+                                     tokenization.vocabulary_fingerprint(self.tokenizer))
         return examples, path
 
     def dataset(self, path: str, batch_size: int, is_training: bool, num_examples: int,
@@ -278,63 +293,62 @@ class GlueJob(finetuning.FinetuningJob):
         return glue.dataset(path, self.options.max_seq_length, self.regression, batch_size,
                             is_training, num_examples, seed, input_context)
 
-    def prepare(self, tokenizer) -> None:
+    def prepare(self) -> None:
         options = self.options
         if options.do_train:
-            train_examples, train_path = self.features_for(tokenizer, "train")
-            self.num_train_examples = len(train_examples)
-            logging.info("training on %d examples, batch %d, %d steps", len(train_examples),
-                         options.train_batch_size, self.finetuning_options().train_step)
-
-            def train_dataset_fn(input_context):
-                return self.dataset(train_path, self.per_replica_train_batch(input_context),
-                                    True, len(train_examples), options.seed, input_context)
-            self.train_dataset_fn = train_dataset_fn
+            logging.info("training on %d examples, batch %d, %d steps",
+                         self.num_train_examples(), options.train_batch_size,
+                         self.finetuning_options().train_step)
         if options.do_eval:
-            # Names of their own: train_dataset_fn reads train_path when it is called.
-            dev_examples, dev_path = self.features_for(tokenizer, "dev")
-            self.evaluate_fn = self.evaluator(dev_examples, dev_path)
-            self.eval_features_fn = lambda: finetuning.real_features(
-                self.dataset(dev_path, 32, False, len(dev_examples)), export.TOKEN_FEATURES)
+            self.split("dev")
         if options.do_predict:
-            self.predict_fn = self.predictor(*self.features_for(tokenizer, "test"))
+            self.split("test")
 
-    def evaluator(self, examples, path):
-        """evaluate_fn(model, step) -> the task's metrics on the dev set, with `collapsed`
-        (classification, not regression: see `finetuning.collapse`)."""
+    def num_train_examples(self) -> int:
+        return len(self.split("train")[0])
+
+    def train_dataset(self, input_context):
+        examples, path = self.split("train")
+        return self.dataset(path, self.per_replica_train_batch(input_context), True,
+                            len(examples), self.options.seed, input_context)
+
+    def eval_features(self):
+        if not self.options.do_eval:
+            return None
+        examples, path = self.split("dev")
+        return finetuning.real_features(self.dataset(path, 32, False, len(examples)),
+                                        export.TOKEN_FEATURES)
+
+    def evaluate(self, model, step):
+        """The task's metrics on the dev set, with `collapsed` (classification, not
+        regression: see `finetuning.collapse`)."""
+        examples, path = self.split("dev")
         gold = np.array([e.label for e in examples], np.float64 if self.regression else object)
         if not self.regression:
             index = {label: i for i, label in enumerate(self.spec.labels)}
             gold = np.array([index[label] for label in gold], np.int64)
+        data = self.dataset(path, self.options.eval_batch_size, False, len(examples))
+        logits = predict_logits(self.strategy, model, data, len(examples),
+                                f"of {len(examples)} dev examples")
+        metrics = glue.compute_metrics(self.spec, logits, gold)
+        metrics["eval_examples"] = len(examples)
+        if not self.regression:  # one label predicted almost everywhere?
+            collapse.mark(metrics, collapse.label_collapse(
+                np.argmax(logits, axis=-1), gold, labels=self.spec.labels),
+                self.spec.name, step)
+        return metrics
 
-        def evaluate_fn(model, step):
-            data = self.dataset(path, self.options.eval_batch_size, False, len(examples))
-            logits = predict_logits(self.strategy, model, data, len(examples),
-                                    f"of {len(examples)} dev examples")
-            metrics = glue.compute_metrics(self.spec, logits, gold)
-            metrics["eval_examples"] = len(examples)
-            if not self.regression:  # one label predicted almost everywhere?
-                collapse.mark(metrics, collapse.label_collapse(
-                    np.argmax(logits, axis=-1), gold, labels=self.spec.labels),
-                    self.spec.name, step)
-            return metrics
-        return evaluate_fn
-
-    def predictor(self, examples, path):
-        """predict_fn(model) -> logits of the test set, written as the submission files."""
-        def predict_fn(model):
-            data = self.dataset(path, self.options.predict_batch_size, False, len(examples))
-            logits = predict_logits(self.strategy, model, data, len(examples),
-                                    f"of {len(examples)} test examples")
-            if not self.chief:
-                return {"logits": logits}
-            written = write_predictions(self.options.output_dir, self.spec, examples, logits,
-                                        self.clue_task)
-            return dict(written, logits=logits)
-        return predict_fn
-
-    def exporters(self):
-        return {"saved_model": self.export_saved_model}
+    def predict(self, model):
+        """Logits of the test set, written as the submission files."""
+        examples, path = self.split("test")
+        data = self.dataset(path, self.options.predict_batch_size, False, len(examples))
+        logits = predict_logits(self.strategy, model, data, len(examples),
+                                f"of {len(examples)} test examples")
+        if not self.chief:
+            return {"logits": logits}
+        written = write_predictions(self.options.output_dir, self.spec, examples, logits,
+                                    self.resolved[2])
+        return dict(written, logits=logits)
 
     def export_saved_model(self, model) -> None:
         export_classifier(model, self.options, self.spec)

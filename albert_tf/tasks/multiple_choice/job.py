@@ -339,24 +339,27 @@ class RaceJob(finetuning.FinetuningJob):
         return run_dir.RunIdentity.of(run_dir.FINETUNING, self.options.task_name,
                                       self.options.albert_config, metric=METRIC)
 
-    def validate(self, num_replicas: int) -> None:
-        self.options.validate(num_replicas)
-
     def build_model(self, dtype_policy: str = "float32"):
-        return build_model(self.options.albert_config, self.options.classifier_dropout, dtype_policy)
+        return build_model(self.options.albert_config, self.options.classifier_dropout,
+                           dtype_policy)
 
     def training_task(self):
         return self.task
 
-    def cached(self, tokenizer, purpose: str, shuffle_seed=None):
-        """(examples, cache path) of the split read for `purpose`, the cache built if needed.
+    def cached(self, purpose: str):
+        """(examples, cache path) of the split read for `purpose`, the cache built if needed
+        (once per job).
 
         Every worker prepares the cache: workers may not share a file system, and on a
         shared one they write identical bytes through atomic renames.
         """
-        options = self.options
+        return self.once(purpose, lambda: self._read_split(purpose))
+
+    def _read_split(self, purpose: str):
+        options, tokenizer = self.options, self.tokenizer
         split, path = options.split_of(purpose), options.cache_path(purpose)
         owned = not options.given_cache_path(purpose)
+        shuffle_seed = race.TRAIN_SHUFFLE_SEED if purpose == "train" else None
         if self.is_c3:
             examples = c3.read_examples(options.data_dir, split)
             c3.prepare_cache(path, examples, tokenizer, options.max_seq_length, shuffle_seed,
@@ -370,46 +373,56 @@ class RaceJob(finetuning.FinetuningJob):
                                options.max_qa_length, shuffle_seed, owned)
         return examples, path
 
-    def prepare(self, tokenizer) -> None:
-        options, seq, is_c3 = self.options, self.options.max_seq_length, self.is_c3
+    def prepare(self) -> None:
+        options = self.options
         if options.do_train:
-            examples, train_path = self.cached(tokenizer, "train", race.TRAIN_SHUFFLE_SEED)
-            self.num_train_examples = len(examples)
             logging.info("%s training: %d examples, batch %d, %d steps",
-                         "C3" if is_c3 else "RACE", len(examples), options.train_batch_size,
-                         self.finetuning_options().train_step)
-            self.train_dataset_fn = lambda input_context: race.dataset(
-                train_path, seq, self.per_replica_train_batch(input_context),
-                is_training=True, input_context=input_context, seed=options.seed,
-                choice_mask=is_c3, batch_is_per_replica=True)
+                         "C3" if self.is_c3 else "RACE", self.num_train_examples(),
+                         options.train_batch_size, self.finetuning_options().train_step)
         if options.do_eval:
-            dev_examples, dev_path = self.cached(tokenizer, "eval")
-            task = self.task
-
-            def dataset_fn(input_context):
-                return race.dataset(dev_path, seq, options.eval_batch_size, is_training=False,
-                                    num_examples=len(dev_examples), input_context=input_context,
-                                    choice_mask=is_c3)
-            self.evaluate_fn = lambda model, step: training.evaluate(
-                self.strategy, model, task, dataset_fn, task.eval_metric_names)
-            self.eval_features_fn = lambda: finetuning.real_features(
-                dataset_fn(None), ("input_ids", "input_mask", "segment_ids") +
-                (("choice_mask",) if is_c3 else ()))
+            self.cached("eval")
         if options.do_predict:
-            predict_examples, predict_path = self.cached(tokenizer, "predict")
-            self.predict_fn = lambda model: self.write_predictions(
-                predict_examples, predict_probabilities(
-                    self.strategy, model, predict_path, seq, options.predict_batch_size,
-                    len(predict_examples), masked=is_c3))
+            self.cached("predict")
+
+    def num_train_examples(self) -> int:
+        return len(self.cached("train")[0])
+
+    def train_dataset(self, input_context):
+        options = self.options
+        return race.dataset(self.cached("train")[1], options.max_seq_length,
+                            self.per_replica_train_batch(input_context), is_training=True,
+                            input_context=input_context, seed=options.seed,
+                            choice_mask=self.is_c3, batch_is_per_replica=True)
+
+    def dev_dataset(self, input_context=None):
+        examples, path = self.cached("eval")
+        return race.dataset(path, self.options.max_seq_length, self.options.eval_batch_size,
+                            is_training=False, num_examples=len(examples),
+                            input_context=input_context, choice_mask=self.is_c3)
+
+    def evaluate(self, model, step):
+        return training.evaluate(self.strategy, model, self.task, self.dev_dataset,
+                                 self.task.eval_metric_names)
+
+    def eval_features(self):
+        if not self.options.do_eval:
+            return None
+        return finetuning.real_features(
+            self.dev_dataset(), ("input_ids", "input_mask", "segment_ids") +
+            (("choice_mask",) if self.is_c3 else ()))
+
+    def predict(self, model):
+        examples, path = self.cached("predict")
+        options = self.options
+        return self.write_predictions(examples, predict_probabilities(
+            self.strategy, model, path, options.max_seq_length, options.predict_batch_size,
+            len(examples), masked=self.is_c3))
 
     def write_predictions(self, examples, probabilities: np.ndarray) -> np.ndarray:
         if self.chief:
             self.results["predict_accuracy"] = write_predictions(
                 self.options.output_dir, examples, probabilities, self.options.task_name)
         return probabilities
-
-    def exporters(self):
-        return {"saved_model": self.export_saved_model}
 
     def export_saved_model(self, model) -> None:
         options = self.options

@@ -299,6 +299,19 @@ def answerability_collapse(examples, answers) -> Optional[str]:
     return collapse.answerability_collapse(predicted, gold)
 
 
+@dataclasses.dataclass
+class PredictSplit:
+    """--predict_file: its JSON, examples, whether it has gold answers, the metric that
+    scores it, its feature cache and the features' position arrays."""
+
+    dataset: Dict
+    examples: list
+    has_gold: bool
+    metric_name: str
+    path: str
+    feature_arrays: Dict[str, np.ndarray]
+
+
 def _hparams_task(values) -> str:
     """The --hparams=paper table's task: CMRC 2018 for --metric=cmrc2018 (or the Chinese
     WordPiece vocabulary with --metric=auto), else SQuAD v1.1 / v2.0."""
@@ -323,15 +336,11 @@ class SquadJob(finetuning.FinetuningJob):
     def __init__(self, options: SquadOptions, strategy=None):
         super().__init__(options, strategy)
         self.v2 = options.version_2_with_negative
-        self.train_step, self.warmup_step = 1, 0
 
     def identity(self):
         task = "squad v2.0" if self.v2 else "squad v1.1"
         return run_dir.RunIdentity.of(run_dir.FINETUNING, task, self.options.albert_config,
                                       metric=METRIC)
-
-    def validate(self, num_replicas: int) -> None:
-        self.options.validate(num_replicas)
 
     def check_weights_to_predict_with(self) -> None:
         """Prediction alone needs weights: --init_checkpoint or a trained output_dir."""
@@ -354,63 +363,82 @@ class SquadJob(finetuning.FinetuningJob):
         return bool(self.options.do_predict and self.options.predict_file)
 
     def finetuning_options(self):
-        return finetuning.FinetuningOptions.from_fields(
-            self.options, do_eval=self.evaluate_fn is not None, train_step=self.train_step,
-            warmup_step=self.warmup_step)
+        """The shared rule's steps from --num_train_epochs and --warmup_proportion (one
+        step, no warmup, without training); every checkpoint is evaluated when training on
+        a --predict_file with gold answers."""
+        options = super().finetuning_options()
+        if not self.options.do_train:
+            options = dataclasses.replace(options, train_step=1, warmup_step=0)
+        return dataclasses.replace(options, do_eval=bool(
+            self.options.do_train and self.options.do_predict
+            and self.predict_split().has_gold))
 
-    def prepare(self, tokenizer) -> None:
+    def prepare(self) -> None:
         self.check_weights_to_predict_with()
-        if self.options.do_train:
-            self.prepare_training(tokenizer)
-        if self.options.do_predict:
-            self.prepare_prediction(tokenizer)
+        options = self.options
+        if options.do_train:
+            steps = self.finetuning_options()
+            logging.info("SQuAD training: %d examples, batch %d, %d steps (%d warmup)",
+                         self.num_train_examples(), options.train_batch_size,
+                         steps.train_step, steps.warmup_step)
+        if options.do_predict:
+            self.predict_split()
 
-    def prepare_training(self, tokenizer) -> None:
-        """The training cache, the step count from the epochs, and train_dataset_fn."""
+    def train_split(self):
+        """(number of examples, feature cache path) of --train_file, the cache built if
+        needed (once)."""
+        return self.once("train", self._read_train_split)
+
+    def _read_train_split(self):
         options = self.options
         examples = squad_data.read_squad_examples(options.train_file, True, self.v2)
         path = options.train_feature_file or os.path.join(options.output_dir, "train.tf_record")
-        prepare_features(path, squad_features.shuffle_for_training(examples), tokenizer,
+        prepare_features(path, squad_features.shuffle_for_training(examples), self.tokenizer,
                          options, True, options.train_file,
                          owned=not options.train_feature_file)
-        self.train_step = max(1, int(len(examples) / options.train_batch_size
-                                     * options.num_train_epochs))
-        self.warmup_step = int(self.train_step * options.warmup_proportion)
-        logging.info("SQuAD training: %d examples, batch %d, %d steps (%d warmup)",
-                     len(examples), options.train_batch_size, self.train_step, self.warmup_step)
+        return len(examples), path
 
-        def train_dataset_fn(input_context):
-            return train_dataset(path, options.max_seq_length,
-                                 self.per_replica_train_batch(input_context), input_context,
-                                 options.seed)
-        self.train_dataset_fn = train_dataset_fn
+    def num_train_examples(self) -> int:
+        return self.train_split()[0]
 
-    def prepare_prediction(self, tokenizer) -> None:
-        """The prediction cache; evaluate_fn (each checkpoint scored, when training on data
-        with gold answers) and predict_fn (the best weights' predictions files)."""
+    def train_dataset(self, input_context):
         options = self.options
-        self.dataset = squad_data.load_squad_json(options.predict_file)
-        self.examples = squad_data.read_squad_examples(options.predict_file, False, self.v2,
-                                                       data=self.dataset)
-        self.has_gold = any(e.answers or e.is_impossible for e in self.examples)
-        self.metric_name = resolve_metric(options.metric, self.dataset, self.v2)
-        self.predict_path = options.predict_feature_file or os.path.join(options.output_dir,
-                                                                         "predict.tf_record")
-        prepare_features(self.predict_path, self.examples, tokenizer, options, False,
-                         options.predict_file, owned=not options.predict_feature_file)
-        self.feature_arrays = squad_features.read_feature_arrays(self.predict_path,
-                                                                 options.max_seq_length)
-        if self.has_gold and options.do_train:
-            self.evaluate_fn = self.evaluate
-        self.eval_features_fn = lambda: {  # p_mask too: the check compares the passage
-            name: self.feature_arrays[name][:portable.AGREEMENT_EXAMPLES].astype(np.int32)
-            for name in squad_features.SEQUENCE_FIELDS}
-        self.predict_fn = self.predict
+        return train_dataset(self.train_split()[1], options.max_seq_length,
+                             self.per_replica_train_batch(input_context), input_context,
+                             options.seed)
+
+    def predict_split(self) -> "PredictSplit":
+        """--predict_file read and its feature cache built if needed (once)."""
+        return self.once("predict", self._read_predict_split)
+
+    def _read_predict_split(self) -> "PredictSplit":
+        options = self.options
+        dataset = squad_data.load_squad_json(options.predict_file)
+        examples = squad_data.read_squad_examples(options.predict_file, False, self.v2,
+                                                  data=dataset)
+        path = options.predict_feature_file or os.path.join(options.output_dir,
+                                                            "predict.tf_record")
+        prepare_features(path, examples, self.tokenizer, options, False, options.predict_file,
+                         owned=not options.predict_feature_file)
+        return PredictSplit(
+            dataset=dataset, examples=examples,
+            has_gold=any(e.answers or e.is_impossible for e in examples),
+            metric_name=resolve_metric(options.metric, dataset, self.v2), path=path,
+            feature_arrays=squad_features.read_feature_arrays(path, options.max_seq_length))
+
+    def eval_features(self):
+        """--predict_file's first features (p_mask too: the check compares the passage)."""
+        if not self.options.do_predict:
+            return None
+        arrays = self.predict_split().feature_arrays
+        return {name: arrays[name][:portable.AGREEMENT_EXAMPLES].astype(np.int32)
+                for name in squad_features.SEQUENCE_FIELDS}
 
     def predictions_of(self, model) -> squad_postprocess.SquadPredictions:
-        raw = predict_raw(model, self.predict_path, self.options.max_seq_length,
+        data = self.predict_split()
+        raw = predict_raw(model, data.path, self.options.max_seq_length,
                           self.options.predict_batch_size, self.v2, self.strategy)
-        return squad_postprocess.postprocess(self.examples, self.feature_arrays, raw,
+        return squad_postprocess.postprocess(data.examples, data.feature_arrays, raw,
                                              self.options.postprocess_options())
 
     def write(self, predictions, answers) -> Dict:
@@ -422,18 +450,18 @@ class SquadJob(finetuning.FinetuningJob):
     def evaluate(self, model, step) -> Dict:
         """The checkpoint's metrics on predict_file (its predictions files written); v2
         adds `collapsed` (no answer, or an answer, almost everywhere: `finetuning.collapse`)."""
-        predictions = self.predictions_of(model)
-        answers, metrics = score(self.dataset, predictions, self.options, self.metric_name)
+        predictions, data = self.predictions_of(model), self.predict_split()
+        answers, metrics = score(data.dataset, predictions, self.options, data.metric_name)
         self.write(predictions, answers)
         if self.v2:
-            collapse.mark(metrics, answerability_collapse(self.examples, answers),
+            collapse.mark(metrics, answerability_collapse(data.examples, answers),
                           "SQuAD v2.0", step, warmup_flag="--warmup_proportion")
         return metrics
 
     def predict(self, model):
-        predictions = self.predictions_of(model)
-        if self.has_gold:
-            answers, metrics = score(self.dataset, predictions, self.options, self.metric_name)
+        predictions, data = self.predictions_of(model), self.predict_split()
+        if data.has_gold:
+            answers, metrics = score(data.dataset, predictions, self.options, data.metric_name)
             self.results["predict_metrics"] = metrics
             if self.chief:
                 fileio.atomic_write_text(
@@ -459,9 +487,6 @@ class SquadJob(finetuning.FinetuningJob):
             n_best_size=options.n_best_size, max_answer_length=options.max_answer_length,
             version_2_with_negative=self.v2, null_score_diff_threshold=threshold,
             layer_norm=options.export_layer_norm)
-
-    def exporters(self):
-        return {"saved_model": self.export_saved_model}
 
     def export_saved_model(self, model) -> None:
         squad_export.export_saved_model(model, self.options.export_dir,

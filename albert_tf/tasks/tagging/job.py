@@ -20,6 +20,7 @@ best_eval.json, best_trial.txt, model.ckpt-best.*):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 from typing import Dict, List, Optional, Tuple
@@ -183,17 +184,12 @@ class TaggingJob(finetuning_job.FinetuningJob):
     def __init__(self, options: TaggingOptions, strategy=None):
         super().__init__(options, strategy)
         self.scheme = schemes.normalize_scheme(options.tag_scheme)
-        self.labels: List[str] = list(options.labels or [])
-        self.splits: Dict[str, SplitData] = {}
 
     def identity(self):
         return run_dir.RunIdentity.of(
             run_dir.FINETUNING, f"ner {self.options.task_name}", self.options.albert_config,
             labels=self.labels, metric=METRIC, tag_scheme=self.scheme,
             use_crf=self.options.use_crf)
-
-    def validate(self, num_replicas: int) -> None:
-        self.options.validate(num_replicas)
 
     def build_model(self, dtype_policy: str = "float32"):
         allowed = (schemes.allowed_transitions(self.labels, self.scheme)
@@ -230,36 +226,55 @@ class TaggingJob(finetuning_job.FinetuningJob):
                      else "")
         return SplitData(path, converted, file_scheme)
 
-    def settle_labels(self) -> None:
-        """The label list: --labels, else the training data's, else the run's record."""
-        if self.labels:  # --labels
-            pass
-        elif "train" in self.splits:
-            self.labels = schemes.labels_from([s.tags for s in self.splits["train"].sentences],
-                                              self.scheme)
+    def read(self, purpose: str) -> SplitData:
+        """The split read for `purpose` ("train", "dev" or "predict"), read once."""
+        split = {"train": "train", "dev": "dev", "predict": self.options.predict_split}[purpose]
+        return self.once(("read", purpose), lambda: self.read_split(split))
+
+    @functools.cached_property
+    def labels(self) -> List[str]:
+        """The label list (the run's identity): --labels, else the training data's, else
+        the run's record. The run's splits are read first, and every tag of them must be
+        one of the labels."""
+        splits = [self.read(purpose) for purpose, _ in self.wanted_splits()]
+        options = self.options
+        if options.labels:
+            labels = list(options.labels)
+        elif options.do_train:
+            labels = schemes.labels_from([s.tags for s in self.read("train").sentences],
+                                         self.scheme)
         else:
-            record = run_dir.read_record(self.options.output_dir)
+            record = run_dir.read_record(options.output_dir)
             if record is None or not record.details.get("labels"):
                 raise TaggingDataError(
-                    f"{self.options.output_dir} records no label list (no training run "
+                    f"{options.output_dir} records no label list (no training run "
                     "there): give --labels or train first")
-            self.labels = list(record.details["labels"])
-        if "O" not in self.labels:
-            raise TaggingDataError(f"the label list has no 'O': {', '.join(self.labels)}")
+            labels = list(record.details["labels"])
+        if "O" not in labels:
+            raise TaggingDataError(f"the label list has no 'O': {', '.join(labels)}")
+        for data in splits:
+            self.check_labels(data, labels)
+        return labels
 
-    def check_labels(self, data: SplitData) -> None:
+    @staticmethod
+    def check_labels(data: SplitData, labels: List[str]) -> None:
         """Every tag of a split is a known label (one line naming the sentence)."""
-        known = set(self.labels)
+        known = set(labels)
         unknown = [(s.source, tag) for s in data.sentences if s.tags for tag in s.tags
                    if tag not in known]
         if unknown:
             source, tag = unknown[0]
             raise TaggingDataError(f"{source}: label {tag} is not one of the training labels "
-                                   f"({', '.join(self.labels)}); {len(unknown)} such tags in "
+                                   f"({', '.join(labels)}); {len(unknown)} such tags in "
                                    f"{data.path}")
 
-    def build_features(self, tokenizer, split: str, data: SplitData) -> None:
-        options = self.options
+    def featurized(self, purpose: str) -> SplitData:
+        """The split read for `purpose` with its windows and feature cache, built once."""
+        return self.once(("features", purpose), lambda: self.build_features(purpose))
+
+    def build_features(self, purpose: str) -> SplitData:
+        options, tokenizer, data = self.options, self.tokenizer, self.read(purpose)
+        split = {"predict": options.predict_split}.get(purpose, purpose)
         label_to_id = {label: i for i, label in enumerate(self.labels)}
         data.windows, stats = features.convert(data.sentences, tokenizer, label_to_id,
                                                options.max_seq_length, options.doc_stride)
@@ -271,6 +286,7 @@ class TaggingJob(finetuning_job.FinetuningJob):
                                       tokenizer, self.labels, options.max_seq_length,
                                       options.doc_stride, stats=stats, source=data.path,
                                       owned=True)
+        return data
 
     def wanted_splits(self) -> List[Tuple[str, str]]:
         """(purpose, split) pairs the run reads: train, dev, and the predicted split."""
@@ -279,38 +295,26 @@ class TaggingJob(finetuning_job.FinetuningJob):
                ([("dev", "dev")] if options.do_eval else []) + \
                ([("predict", options.predict_split)] if options.do_predict else [])
 
-    def read_data(self) -> None:
-        """Reads the splits and settles the label list (the run's identity), before
-        output_dir is claimed; every tag must be a known label."""
-        for purpose, split in self.wanted_splits():
-            self.splits[purpose] = self.read_split(split)
-        self.settle_labels()
-        for data in self.splits.values():
-            self.check_labels(data)
-
-    def prepare(self, tokenizer) -> None:
+    def prepare(self) -> None:
         options = self.options
-        for purpose, split in self.wanted_splits():
-            self.build_features(tokenizer, split, self.splits[purpose])
+        for purpose, _ in self.wanted_splits():
+            self.featurized(purpose)
         if self.chief and options.do_train:
             fileio.atomic_write_text(os.path.join(options.output_dir, LABELS_FILE),
                                      "".join(label + "\n" for label in self.labels))
-        if options.do_train:
-            self.num_train_examples = len(self.splits["train"].sentences)
-            self.train_dataset_fn = self.training_batches
-        if options.do_eval:
-            self.evaluate_fn = lambda model, step: self.scores(model, self.splits["dev"],
-                                                               step=step)
-            self.eval_features_fn = self.eval_token_features
-        if options.do_predict:
-            self.predict_fn = self.predict
 
-    def training_batches(self, input_context):
-        """train_dataset_fn: one replica's batches of the training windows."""
-        options, data = self.options, self.splits["train"]
+    def num_train_examples(self) -> int:
+        return len(self.read("train").sentences)
+
+    def train_dataset(self, input_context):
+        """One replica's batches of the training windows."""
+        options, data = self.options, self.featurized("train")
         return features.dataset(data.feature_path, options.max_seq_length,
                                 self.per_replica_train_batch(input_context), True,
                                 data.num_features, options.seed, input_context)
+
+    def evaluate(self, model, step):
+        return self.scores(model, self.featurized("dev"), step=step)
 
     # --- prediction ----------------------------------------------------------------------
 
@@ -354,7 +358,7 @@ class TaggingJob(finetuning_job.FinetuningJob):
         return result
 
     def predict(self, model):
-        data = self.splits["predict"]
+        data = self.featurized("predict")
         predicted = self.predicted_tags(model, data)
         if not self.chief:
             return predicted
@@ -377,9 +381,6 @@ class TaggingJob(finetuning_job.FinetuningJob):
 
     # --- export --------------------------------------------------------------------------
 
-    def exporters(self):
-        return {"saved_model": self.export_saved_model}
-
     def export_saved_model(self, model) -> None:
         options = self.options
         tagging_export.export_saved_model(
@@ -395,9 +396,11 @@ class TaggingJob(finetuning_job.FinetuningJob):
             model, self.labels, self.scheme, max_seq_length=options.max_seq_length,
             do_lower_case=options.do_lower_case, doc_stride=options.doc_stride)
 
-    def eval_token_features(self) -> Dict[str, np.ndarray]:
+    def eval_features(self) -> Optional[Dict[str, np.ndarray]]:
         """The dev windows' token features (the int8 check's input)."""
-        arrays = self.splits["dev"].window_arrays
+        if not self.options.do_eval:
+            return None
+        arrays = self.featurized("dev").window_arrays
         features = {name: arrays[name].astype(np.int32)
                     for name in ("input_ids", "input_mask", "segment_ids")}
         features["word_mask"] = (arrays["word_index"] >= 0).astype(np.int32)
