@@ -113,6 +113,10 @@ class SquadOptions(TaskOptions):
     predict_feature_file: Optional[str] = option(
         None, help="Prediction feature cache (TFRecord; built when missing). Default: "
                    "<output_dir>/predict.tf_record.")
+    do_train: bool = option(False, help="Fine-tune on --train_file.")
+    do_predict: bool = option(False, help="Predict --predict_file (evaluating every "
+                                          "checkpoint when training and the file has "
+                                          "answers).")
     max_seq_length: int = 384
     doc_stride: int = option(128, help="Stride of the sliding document windows.")
     max_query_length: int = option(64, help="Maximum question length in tokens.")
