@@ -3,8 +3,8 @@
 Every import inside albert_tf counts, at the top of a module or inside a function
 (a function-level import hides a cycle from Python, not from a reader). The rules:
 no import cycle between modules; no module imports a layer above its own; a task
-family does not import another family; library code imports modules at their
-current paths. The old paths of `albert_tf._moved` still import (its moved names still
+family does not import another family; no module imports another's private
+(underscore-prefixed) name; library code imports modules at their current paths. The old paths of `albert_tf._moved` still import (its moved names still
 read), with a DeprecationWarning naming the new path, and no .py or .md file of the
 repository uses one.
 """
@@ -128,6 +128,45 @@ def test_no_module_imports_a_layer_above_its_own(graph):
                 upward.append(f"{src}:{line} (layer {rank(src)}) imports {dst} "
                               f"(layer {rank(dst)})")
     assert not upward, "upward imports:\n" + "\n".join(upward)
+
+
+# Private modules that others import as modules: the package machinery of albert_tf.
+INFRASTRUCTURE = ("albert_tf._lazy", "albert_tf._moved")
+
+
+def private_imports(path: pathlib.Path):
+    """(line, dotted name) of each underscore-prefixed name the file imports from an albert_tf
+    module (`from m import _name`, `import m._name`), but INFRASTRUCTURE and dunders."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        for name in names:
+            private = [part for part in name.split(".")
+                       if part.startswith("_") and not part.startswith("__")]
+            if name.startswith("albert_tf.") and private and name not in INFRASTRUCTURE:
+                yield node.lineno, name
+
+
+def test_private_imports_are_found(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("from albert_tf import _lazy, _moved, __version__\n"
+                      "from albert_tf.modeling.models import AlbertClassifier, _nll\n"
+                      "def f():\n    import albert_tf.x._y\n", encoding="utf-8")
+    assert list(private_imports(source)) == [(2, "albert_tf.modeling.models._nll"),
+                                                 (4, "albert_tf.x._y")]
+
+
+def test_no_module_imports_a_private_name_of_another(graph):
+    """A name another module needs is public (an underscore-free alias when it was private)."""
+    modules, _ = graph
+    found = [f"{src}:{line} imports {name}" for src, path in modules.items()
+             for line, name in private_imports(path)]
+    assert not found, "private names imported:\n" + "\n".join(found)
 
 
 def test_task_families_do_not_import_each_other(graph):
