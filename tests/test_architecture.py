@@ -36,7 +36,8 @@ RANKS = {
     # Programs: command-line entry points over everything else.
     "albert_tf.cli": 7, "albert_tf.cli_defaults": 7, "albert_tf.cli_options": 7,
     "albert_tf.cli_finetuning": 7, "albert_tf.convert": 7, "albert_tf.fill_mask": 7,
-    "albert_tf.tasks.squad": 7, "albert_tf.tasks.tagging.__main__": 7,
+    "albert_tf.tasks.squad": 7, "albert_tf.tasks.span_qa.__main__": 7,
+    "albert_tf.tasks.tagging.__main__": 7,
 }
 TASK_FAMILIES = ("classification", "span_qa", "multiple_choice", "tagging")
 
