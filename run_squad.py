@@ -20,8 +20,9 @@ Example (CMRC 2018 with a Chinese model; the CMRC metric is chosen automatically
     --train_file=cmrc2018_train.json --predict_file=cmrc2018_dev.json \
     --output_dir=runs/cmrc --do_train --do_predict --max_seq_length=512 \
     --doc_stride=128 --max_answer_length=50 --train_batch_size=32 --learning_rate=3e-5
-Score any predictions file with the official metrics:
-  python -m albert_tf.tasks.squad evaluate --data_file=dev-v2.0.json \
+Score any predictions file with the official metrics (`albert_tf.tasks.squad`, the former
+name, works too):
+  python -m albert_tf.tasks.span_qa evaluate --data_file=dev-v2.0.json \
     --prediction_file=runs/squad2/predictions.json --na_prob_file=runs/squad2/null_odds.json
 """
 import os

@@ -8,6 +8,11 @@ naming the new path, filed at the importing line); `python -m` on an old path wa
 `__main__` does, so it shows by default. New code imports the new path;
 `tests/test_architecture.py` checks that every old path resolves and warns, and that
 nothing in the repository uses one.
+
+A public name that moved up a layer (out of a package its new module may not be imported
+by) is in MOVED_NAMES: the old package's lazy attributes (`albert_tf._lazy`) load it from
+its new module by name, with the same kind of DeprecationWarning, filed at the line that
+reads it first. The package itself never imports the new module (layering).
 """
 from __future__ import annotations
 
@@ -54,10 +59,16 @@ MOVED = {
     "albert_tf.tasks.race_job": "albert_tf.tasks.multiple_choice.job",
 }
 
+# Old dotted name (package.attribute) -> the module that defines it now.
+MOVED_NAMES = {
+    "albert_tf.export.ClassifierServingModule": "albert_tf.tasks.classification.export",
+}
+
 
 # Frames of the import system between an import statement and the loader: the frozen
 # bootstrap modules, importlib's own files (import_module) and this module.
-_IMPORT_SYSTEM = ("<frozen importlib.", os.path.dirname(importlib.__file__) + os.sep, __file__)
+_IMPORT_SYSTEM = ("<frozen importlib.", os.path.dirname(importlib.__file__) + os.sep, __file__,
+                  os.path.join(os.path.dirname(__file__), "_lazy.py"))
 
 
 def _importer():
@@ -69,11 +80,33 @@ def _importer():
 
 
 def _warn_moved(old: str, advice: str, filename: str, lineno: int, module: str,
-                registry=None) -> None:
-    """The DeprecationWarning of `old`, filed at filename:lineno of `module` (as
-    `warnings.warn` files it: the source line read by file name)."""
-    warnings.warn_explicit(f"{old} moved to {MOVED[old]}; {advice} (the old path will be "
+                registry=None, table=MOVED) -> None:
+    """The DeprecationWarning of `old` (a key of `table`), filed at filename:lineno of
+    `module` (as `warnings.warn` files it: the source line read by file name)."""
+    warnings.warn_explicit(f"{old} moved to {table[old]}; {advice} (the old path will be "
                            "removed)", DeprecationWarning, filename, lineno, module, registry)
+
+
+def _warn_at_importer(old: str, advice: str, table=MOVED) -> None:
+    """`_warn_moved`, filed at the line of the code that imports (or reads) `old`."""
+    frame = _importer()
+    if frame is None:  # imported from C, no Python code above
+        _warn_moved(old, advice, "<unknown>", 0, __name__, table=table)
+    else:
+        _warn_moved(old, advice, frame.f_code.co_filename, frame.f_lineno,
+                    frame.f_globals.get("__name__"),
+                    frame.f_globals.setdefault("__warningregistry__", {}), table)
+
+
+def moved_name(package: str, name: str):
+    """`package.name` of MOVED_NAMES, loaded from its new module, with a DeprecationWarning
+    (the package caches it: the first read in a process warns, as the first import of an
+    old module path). AttributeError when it did not move."""
+    old = f"{package}.{name}"
+    if old not in MOVED_NAMES:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    _warn_at_importer(old, f"import {name} from there", MOVED_NAMES)
+    return getattr(importlib.import_module(MOVED_NAMES[old]), name)
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -85,13 +118,7 @@ class _AliasLoader(importlib.abc.Loader):
         self.target_spec = None
 
     def create_module(self, spec):
-        frame = _importer()
-        if frame is None:  # imported from C, no Python code above
-            _warn_moved(self.old, "import that", "<unknown>", 0, __name__)
-        else:
-            _warn_moved(self.old, "import that", frame.f_code.co_filename, frame.f_lineno,
-                        frame.f_globals.get("__name__"),
-                        frame.f_globals.setdefault("__warningregistry__", {}))
+        _warn_at_importer(self.old, "import that")
         module = importlib.import_module(self.target)
         self.target_spec = module.__spec__
         return module

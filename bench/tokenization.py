@@ -59,6 +59,7 @@ def main(argv):
     import tensorflow as tf
 
     from albert_tf import AlbertClassifier, AlbertConfig, export, tokenization
+    from albert_tf.tasks.classification.export import ClassifierServingModule
 
     lines = read_lines(FLAGS.corpus_dir)
     python = tokenization.SentencePieceTokenizer(FLAGS.spm_model_file, do_lower_case=True)
@@ -82,8 +83,7 @@ def main(argv):
         config = AlbertConfig.from_preset(FLAGS.preset).replace(vocab_size=python.vocab_size)
     model = AlbertClassifier(config, num_labels=2)
     model.build()
-    module = export.ClassifierServingModule(model, graph, FLAGS.max_seq_length, ["0", "1"],
-                                            pair=False)
+    module = ClassifierServingModule(model, graph, FLAGS.max_seq_length, ["0", "1"], pair=False)
     served_lines = lines[:2048]
     with tempfile.TemporaryDirectory() as tmp:
         export.save_serving_model(os.path.join(tmp, "sm"), module, module.signatures())

@@ -3,9 +3,10 @@
 Every import inside albert_tf counts, at the top of a module or inside a function
 (a function-level import hides a cycle from Python, not from a reader). The rules:
 no import cycle between modules; no module imports a layer above its own; a task
-family does not import another family; library code imports modules at their
-current paths. The old paths of `albert_tf._moved` still import, with a
-DeprecationWarning naming the new path, and no .py or .md file of the repository uses one.
+family does not import another family; no module imports another's private
+(underscore-prefixed) name; library code imports modules at their current paths. The old paths of `albert_tf._moved` still import (its moved names still
+read), with a DeprecationWarning naming the new path, and no .py or .md file of the
+repository uses one.
 """
 import ast
 import importlib
@@ -35,7 +36,8 @@ RANKS = {
     # Programs: command-line entry points over everything else.
     "albert_tf.cli": 7, "albert_tf.cli_defaults": 7, "albert_tf.cli_options": 7,
     "albert_tf.cli_finetuning": 7, "albert_tf.convert": 7, "albert_tf.fill_mask": 7,
-    "albert_tf.tasks.squad": 7, "albert_tf.tasks.tagging.__main__": 7,
+    "albert_tf.tasks.squad": 7, "albert_tf.tasks.span_qa.__main__": 7,
+    "albert_tf.tasks.tagging.__main__": 7,
 }
 TASK_FAMILIES = ("classification", "span_qa", "multiple_choice", "tagging")
 
@@ -127,6 +129,45 @@ def test_no_module_imports_a_layer_above_its_own(graph):
                 upward.append(f"{src}:{line} (layer {rank(src)}) imports {dst} "
                               f"(layer {rank(dst)})")
     assert not upward, "upward imports:\n" + "\n".join(upward)
+
+
+# Private modules that others import as modules: the package machinery of albert_tf.
+INFRASTRUCTURE = ("albert_tf._lazy", "albert_tf._moved")
+
+
+def private_imports(path: pathlib.Path):
+    """(line, dotted name) of each underscore-prefixed name the file imports from an albert_tf
+    module (`from m import _name`, `import m._name`), but INFRASTRUCTURE and dunders."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        for name in names:
+            private = [part for part in name.split(".")
+                       if part.startswith("_") and not part.startswith("__")]
+            if name.startswith("albert_tf.") and private and name not in INFRASTRUCTURE:
+                yield node.lineno, name
+
+
+def test_private_imports_are_found(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("from albert_tf import _lazy, _moved, __version__\n"
+                      "from albert_tf.modeling.models import AlbertClassifier, _nll\n"
+                      "def f():\n    import albert_tf.x._y\n", encoding="utf-8")
+    assert list(private_imports(source)) == [(2, "albert_tf.modeling.models._nll"),
+                                                 (4, "albert_tf.x._y")]
+
+
+def test_no_module_imports_a_private_name_of_another(graph):
+    """A name another module needs is public (an underscore-free alias when it was private)."""
+    modules, _ = graph
+    found = [f"{src}:{line} imports {name}" for src, path in modules.items()
+             for line, name in private_imports(path)]
+    assert not found, "private names imported:\n" + "\n".join(found)
 
 
 def test_task_families_do_not_import_each_other(graph):
@@ -292,21 +333,100 @@ def test_old_path_uses_are_found():
                                           (5, "albert_tf.tasks.glue"), (6, "albert_tf.tasks.glue")]
 
 
-def test_nothing_in_the_repository_uses_an_old_path():
-    """Every .py and .md file (but the table and this test) names modules at their new
-    paths: code, docs, commands in prose."""
-    from albert_tf import _moved
-
+def repository_texts():
+    """(path relative to the repository, text) of every .py and .md file but the table of
+    moved paths and this test."""
     skip = {(PACKAGE / "_moved.py").resolve(), pathlib.Path(__file__).resolve()}
-    used = []
     for suffix in ("*.py", "*.md"):
         for path in sorted(REPO_ROOT.rglob(suffix)):
             relative = path.relative_to(REPO_ROOT)
             if path.resolve() in skip or any(part.startswith(".") for part in relative.parts):
                 continue
-            used += [f"{relative}:{line}: {old} -> {_moved.MOVED[old]}" for line, old in
-                     old_path_uses(path.read_text(encoding="utf-8"), _moved.MOVED)]
+            yield relative, path.read_text(encoding="utf-8")
+
+
+def test_nothing_in_the_repository_uses_an_old_path():
+    """Every .py and .md file (but the table and this test) names modules at their new
+    paths: code, docs, commands in prose."""
+    from albert_tf import _moved
+
+    used = [f"{relative}:{line}: {old} -> {_moved.MOVED[old]}"
+            for relative, text in repository_texts()
+            for line, old in old_path_uses(text, _moved.MOVED)]
     assert not used, "old module paths used:\n" + "\n".join(used)
+
+
+OLD_NAME_READER = """\
+import json, warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    from albert_tf.export import {name}
+    import albert_tf.export
+    again = albert_tf.export.{name}
+from {new} import {name} as new
+print(json.dumps({{"same": {name} is new and again is new,
+                  "warned": [[str(w.message), w.filename, w.lineno] for w in caught
+                             if w.category is DeprecationWarning]}}))
+"""
+
+
+def test_an_old_name_reads_with_a_warning_naming_its_new_module(tmp_path):
+    """A name of `_moved.MOVED_NAMES` (a public name that moved up a layer) still reads from
+    its old package, as the same object, warning once, at the reading line."""
+    from albert_tf import _moved
+
+    for old, new in _moved.MOVED_NAMES.items():
+        package, _, name = old.rpartition(".")
+        assert package == "albert_tf.export", "OLD_NAME_READER reads from albert_tf.export"
+        script = tmp_path / f"{name}.py"
+        script.write_text(OLD_NAME_READER.format(name=name, new=new), encoding="utf-8")
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              cwd=REPO_ROOT, env=fresh_python_env(), check=True)
+        found = json.loads(done.stdout.splitlines()[-1])
+        assert found["same"], old
+        assert found["warned"] == [[f"{old} moved to {new}; import {name} from there (the old "
+                                    "path will be removed)", str(script), 4]]
+
+
+def old_name_uses(text: str, moved_names) -> list:
+    """(line, old name) of each use of a moved name at its old place in `text`: the dotted
+    name, `from <package> import ... <name>`, or `<package's last part>.<name>` in a file
+    that imports the package under that name."""
+    found = []
+    for old in moved_names:
+        package, _, name = old.rpartition(".")
+        short = package.rpartition(".")
+        patterns = [r"(?<![\w.])" + re.escape(old) + r"\b",
+                    r"\bfrom\s+" + re.escape(package) + r"\s+import\s+(\([^)]*|[^\n]*)\b"
+                    + re.escape(name) + r"\b"]
+        if re.search(r"\bfrom\s+" + re.escape(short[0]) + r"\s+import\s+[^\n]*\b"
+                     + re.escape(short[2]) + r"\b(?!\s+as\b)", text):
+            patterns.append(r"(?<![\w.])" + re.escape(f"{short[2]}.{name}") + r"\b")
+        for match in re.finditer("|".join(patterns), text):
+            found.append((text.count("\n", 0, match.start()) + 1, old))
+    return sorted(set(found))
+
+
+def test_old_name_uses_are_found():
+    moved = {"albert_tf.export.Serving": ""}
+    text = ("from albert_tf.export import (pack_pair,\n  Serving)\nalbert_tf.export.Serving\n"
+            "from albert_tf.tasks.classification.export import Serving\n"
+            "albert_tf.tasks.classification.export.Serving\n")
+    assert old_name_uses(text, moved) == [(1, "albert_tf.export.Serving"),
+                                          (3, "albert_tf.export.Serving")]
+    assert old_name_uses("from albert_tf import export\nexport.Serving\n", moved) == [
+        (2, "albert_tf.export.Serving")]
+    assert old_name_uses("from albert_tf import export\nfrom albert_tf.tasks.classification "
+                         "import export as glue_export\nglue_export.Serving\n", moved) == []
+
+
+def test_nothing_in_the_repository_uses_an_old_name():
+    from albert_tf import _moved
+
+    used = [f"{relative}:{line}: {old} -> {_moved.MOVED_NAMES[old]}"
+            for relative, text in repository_texts()
+            for line, old in old_name_uses(text, _moved.MOVED_NAMES)]
+    assert not used, "old names used:\n" + "\n".join(used)
 
 
 def test_light_modules_do_not_load_tensorflow():

@@ -1,6 +1,6 @@
 """SavedModel building blocks: token-id and raw-text serving signatures.
 
-Shared by run_classifier.py, run_squad.py and run_race.py. The pieces:
+Shared by the task families' serving modules (albert_tf.tasks.<family>.export). The pieces:
 
   `token_input_signature(...)`   TensorSpecs of `input_ids`, `input_mask`,
                                  `segment_ids` (int32), for `serve_tokens`.
@@ -14,15 +14,14 @@ Shared by run_classifier.py, run_squad.py and run_race.py. The pieces:
                                  conversion (tasks/glue.py does it in Python).
   `save_serving_model(...)`      writes a tf.Module's signatures as a
                                  SavedModel atomically.
-  `ClassifierServingModule`      GLUE: `serving_default` (raw text) and
-                                 `serve_tokens` around an `AlbertClassifier`.
 
 Tokenization in the graph is `albert_tf.tokenization.in_graph_tokenizer(...)`
 (SentencePiece or WordPiece).
 A SavedModel written here loads with `tf.saved_model.load` in a process that
 has only TensorFlow and tensorflow-text (not albert_tf, not Keras models).
 
-Typical raw-text signature for a new task (see `ClassifierServingModule`):
+Typical raw-text signature for a new task (see
+`albert_tf.tasks.classification.export.ClassifierServingModule`):
 
     class MyServing(tf.Module):
         def __init__(self, model, tokenizer, max_seq_length):
@@ -239,64 +238,3 @@ def warn_about_xla_functions(saved_model_dir: str) -> None:
         logging.warning("the SavedModel holds %d XLA-compiled functions (%s...), which TF "
                         "Serving runs only with --xla_cpu_compilation_enabled; were its "
                         "signatures called before export?", len(names), names[0])
-
-
-class ClassifierServingModule(tf.Module):
-    """Serving wrapper of an `AlbertClassifier` (GLUE) with two signatures.
-
-    `serving_default(text_a[, text_b])`: tf.string [B] raw sentences (text_b
-      only for sentence-pair tasks; an empty text_b packs that row as a single
-      sentence). Tokenized and packed in the graph to max_seq_length.
-    `serve_tokens(input_ids, input_mask, segment_ids)`: int32 [B, S], any S
-      up to the model's max_position_embeddings.
-    Both return `probabilities` float32 [B, K] (K = 1: the regression score)
-    and `predictions`: tf.string [B] label names, or float32 [B] scores for
-    regression (labels=None).
-    """
-
-    def __init__(self, model, tokenizer, max_seq_length: int, labels: Optional[Sequence[str]],
-                 pair: bool, name: Optional[str] = None, layer_norm: str = "auto"):
-        super().__init__(name=name)
-        self.model = model
-        self.tokenizer = tokenizer
-        self.max_seq_length = max_seq_length
-        self.pair = pair
-        self.regression = labels is None
-        self.label_names = None if labels is None else tf.constant(list(labels), tf.string)
-        self._outputs = model_outputs(model, ["probabilities", "predictions"], layer_norm)
-        if pair:
-            self.serving_default = tf.function(
-                self._serve_pair, input_signature=[tf.TensorSpec([None], tf.string, "text_a"),
-                                                   tf.TensorSpec([None], tf.string, "text_b")])
-        else:
-            self.serving_default = tf.function(
-                self._serve_single, input_signature=[tf.TensorSpec([None], tf.string, "text_a")])
-        self.serve_tokens = tf.function(self._serve_tokens,
-                                        input_signature=[token_input_signature()])
-
-    def _finish(self, features):
-        outputs = self._outputs(features)
-        if self.regression:
-            predictions = outputs["probabilities"][:, 0]
-        else:
-            predictions = tf.gather(self.label_names, outputs["predictions"])
-        return {"probabilities": outputs["probabilities"], "predictions": predictions}
-
-    def pack_text(self, text_a, text_b=None):
-        """Raw strings [B] -> int32 features [B, max_seq_length]."""
-        ids_b = None if text_b is None else self.tokenizer(text_b)
-        return pack_pair(self.tokenizer(text_a), ids_b, self.max_seq_length,
-                         self.tokenizer.cls_id, self.tokenizer.sep_id,
-                         max(self.tokenizer.pad_id, 0))  # -1: no pad token, as glue pads
-
-    def _serve_single(self, text_a):
-        return self._finish(self.pack_text(text_a))
-
-    def _serve_pair(self, text_a, text_b):
-        return self._finish(self.pack_text(text_a, text_b))
-
-    def _serve_tokens(self, features):
-        return self._finish(features)
-
-    def signatures(self) -> Dict[str, Callable]:
-        return {"serving_default": self.serving_default, "serve_tokens": self.serve_tokens}

@@ -138,8 +138,11 @@ def _nll(log_probs, labels):
     return -ops.squeeze(ops.take_along_axis(log_probs, labels, axis=-1), -1)
 
 
-class _FineTuningModel(keras.Model):
-    """Shared constructor/config plumbing: an AlbertEncoder named `encoder` plus a head."""
+class FineTuningModel(keras.Model):
+    """The base of the fine-tuning models (here and `token_classifier.AlbertTokenClassifier`):
+    shared constructor/config plumbing, an AlbertEncoder named `encoder` plus a head.
+    A subclass names its constructor's own arguments in `_EXTRA_ARGS` (kept by get_config).
+    """
 
     _EXTRA_ARGS: tuple = ()
 
@@ -160,8 +163,11 @@ class _FineTuningModel(keras.Model):
         return cls(**deserialize_model_config(config))
 
 
+_FineTuningModel = FineTuningModel  # its former, private name
+
+
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertClassifier(_FineTuningModel):
+class AlbertClassifier(FineTuningModel):
     """run_classifier's model: encoder -> dropout(pooled) -> `output_weights` [K, H].
 
     Call with the encoder's input dict. Returns the encoder's outputs plus
@@ -221,7 +227,7 @@ def classifier_losses(outputs: Mapping, labels: Mapping) -> Dict:
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertSpanLabeler(_FineTuningModel):
+class AlbertSpanLabeler(FineTuningModel):
     """SQuAD v1's model: per-token start/end logits from `cls/squad/output_weights` [2, H].
 
     Returns the encoder's outputs plus `start_logits`, `end_logits` float32 [B, S]
@@ -258,7 +264,7 @@ def span_losses(outputs: Mapping, labels: Mapping) -> Dict:
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertSquadV2(_FineTuningModel):
+class AlbertSquadV2(FineTuningModel):
     """SQuAD v2's model: XLNet-style start / end-given-start / answerability head.
 
     Inputs: the encoder's dict plus `p_mask` int [B, S] (1 = query, special or
@@ -320,7 +326,7 @@ MASKED_CHOICE_LOGIT = -1e9
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertMultipleChoice(_FineTuningModel):
+class AlbertMultipleChoice(FineTuningModel):
     """RACE's model: each (article, question+option) scored by pooled -> dropout -> [1, H].
 
     Inputs: `input_ids`, `input_mask`, `segment_ids` int [B, C, S] (C = num_choices),

@@ -17,7 +17,7 @@ from keras import ops
 
 from albert_tf.config import AlbertConfig
 from albert_tf.modeling import crf, heads
-from albert_tf.modeling.models import _FineTuningModel
+from albert_tf.modeling.models import FineTuningModel
 
 # Transition constraints: (allowed [K, K], allowed_start [K], allowed_end [K]) as booleans.
 Allowed = Tuple[Sequence[Sequence[bool]], Sequence[bool], Sequence[bool]]
@@ -40,7 +40,7 @@ def inverse_order(order):
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertTokenClassifier(_FineTuningModel):
+class AlbertTokenClassifier(FineTuningModel):
     """Encoder -> dropout(sequence_output) -> logits = h W^T + b, W `output_weights` [K, H].
 
     Inputs: the encoder's dict, plus optionally

@@ -17,7 +17,8 @@ from albert_tf import export
 from albert_tf.export import litert, litert_runtime, portable
 from albert_tf.modeling import models
 from albert_tf.tasks.classification import glue
-from albert_tf.tasks.classification.job import GlueOptions, classifier_portable_model
+from albert_tf.tasks.classification.export import classifier_portable_model
+from albert_tf.tasks.classification.job import GlueOptions
 from albert_tf.tasks.multiple_choice import export as race_export
 from albert_tf.tasks.span_qa import export as squad_export
 from albert_tf.tasks.tagging import export as tagging_export, schemes

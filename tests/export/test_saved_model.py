@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertClassifier, AlbertConfig, export, tokenization
+from albert_tf.tasks.classification.export import ClassifierServingModule
 
 CONFIG = AlbertConfig(vocab_size=8000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
                       num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
@@ -134,7 +135,7 @@ def test_classifier_savedmodel_loads_without_albert_tf(tmp_path, spm_path, label
     model = AlbertClassifier(CONFIG, num_labels=num_labels)
     model.build()
     tokenizer = tokenization.InGraphTokenizer(spm_path, do_lower_case=True)
-    module = export.ClassifierServingModule(model, tokenizer, 24, labels, pair=pair)
+    module = ClassifierServingModule(model, tokenizer, 24, labels, pair=pair)
     export_dir = tmp_path / "export"
     (export_dir / "stale").mkdir(parents=True)  # a previous export is replaced
     export.save_serving_model(str(export_dir), module, module.signatures())

@@ -12,7 +12,7 @@ pearson for STS-B, eval_accuracy otherwise, as the original) is kept as
   {task}_predict.json  CLUE tasks: the CLUE submission file (albert_tf.tasks.classification.clue)
   *.tf_record (+.json) feature caches (in cached_dir, default output_dir)
 and, with `export_dir`, a SavedModel with `serving_default` (raw text) and
-`serve_tokens` signatures (albert_tf.export).
+`serve_tokens` signatures, or ONNX / LiteRT files (albert_tf.tasks.classification.export).
 """
 from __future__ import annotations
 
@@ -31,9 +31,10 @@ from albert_tf.finetuning.command_line import CommandLine
 from albert_tf.finetuning.options import FinetuningOptions, TaskOptions
 from albert_tf.option_fields import field_specs, option
 from albert_tf.training import run_dir
-from albert_tf.export import onnx as onnx_export, portable
+from albert_tf.export import portable
 from albert_tf.modeling.models import AlbertClassifier, classifier_losses
 from albert_tf.tasks.classification import clue, glue
+from albert_tf.tasks.classification.export import classifier_portable_model, export_classifier
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -187,38 +188,6 @@ def write_predictions(output_dir: str, spec: glue.TaskSpec,
     logging.info("wrote predictions for %d test examples: %s", len(examples),
                  ", ".join(written))
     return {"probabilities": probabilities, "labels": labels, "files": written}
-
-
-def export_classifier(model, options: GlueOptions, spec: glue.TaskSpec) -> str:
-    """Saves `model` as a SavedModel (raw-text and token signatures) to options.export_dir."""
-    module = export.ClassifierServingModule(model, options.in_graph_tokenizer(), options.max_seq_length,
-                                            None if spec.is_regression else spec.labels,
-                                            pair=spec.is_pair,
-                                            layer_norm=options.export_layer_norm)
-    return export.save_serving_model(options.export_dir, module, module.signatures())
-
-
-def classifier_portable_model(model, options: GlueOptions,
-                              spec: glue.TaskSpec) -> portable.PortableModel:
-    """The classifier's ONNX / LiteRT function: token ids -> `probabilities`, `logits`, and
-    `predictions` (int32 label index, or the score for regression), with its metadata."""
-    regression = spec.is_regression
-    names = ["probabilities", "logits"]
-    fn = onnx_export.model_function(model, names, argmax_of=None if regression else "logits")
-    if regression:  # `predictions` = the score, as the SavedModel's
-        scores = fn
-
-        def fn(features):
-            outputs = scores(features)
-            outputs["predictions"] = outputs["logits"][:, 0]
-            return outputs
-    metadata = {"task": "classifier", "task_name": options.task_name,
-                "labels": None if regression else list(spec.labels), "pair": spec.is_pair,
-                "max_seq_length": options.max_seq_length,
-                "do_lower_case": options.do_lower_case}
-    # A regression score has no label to agree on: its int8 files are not checked.
-    return portable.PortableModel(fn, export.token_input_signature(), metadata,
-                                  compare=() if regression else (("predictions", "values"),))
 
 
 class GlueJob(finetuning.FinetuningJob):

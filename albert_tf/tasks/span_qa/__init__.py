@@ -4,8 +4,9 @@ data.py (SQuAD JSON), alignment.py (paragraph tokens mapped to original characte
 features.py (windows, labels, TFRecord caches),
 wordpiece.py (WordPiece alignment for Chinese), postprocess.py (n-best and the
 predictions files), metrics.py (the official SQuAD scripts), cmrc_metrics.py and
-cmrc_tokenize.py (the official CMRC 2018 metric), export.py (raw-text SavedModel and
-ONNX), job.py (run_squad.py's job).
+cmrc_tokenize.py (the official CMRC 2018 metric), scoring.py (a predictions file scored
+against a data file), export.py (raw-text SavedModel and ONNX), job.py (run_squad.py's
+job), __main__.py (`python -m albert_tf.tasks.span_qa evaluate`, the scorer).
 
 May import: albert_tf.finetuning and everything below it; no other task family.
 """

@@ -1,4 +1,5 @@
-"""Official SQuAD metrics on hand-made cases, and the evaluate command."""
+"""Official SQuAD metrics on hand-made cases, and the evaluate command
+(`python -m albert_tf.tasks.span_qa evaluate`, and `albert_tf.tasks.squad` its former name)."""
 import json
 import subprocess
 import sys
@@ -6,7 +7,7 @@ import sys
 import pytest
 
 from albert_tf.tasks import squad
-from albert_tf.tasks.span_qa import metrics as m
+from albert_tf.tasks.span_qa import __main__ as span_qa_command, metrics as m
 
 from tests.conftest import REPO_ROOT
 
@@ -84,20 +85,53 @@ def test_v2_gold_that_normalises_to_empty_is_ignored():
     assert m.evaluate_v2(data, {"a": "rome"})["exact"] == 100.0
 
 
-def run_evaluate(*args):
-    return subprocess.run([sys.executable, "-m", "albert_tf.tasks.squad", "evaluate", *args],
+def run_evaluate(*args, module="albert_tf.tasks.squad"):
+    return subprocess.run([sys.executable, "-m", module, "evaluate", *args],
                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
 
 
-@pytest.mark.slow  # ~10s: keeps the default suite under 10 minutes on slower CPUs (11 min on a Zen 4)
-def test_evaluate_command(tmp_path):
+def v2_files(tmp_path):
+    """--data_file, --prediction_file and --na_prob_file of a v2.0 case (question c has no
+    prediction)."""
     data = {"version": "2.0", "data": dataset(qa("a", "Paris", impossible=False),
                                               qa("c", impossible=True))}
     (tmp_path / "d.json").write_text(json.dumps(data))
     (tmp_path / "p.json").write_text(json.dumps({"a": "paris"}))
     (tmp_path / "n.json").write_text(json.dumps({"a": 0.5, "c": 2.0}))
-    done = run_evaluate("--data_file", str(tmp_path / "d.json"), "--prediction_file",
-                        str(tmp_path / "p.json"), "--na_prob_file", str(tmp_path / "n.json"))
+    return ["--data_file", str(tmp_path / "d.json"), "--prediction_file",
+            str(tmp_path / "p.json"), "--na_prob_file", str(tmp_path / "n.json")]
+
+
+@pytest.mark.slow  # ~12 s: two processes
+def test_span_qa_evaluate_prints_what_squad_evaluate_prints(tmp_path):
+    args = v2_files(tmp_path)
+    new = run_evaluate(*args, module="albert_tf.tasks.span_qa")
+    old = run_evaluate(*args)
+    assert new.returncode == old.returncode == 0, new.stderr + old.stderr
+    assert new.stdout == old.stdout and json.loads(new.stdout)["missing_predictions"] == 1
+    assert "missing prediction for question id c" in new.stderr
+    assert "DeprecationWarning" not in old.stderr  # the old name is not deprecated
+
+
+def test_both_evaluate_commands_share_the_scorer(tmp_path, capsys):
+    """In-process: the same output, and each command's own name in its errors."""
+    args = v2_files(tmp_path)
+    assert span_qa_command.main(["evaluate", *args]) == 0
+    new = capsys.readouterr()
+    assert squad.main(["evaluate", *args]) == 0
+    assert capsys.readouterr() == new
+    assert json.loads(new.out)["exact"] == 50.0
+    for command, prog in ((span_qa_command.main, "python -m albert_tf.tasks.span_qa"),
+                          (squad.main, "python -m albert_tf.tasks.squad")):
+        assert command(["evaluate", *args, "--version", "1"]) == 2
+        assert capsys.readouterr().err.startswith(f"{prog} evaluate: error: --na_prob_file")
+        assert command(["score"]) == 2
+        assert capsys.readouterr().err.startswith(f"{prog}: error: the command is `evaluate`")
+
+
+@pytest.mark.slow  # ~10s: keeps the default suite under 10 minutes on slower CPUs (11 min on a Zen 4)
+def test_evaluate_command(tmp_path):
+    done = run_evaluate(*v2_files(tmp_path))
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["exact"] == 50.0 and result["missing_predictions"] == 1
