@@ -36,12 +36,12 @@ onednn.configure()  # before TensorFlow is imported: it reads the oneDNN switch 
 from absl import flags  # noqa: E402
 
 from albert_tf import cli, cli_finetuning, cli_options  # noqa: E402
-from albert_tf.tasks.span_qa.job import SquadJob  # noqa: E402
+from albert_tf.tasks.span_qa.job import SpanQaJob  # noqa: E402
 
 FLAGS = flags.FLAGS
-cli_finetuning.define_flags(SquadJob)
+cli_finetuning.define_flags(SpanQaJob)
 for module in (cli_options, cli_finetuning, cli):
     flags.adopt_module_key_flags(module)  # list them in --help
 
 if __name__ == "__main__":
-    cli.run(cli_finetuning.main(SquadJob), interrupted=lambda: cli.resume_hint(FLAGS.output_dir))
+    cli.run(cli_finetuning.main(SpanQaJob), interrupted=lambda: cli.resume_hint(FLAGS.output_dir))

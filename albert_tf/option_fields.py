@@ -1,6 +1,6 @@
 """Option fields that declare their command-line flag: help text, default and check.
 
-An options dataclass (FinetuningOptions, GlueOptions, PretrainingOptions, ...) declares
+An options dataclass (FinetuningOptions, ClassificationOptions, PretrainingOptions, ...) declares
 each field that a CLI exposes with `option(...)`; `albert_tf.cli_options.define_flags`
 turns those fields into absl flags and `options_from_flags` builds the object back, so a
 new common option is one field in one file. A family's options class changes a default by

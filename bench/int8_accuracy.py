@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     from albert_tf.config import AlbertConfig  # noqa: F401
     from albert_tf.finetuning import FinetuningOptions  # noqa: F401
     from albert_tf.tasks.classification import glue  # noqa: F401
-    from albert_tf.tasks.classification.job import GlueOptions, run_glue  # noqa: F401
+    from albert_tf.tasks.classification.job import ClassificationOptions, run_glue  # noqa: F401
 
     work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="albert_int8_"))
     split_sst2(source, work / "data")
@@ -114,12 +114,12 @@ def glue_options(args: argparse.Namespace, data_dir: pathlib.Path, out: pathlib.
     model.onnx and model.int8.onnx; the small config unless --albert_config_file."""
     from albert_tf.config import AlbertConfig
     from albert_tf.finetuning import FinetuningOptions
-    from albert_tf.tasks.classification.job import GlueOptions
+    from albert_tf.tasks.classification.job import ClassificationOptions
 
     config = (AlbertConfig.from_json_file(args.albert_config_file) if args.albert_config_file
               else AlbertConfig.from_dict(SMALL_CONFIG))
     learning_rate = args.learning_rate or (1e-4 if args.init_checkpoint else 5e-4)
-    return GlueOptions(
+    return ClassificationOptions(
         task_name="sst-2", data_dir=str(data_dir), spm_model_file=args.spm_model_file,
         albert_config=config, max_seq_length=args.max_seq_length, eval_batch_size=32,
         export_dir=str(out / "export"), export_format=("onnx",), export_int8=True,

@@ -31,7 +31,7 @@ import tensorflow as tf  # noqa: E402
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer, export, training  # noqa: E402
 from albert_tf.training import optimization  # noqa: E402
 from albert_tf.training.divergence import DivergenceGuard, DivergenceOptions  # noqa: E402
-from albert_tf.pretraining import PretrainingTask  # noqa: E402
+from albert_tf.pretraining import PretrainingObjective  # noqa: E402
 
 WARMUP_STEPS = 2
 
@@ -75,7 +75,7 @@ class TrainRunner:
                                       recompute_layers=recompute_layers)
         self.model.build()
         optimizer = optimization.create_optimizer(1e-4, 10 ** 6, 0, clip_norm=None)
-        task = PretrainingTask()
+        task = PretrainingObjective()
         self._output_dir = tempfile.mkdtemp(prefix="albert_bench_")
         # The guard as the CLIs run it, spike check included (its cost is the same for any
         # factor); its host-side check runs on every step's record, as in Trainer.train.

@@ -38,7 +38,7 @@ BestCheckpointTracker = best_checkpoint.BestCheckpointTracker
 evaluate_unrecorded_checkpoint = best_checkpoint.evaluate_unrecorded_checkpoint
 
 
-class ExampleMeanTask(training.Task):
+class ExampleMeanObjective(training.Objective):
     """A task whose loss is the mean of a per-example loss over the global batch.
 
     Subclasses implement `per_example(model, features, training)` returning
@@ -72,7 +72,7 @@ class ExampleMeanTask(training.Task):
 
 
 def run_finetuning(options: FinetuningOptions, build_model: Callable[[str], keras.Model],
-                   task: training.Task, metric: str,
+                   task: training.Objective, metric: str,
                    train_dataset_fn: Optional[Callable] = None,
                    evaluate_fn: Optional[Callable[[keras.Model, int], Dict]] = None,
                    predict_fn: Optional[Callable[[keras.Model], Dict]] = None,
@@ -238,7 +238,7 @@ class FinetuningJob:
     its data on first use (no hook depends on another having run):
       identity()                   what the run is (run_dir.RunIdentity)
       build_model(dtype_policy)    the task model
-      training_task()              the loss (a training.Task)
+      objective()              the loss (a training.Objective)
       metric, higher_is_better     how the best checkpoint is chosen
       train_dataset(input_context) one replica's training batches, each
                                    `per_replica_train_batch(input_context)` examples
@@ -298,7 +298,7 @@ class FinetuningJob:
     def build_model(self, dtype_policy: str = "float32") -> keras.Model:
         raise NotImplementedError
 
-    def training_task(self) -> training.Task:
+    def objective(self) -> training.Objective:
         raise NotImplementedError
 
     def train_dataset(self, input_context: Optional[tf.distribute.InputContext]
@@ -374,7 +374,7 @@ class FinetuningJob:
         if options.do_train or options.do_eval or options.do_predict or \
                 not (self.exports_without_training and self.options.export_dir):
             self.results.update(run_finetuning(
-                options, self.build_model, self.training_task(), self.metric,
+                options, self.build_model, self.objective(), self.metric,
                 train_dataset_fn=self.train_dataset if options.do_train else None,
                 evaluate_fn=self.evaluate if options.do_eval else None,
                 predict_fn=self.predict if options.do_predict else None,
@@ -428,3 +428,6 @@ class FinetuningJob:
             fp16=options.export_fp16, spm_model_file=options.spm_model_file,
             vocab_file=None if options.spm_model_file else options.vocab_file,
             check_features=check_features, int8_min_agreement=options.int8_min_agreement))
+
+
+ExampleMeanTask = ExampleMeanObjective  # the old name, for old imports

@@ -1,7 +1,7 @@
 """The options of a fine-tuning job: the run's (FinetuningOptions) and every task's (TaskOptions).
 
 Configuration flows one way: a CLI's flags -> a task's options (a TaskOptions subclass:
-GlueOptions, SquadOptions, RaceOptions) -> the job. Fields are keyword-only.
+ClassificationOptions, SpanQaOptions, MultipleChoiceOptions) -> the job. Fields are keyword-only.
 """
 from __future__ import annotations
 

@@ -44,7 +44,7 @@ def run_seeds(make_job: Callable, options: TaskOptions, seeds: Sequence[int],
     `best_seed`, `best_value`, `best_output_dir`, and when exported `export_dir` and the
     paths of the ONNX / LiteRT files, as a job's results name them).
 
-    make_job(options, strategy) -> a FinetuningJob (e.g. GlueJob). The jobs are compared
+    make_job(options, strategy) -> a FinetuningJob (e.g. ClassificationJob). The jobs are compared
     by their dev metric, so the run must evaluate (--do_eval; SQuAD: --do_predict on a
     file with answers). Each seed's feature caches go to `cached_dir` (the parent
     output_dir by default) where the task has one, so they are built once.

@@ -26,7 +26,7 @@ from albert_tf.pretraining import inputs
 from albert_tf.kernels import precision
 from albert_tf.config import AlbertConfig
 from albert_tf.modeling.models import MLM_LOSS_EPSILON, AlbertPretrainer
-from albert_tf.training import Task
+from albert_tf.training import Objective
 
 METRIC_SUMS = ("masked_lm_loss_sum", "masked_lm_correct", "masked_lm_weight",
                "sentence_order_loss_sum", "sentence_order_correct", "examples")
@@ -38,7 +38,7 @@ def _nll(logits, labels):
     return -tf.gather(log_probs, labels, axis=-1, batch_dims=len(labels.shape))
 
 
-class PretrainingTask(Task):
+class PretrainingObjective(Objective):
     """MLM + SOP on `AlbertPretrainer` outputs."""
 
     metric_names = METRIC_SUMS
@@ -215,7 +215,7 @@ def run_pretraining(options: PretrainingOptions,
     _claim_output_dir_and_save_config(options, chief)
     ckpt_dir = os.path.join(options.output_dir, CHECKPOINT_SUBDIR)
     model, optimizer, schedule = _build_model_and_optimizer(options, strategy)
-    task = PretrainingTask()
+    task = PretrainingObjective()
     resuming = tf.train.latest_checkpoint(ckpt_dir) is not None
     _initialize_from_checkpoint(model, options, ckpt_dir, resuming)
     trainer = training.Trainer(strategy, model, optimizer, task,
@@ -294,7 +294,7 @@ def _training_config(options: PretrainingOptions, ckpt_dir: str) -> training.Tra
 
 
 def _held_out_evaluator(options: PretrainingOptions, strategy: tf.distribute.Strategy,
-                        model: AlbertPretrainer, task: PretrainingTask,
+                        model: AlbertPretrainer, task: PretrainingObjective,
                         tracker: best_checkpoint.BestCheckpointTracker, chief: bool,
                         results: Dict, on_evaluation: Optional[Callable]
                         ) -> Callable[..., None]:
@@ -347,3 +347,6 @@ def _export_final_weights(model: AlbertPretrainer, output_dir: str, step: int) -
     checkpoints.save_tf1_checkpoint(model, os.path.join(output_dir, BEST_PREFIX),
                                     global_step=step)
     logging.info("no evaluation: exported the step-%d weights as %s", step, BEST_PREFIX)
+
+
+PretrainingTask = PretrainingObjective  # the old name, for old imports

@@ -1,6 +1,6 @@
 """The one training / evaluation loop and what it needs.
 
-loop.py (Trainer, Task, TrainingConfig, evaluate), divergence.py (the divergence guard's
+loop.py (Trainer, Objective, TrainingConfig, evaluate), divergence.py (the divergence guard's
 options and checks: NaN, infinite, loss spikes), reproducibility.py (seeds and op
 determinism), optimization.py (the original's
 AdamW and LAMB with warmup and linear decay), distribute.py (tf.distribute strategies
@@ -14,7 +14,7 @@ albert_tf.modeling, albert_tf.checkpoints.
 """
 # The public names of the former module albert_tf.training, which this package replaced.
 from albert_tf.training.loop import (  # noqa: F401
-    CorruptedInputError, DivergenceError, NonFiniteLossError, Task, Trainer, TrainingConfig,
+    CorruptedInputError, DivergenceError, NonFiniteLossError, Objective, Task, Trainer, TrainingConfig,
     evaluate)
 from albert_tf.training.divergence import DivergenceOptions  # noqa: F401
 from albert_tf.training.batching import check_batch_split, per_replica_batch  # noqa: F401

@@ -1,6 +1,6 @@
 """The one training / evaluation / checkpoint / summary loop that every CLI uses.
 
-A *task* says how to turn a batch into a loss (see `Task`); this module does
+A *task* says how to turn a batch into a loss (see `Objective`); this module does
 the rest: distribution, gradient accumulation, global-norm clipping, mixed
 precision loss scaling, XLA, checkpoints with resume, the divergence guard (rollback
 to the last good checkpoint, or a clear stop), TensorBoard summaries and console
@@ -47,7 +47,7 @@ class CorruptedInputError(UserError, RuntimeError):
     """The input pipeline hit a corrupted record (TensorFlow does not say in which file)."""
 
 
-class Task:
+class Objective:
     """What the loop needs to know about a model's loss.
 
     normalizers(features) -> dict of float32 scalars summed over examples (all-reduced
@@ -117,7 +117,7 @@ class Trainer:
     """
 
     def __init__(self, strategy: tf.distribute.Strategy, model: keras.Model,
-                 optimizer: keras.optimizers.Optimizer, task: Task, config: TrainingConfig,
+                 optimizer: keras.optimizers.Optimizer, task: Objective, config: TrainingConfig,
                  metric_names, learning_rate_fn: Optional[Callable] = None):
         if config.gradient_accumulation_steps < 1:
             raise ValueError("gradient_accumulation_steps must be >= 1, got "
@@ -524,7 +524,7 @@ class Trainer:
         return metrics
 
 
-def evaluate(strategy, model, task: Task, dataset_fn, metric_names,
+def evaluate(strategy, model, task: Objective, dataset_fn, metric_names,
              max_steps: Optional[int] = None) -> Dict[str, float]:
     """Runs `task.loss` (training=False) over the dataset (at most `max_steps` batches)."""
     dataset = strategy.distribute_datasets_from_function(dataset_fn)
@@ -563,3 +563,8 @@ def _format_seconds(seconds: float) -> str:
     seconds = int(seconds)
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else \
         f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+# The name before training objectives had their own name (a data set and a task family are
+# "tasks" too); kept for old imports.
+Task = Objective

@@ -10,12 +10,12 @@ from albert_tf.training.divergence import DivergenceOptions
 
 
 def classifier_flags(argv):
-    """A fresh FlagValues with run_classifier's option flags (from GlueOptions, as the CLI
+    """A fresh FlagValues with run_classifier's option flags (from ClassificationOptions, as the CLI
     defines them), the runtime flags runtime_options reads and the guard's, parsed."""
-    from albert_tf.tasks.classification.job import GlueOptions
+    from albert_tf.tasks.classification.job import ClassificationOptions
 
     values = flags.FlagValues()
-    cli_options.define_flags(GlueOptions, values=values)
+    cli_options.define_flags(ClassificationOptions, values=values)
     flags.DEFINE_string("mixed_precision", "float32", "", flag_values=values)
     flags.DEFINE_bool("jit_compile", False, "", flag_values=values)
     flags.DEFINE_integer("gradient_accumulation_steps", 1, "", flag_values=values)

@@ -70,7 +70,7 @@ def test_glue_neither_layout_names_data_dir_task_and_places(tmp_path):
 
 def test_run_glue_on_the_task_folder_as_in_the_issue(shared_data, tmp_path, absl_info):
     """`run_classifier.py --data_dir=glue/STS-B --task_name=sts-b` reads glue/STS-B/*.tsv."""
-    from albert_tf.tasks.classification.job import GlueOptions, run_glue
+    from albert_tf.tasks.classification.job import ClassificationOptions, run_glue
 
     spm = shared_data / "spm" / "albert_style_pd8k.model"
     if not spm.exists():
@@ -84,7 +84,7 @@ def test_run_glue_on_the_task_folder_as_in_the_issue(shared_data, tmp_path, absl
                           num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                           max_position_embeddings=32)
     out = tmp_path / "out"
-    results = run_glue(GlueOptions(
+    results = run_glue(ClassificationOptions(
         task_name="sts-b", data_dir=str(folder), spm_model_file=str(spm), albert_config=config,
         max_seq_length=32, eval_batch_size=8,
         finetuning=FinetuningOptions(output_dir=str(out), do_train=True, do_eval=True,

@@ -168,13 +168,13 @@ def test_training_reads_the_train_split_when_dev_is_evaluated_too(sst2, tmp_path
     """With --do_eval the dev split's cache is built after the training one's; training must
     still read train.tsv (320 rows), the evaluation and int8 check dev.tsv (80)."""
     from albert_tf.config import AlbertConfig
-    from albert_tf.tasks.classification.job import GlueJob, GlueOptions
+    from albert_tf.tasks.classification.job import ClassificationJob, ClassificationOptions
 
-    options = GlueOptions(task_name="sst-2", data_dir=sst2["data_dir"],
+    options = ClassificationOptions(task_name="sst-2", data_dir=sst2["data_dir"],
                           albert_config=AlbertConfig.from_dict(CONFIG),
                           spm_model_file=sst2["spm"], output_dir=str(tmp_path),
                           do_train=True, do_eval=True, max_seq_length=32, train_batch_size=16)
-    job = GlueJob(options)
+    job = ClassificationJob(options)
     seen = set()
     for batch in job.train_dataset(None).take(80):  # 1,280 rows: every row, many times
         seen.update(tuple(row) for row in batch["input_ids"].numpy())
@@ -207,13 +207,13 @@ def test_cli_reports_bad_flags_in_one_line(sst2, tmp_path):
 def glue_options(sst2, tmp_path, **changes):
     from albert_tf.config import AlbertConfig
     from albert_tf.finetuning import FinetuningOptions
-    from albert_tf.tasks.classification.job import GlueOptions
+    from albert_tf.tasks.classification.job import ClassificationOptions
 
     values = dict(task_name="sst-2", data_dir=sst2["data_dir"], spm_model_file=sst2["spm"],
                   albert_config=AlbertConfig.from_dict(CONFIG), max_seq_length=32,
                   finetuning=FinetuningOptions(output_dir=str(tmp_path), do_train=True))
     values.update(changes)
-    return GlueOptions(**values)
+    return ClassificationOptions(**values)
 
 
 @pytest.mark.parametrize("extra, message", [

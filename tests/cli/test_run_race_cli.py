@@ -168,7 +168,7 @@ def test_option_errors(setup, changes, message):
                   max_qa_length=24)
     values.update(changes)
     with pytest.raises(ValueError) as err:
-        race_job.RaceOptions(**values).validate()
+        race_job.MultipleChoiceOptions(**values).validate()
     assert message in str(err.value)
 
 
@@ -207,7 +207,7 @@ def test_the_old_dropout_flag_is_accepted_with_a_warning(setup, tmp_path):
 
 def test_the_old_dropout_keyword_still_builds_the_options(setup):
     with pytest.warns(DeprecationWarning, match="dropout_prob is now classifier_dropout"):
-        options = race_job.RaceOptions(data_dir=setup["data"], output_dir="unused",
+        options = race_job.MultipleChoiceOptions(data_dir=setup["data"], output_dir="unused",
                                        albert_config=AlbertConfig.from_dict(CONFIG),
                                        spm_model_file=setup["spm"], dropout_prob=0.25)
     assert options.classifier_dropout == 0.25

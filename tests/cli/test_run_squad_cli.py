@@ -56,7 +56,7 @@ def test_saved_model_answers_equal_the_python_path(shared_data, tmp_path, v2):
     name = "dev-v2.0.sample2.json" if v2 else "dev-v1.1.json"
     path = subset(shared_data, tmp_path, name, paragraphs=2)
     spm = str(shared_data / "spm" / "albert_style_pd8k.model")
-    options = squad_job.SquadOptions(
+    options = squad_job.SpanQaOptions(
         albert_config=CONFIG, spm_model_file=spm, output_dir=str(tmp_path / "out"),
         predict_file=path, do_predict=True, max_seq_length=96, doc_stride=32,
         max_query_length=24, version_2_with_negative=v2, start_n_top=3, end_n_top=2,

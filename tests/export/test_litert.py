@@ -18,7 +18,7 @@ from albert_tf.export import litert, litert_runtime, portable
 from albert_tf.modeling import models
 from albert_tf.tasks.classification import glue
 from albert_tf.tasks.classification.export import classifier_portable_model
-from albert_tf.tasks.classification.job import GlueOptions
+from albert_tf.tasks.classification.job import ClassificationOptions
 from albert_tf.tasks.multiple_choice import export as race_export
 from albert_tf.tasks.span_qa import export as squad_export
 from albert_tf.tasks.tagging import export as tagging_export, schemes
@@ -66,7 +66,7 @@ def classifier_case(spm_model):
     features = real_features(spm_model)
     model = built(models.AlbertClassifier(config(), num_labels=3), features)
     spec = dataclasses.replace(glue.TASKS["mnli"], labels=("a", "b", "c"))
-    options = GlueOptions(task_name="mnli", data_dir="unused", albert_config=config(),
+    options = ClassificationOptions(task_name="mnli", data_dir="unused", albert_config=config(),
                           spm_model_file=spm_model, output_dir="unused", max_seq_length=SEQ)
     return classifier_portable_model(model, options, spec), features
 

@@ -173,7 +173,7 @@ def test_classifier_collapsed_and_not(spm_model, tmp_path, caplog):
     from albert_tf.finetuning import FinetuningOptions
     from albert_tf.modeling.models import AlbertClassifier
     from albert_tf.tasks.classification import glue
-    from albert_tf.tasks.classification.job import GlueOptions, run_glue
+    from albert_tf.tasks.classification.job import ClassificationOptions, run_glue
 
     data = tmp_path / "data"
     data.mkdir()
@@ -183,7 +183,7 @@ def test_classifier_collapsed_and_not(spm_model, tmp_path, caplog):
     config = AlbertConfig(**CLASSIFIER_CONFIG)
 
     def options(out, **run):
-        return GlueOptions(
+        return ClassificationOptions(
             task_name="custom", data_dir=str(data), spm_model_file=spm_model, albert_config=config,
             max_seq_length=8, eval_batch_size=8,
             custom=glue.CustomTaskOptions(text_a_column="text", label_column="tag"),
@@ -226,7 +226,7 @@ def test_race_one_choice_everywhere(shared_data, spm_model, tmp_path, caplog):
     prefix = forced_checkpoint(race_job.build_model(config, 0.1), tmp_path / "zero" / "model.ckpt",
                                output_weights=0.0, output_bias=0.0)
     out = tmp_path / "out"
-    options = race_job.RaceOptions(
+    options = race_job.MultipleChoiceOptions(
         data_dir=str(shared_data / "race"), spm_model_file=spm_model, albert_config=config,
         output_dir=str(out), init_checkpoint=prefix, do_train=False, do_eval=True,
         max_seq_length=64, max_qa_length=24, eval_batch_size=5)
@@ -280,7 +280,7 @@ def test_squad_v2_no_answer_everywhere(shared_data, tmp_path, caplog):
 
     path = subset(shared_data, tmp_path, "dev-v2.0.sample2.json", paragraphs=1)
     out = tmp_path / "out"
-    options = squad_job.SquadOptions(
+    options = squad_job.SpanQaOptions(
         albert_config=SQUAD_CONFIG, spm_model_file=str(shared_data / "spm" /
                                                        "albert_style_pd8k.model"),
         output_dir=str(out), train_file=path, predict_file=path, do_train=True,

@@ -58,12 +58,12 @@ def test_records_without_a_description_rebuilt_where_ours_refused_where_given(tm
 
 
 def test_one_file_for_two_caches_is_refused(tmp_path, spm_model):
-    from albert_tf.tasks.multiple_choice.job import RaceOptions
-    from albert_tf.tasks.span_qa.job import SquadOptions
+    from albert_tf.tasks.multiple_choice.job import MultipleChoiceOptions
+    from albert_tf.tasks.span_qa.job import SpanQaOptions
 
     train = tmp_path / "train.json"
     train.write_text('{"data": []}')
-    squad = SquadOptions(albert_config=CONFIG, spm_model_file=spm_model,
+    squad = SpanQaOptions(albert_config=CONFIG, spm_model_file=spm_model,
                          output_dir=str(tmp_path / "out"), train_file=str(train),
                          predict_file=str(train), do_train=True, do_predict=True,
                          max_seq_length=64, train_feature_file=str(tmp_path / "f.tf_record"),
@@ -71,13 +71,13 @@ def test_one_file_for_two_caches_is_refused(tmp_path, spm_model):
     with pytest.raises(ValueError, match="--train_feature_file and --predict_feature_file are "
                                          "the same file"):
         squad.validate()
-    race = RaceOptions(albert_config=CONFIG, spm_model_file=spm_model, data_dir=str(tmp_path),
+    race = MultipleChoiceOptions(albert_config=CONFIG, spm_model_file=spm_model, data_dir=str(tmp_path),
                        output_dir=str(tmp_path / "out"), max_seq_length=64, max_qa_length=16,
                        train_file=str(tmp_path / "c.tf_record"),
                        eval_file=str(tmp_path / "c.tf_record"))
     with pytest.raises(ValueError, match="must be different files"):
         race.validate()
     # Evaluation batch sizes only need to be positive outside GLUE (as before the one job).
-    RaceOptions(albert_config=CONFIG, spm_model_file=spm_model, data_dir=str(tmp_path),
+    MultipleChoiceOptions(albert_config=CONFIG, spm_model_file=spm_model, data_dir=str(tmp_path),
                 output_dir=str(tmp_path / "out"), max_seq_length=64, max_qa_length=16,
                 eval_batch_size=8).validate(3)

@@ -12,7 +12,7 @@ CONFIG = AlbertConfig(vocab_size=30, embedding_size=16, hidden_size=32, num_hidd
                       num_attention_heads=4, intermediate_size=64, max_position_embeddings=12)
 
 
-class ToyClassification(finetuning.ExampleMeanTask):
+class ToyClassification(finetuning.ExampleMeanObjective):
     """Label 1 = the sequence's tokens come from the low half of the vocabulary."""
 
     metric_names = ("loss_total", "examples", "correct")

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.finetuning import run_seeds, seeds as seeds_module
-from albert_tf.tasks.classification.job import GlueJob
+from albert_tf.tasks.classification.job import ClassificationJob
 from tests.cli.test_run_classifier_cli import glue_options, run_cli, sst2  # noqa: F401 (fixture)
 
 
@@ -28,7 +28,7 @@ def options_for(sst2, output_dir, **changes):  # noqa: F811
                         **{k: v for k, v in changes.items() if k not in run_fields})
 
 
-class InterruptedJob(GlueJob):
+class InterruptedJob(ClassificationJob):
     """Interrupted (Ctrl-C) at its second evaluation when its seed is `INTERRUPT_SEED`."""
 
     INTERRUPT_SEED = None
@@ -45,7 +45,7 @@ def test_three_seeds_report_the_median_and_export_the_best(sst2, tmp_path):  # n
     out = tmp_path / "run"
     options = options_for(sst2, out, export_dir=str(tmp_path / "export"),
                           export_format=("saved_model",))
-    summary = run_seeds(GlueJob, options, [1, 2, 3])
+    summary = run_seeds(ClassificationJob, options, [1, 2, 3])
     values = [record["value"] for record in summary["seeds"]]
     assert [record["seed"] for record in summary["seeds"]] == [1, 2, 3]
     assert summary["median"] == sorted(values)[1]
@@ -95,7 +95,7 @@ def test_an_interrupted_multi_seed_run_resumes_at_its_seed(sst2, tmp_path, caplo
 
     with pytest.raises(UserValueError, match=r"seed_1 finished with other settings: "
                        r"--learning_rate 0\.001 \(now 0\.002\); give another --output_dir"):
-        run_seeds(GlueJob, options_for(sst2, out, learning_rate=2e-3), [1, 2, 3])
+        run_seeds(ClassificationJob, options_for(sst2, out, learning_rate=2e-3), [1, 2, 3])
 
 
 def test_a_multi_seed_run_without_evaluation_is_refused(sst2, tmp_path):  # noqa: F811
@@ -103,14 +103,14 @@ def test_a_multi_seed_run_without_evaluation_is_refused(sst2, tmp_path):  # noqa
 
     with pytest.raises(UserValueError, match=r"^--num_seeds / --seeds: a multi-seed run "
                        r"compares the seeds on the dev set: it needs --do_eval"):
-        run_seeds(GlueJob, options_for(sst2, tmp_path, do_eval=False), [1, 2])
+        run_seeds(ClassificationJob, options_for(sst2, tmp_path, do_eval=False), [1, 2])
     assert not (tmp_path / "seed_1").exists()
 
 
 def test_num_train_epochs_gives_the_steps(sst2, tmp_path, caplog):  # noqa: F811
     options = options_for(sst2, tmp_path, train_step=1000, warmup_step=0,
                           num_train_epochs=0.5, warmup_proportion=0.25)
-    job = GlueJob(options)
+    job = ClassificationJob(options)
     caplog.set_level("INFO", logger="absl")
     job.run()
     # 320 training rows / batch 16 x 0.5 epochs = 10 steps, warmup int(10 x 0.25) = 2
@@ -144,7 +144,7 @@ def test_each_seed_runs_without_export_and_shares_the_caches(sst2, tmp_path):  #
     seed.validate(1)  # a seed's options pass the checks its job runs
 
 
-class DivergingJob(GlueJob):
+class DivergingJob(ClassificationJob):
     """The guard stops seed 2 (as a run diverging past --max_rollbacks would)."""
 
     def run(self):

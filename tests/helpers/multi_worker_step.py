@@ -18,7 +18,7 @@ import tensorflow as tf  # noqa: E402
 
 from albert_tf import AlbertPretrainer, training  # noqa: E402
 from albert_tf.training import distribute, optimization  # noqa: E402
-from albert_tf.pretraining import PretrainingTask  # noqa: E402
+from albert_tf.pretraining import PretrainingObjective  # noqa: E402
 from tests.helpers.one_step_equivalence import BATCH, CONFIG  # noqa: E402
 
 STEPS = 3
@@ -32,7 +32,7 @@ def main(out_path):
         model = AlbertPretrainer(CONFIG)
         model.build()
         optimizer = optimization.create_optimizer(1e-2, 10, 0, clip_norm=None)
-    task = PretrainingTask()
+    task = PretrainingObjective()
     output_dir = os.environ.get("ALBERT_TF_TEST_OUTPUT", tempfile.mkdtemp())
     config = training.TrainingConfig(output_dir=output_dir, num_train_steps=STEPS,
                                      steps_per_loop=1, save_checkpoints_steps=2)

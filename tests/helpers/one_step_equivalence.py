@@ -22,7 +22,7 @@ import tensorflow as tf  # noqa: E402
 
 from albert_tf import AlbertConfig, AlbertPretrainer, training  # noqa: E402
 from albert_tf.training import optimization  # noqa: E402
-from albert_tf.pretraining import PretrainingTask  # noqa: E402
+from albert_tf.pretraining import PretrainingObjective  # noqa: E402
 from tests.helpers.pretraining_data import make_examples  # noqa: E402
 
 CONFIG = AlbertConfig(vocab_size=40, embedding_size=16, hidden_size=32, num_hidden_layers=2,
@@ -39,7 +39,7 @@ def one_step(strategy, accumulation):
         model.build()
         initial = [v.numpy() for v in model.weights]
         optimizer = optimization.create_optimizer(1e-2, 10, 0, clip_norm=None)
-    task = PretrainingTask()
+    task = PretrainingObjective()
     config = training.TrainingConfig(output_dir=tempfile.mkdtemp(), num_train_steps=1,
                                      steps_per_loop=1, save_checkpoints_steps=100,
                                      gradient_accumulation_steps=accumulation)

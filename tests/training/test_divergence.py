@@ -16,7 +16,7 @@ from albert_tf.training.divergence import DivergenceGuard, DivergenceOptions
 FEATURES = 4
 
 
-class InjectingTask(training.Task):
+class InjectingTask(training.Objective):
     """Squared error of a linear model; at optimizer update `at_step` the loss is multiplied
     by `factor` (NaN, or a spike), or (`infinite_gradient`) its gradient is made infinite.
     `once`: only the first time that update is computed (a rolled-back run then passes)."""

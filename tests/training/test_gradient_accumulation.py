@@ -146,23 +146,23 @@ def train(family: str, data: dict, output_dir, k: int, batch: int = BATCH, strat
 def _job(family: str, data: dict, run: dict):
     """(job class, options) of a fine-tuning family with the run's fields `run`."""
     if family == "classification":
-        from albert_tf.tasks.classification.job import GlueJob, GlueOptions
-        return GlueJob, GlueOptions(
+        from albert_tf.tasks.classification.job import ClassificationJob, ClassificationOptions
+        return ClassificationJob, ClassificationOptions(
             task_name="rte", data_dir=data["classification"], spm_model_file=data["spm"],
             albert_config=ENGLISH, max_seq_length=64, classifier_dropout=0.0, **run)
     if family == "span_qa":
-        from albert_tf.tasks.span_qa.job import SquadJob, SquadOptions
+        from albert_tf.tasks.span_qa.job import SpanQaJob, SpanQaOptions
         # SQuAD's steps come from its epochs: STEPS steps of `batch` questions.
         epochs = (STEPS + 0.5) * run["train_batch_size"] / data["span_qa_questions"]
-        return SquadJob, SquadOptions(
+        return SpanQaJob, SpanQaOptions(
             train_file=data["span_qa"], spm_model_file=data["spm"], albert_config=ENGLISH,
             max_seq_length=64, doc_stride=32, max_query_length=16, num_train_epochs=epochs,
             warmup_proportion=0.0, classifier_dropout=0.0, **run)
     if family in ("race", "c3"):
-        from albert_tf.tasks.multiple_choice.job import RaceJob, RaceOptions
+        from albert_tf.tasks.multiple_choice.job import MultipleChoiceJob, MultipleChoiceOptions
         vocabulary = ({"vocab_file": data["vocab"]} if family == "c3"
                       else {"spm_model_file": data["spm"]})
-        return RaceJob, RaceOptions(
+        return MultipleChoiceJob, MultipleChoiceOptions(
             task_name=family, data_dir=data[family], albert_config=CHINESE if family == "c3"
             else ENGLISH, max_seq_length=64, max_qa_length=24, classifier_dropout=0.0,
             **vocabulary, **run)

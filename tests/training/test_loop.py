@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from albert_tf import AlbertConfig, AlbertPretrainer, training
 from albert_tf.training import optimization
-from albert_tf.pretraining import PretrainingTask
+from albert_tf.pretraining import PretrainingObjective
 from tests.conftest import HELPERS, REPO_ROOT
 from tests.helpers.pretraining_data import make_examples
 
@@ -44,7 +44,7 @@ def make_trainer(output_dir, steps, save_every, lr=1e-2, optimizer="adamw", seed
     model.build()
     opt = optimization.create_optimizer(lr, steps, steps // 10, optimizer=optimizer,
                                         clip_norm=None)
-    task = PretrainingTask()
+    task = PretrainingObjective()
     config = training.TrainingConfig(output_dir=str(output_dir), num_train_steps=steps,
                                      steps_per_loop=2, save_checkpoints_steps=save_every)
     return training.Trainer(strategy, model, opt, task, config, task.metric_names,
@@ -151,8 +151,8 @@ def test_trainer_refuses_an_optimizer_that_clips_itself(tmp_path):
     with pytest.raises(ValueError, match="without clipping"):
         training.Trainer(tf.distribute.get_strategy(), model,
                          optimization.create_optimizer(1e-3, 10, 0, clip_norm=1.0),
-                         PretrainingTask(), training.TrainingConfig(str(tmp_path), 10),
-                         PretrainingTask.metric_names)
+                         PretrainingObjective(), training.TrainingConfig(str(tmp_path), 10),
+                         PretrainingObjective.metric_names)
 
 
 def free_port():

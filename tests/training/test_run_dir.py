@@ -212,7 +212,7 @@ def test_a_record_without_any_run_output_is_replaced(tmp_path):
 
 
 def test_run_glue_refuses_before_writing_feature_caches(shared_data, tmp_path):
-    from albert_tf.tasks.classification.job import GlueOptions, run_glue
+    from albert_tf.tasks.classification.job import ClassificationOptions, run_glue
 
     spm = shared_data / "spm" / "albert_style_pd8k.model"
     if not spm.exists():
@@ -222,7 +222,7 @@ def test_run_glue_refuses_before_writing_feature_caches(shared_data, tmp_path):
         run_dir.FINETUNING, "mrpc", AlbertConfig.from_dict(dict(CONFIG, vocab_size=8000)),
         labels=["0", "1"], metric="eval_accuracy"))
     (out / "eval_results.txt").write_text("eval_accuracy = 0.5\nglobal_step = 10\n")
-    options = GlueOptions(
+    options = ClassificationOptions(
         task_name="rte", data_dir=str(shared_data / "glue"), spm_model_file=str(spm),
         albert_config=AlbertConfig.from_dict(dict(CONFIG, vocab_size=8000)), max_seq_length=16,
         finetuning=finetuning.FinetuningOptions(output_dir=str(out), do_train=True,

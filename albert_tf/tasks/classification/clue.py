@@ -50,7 +50,7 @@ NO_LABEL = "-"
 
 
 @dataclasses.dataclass(frozen=True)
-class ClueTask:
+class ClueDataSet:
     """Where one CLUE task's texts and label are in its JSON objects.
 
     `text_a` / `text_b`: field names (text_b None: single sentence);
@@ -77,17 +77,17 @@ class ClueTask:
         return f"{self.name}_predict.json"
 
 
-TASKS: Dict[str, ClueTask] = {
-    "afqmc": ClueTask("afqmc", "sentence1", "sentence2", _BINARY),
-    "tnews": ClueTask("tnews", "sentence", None,
+TASKS: Dict[str, ClueDataSet] = {
+    "afqmc": ClueDataSet("afqmc", "sentence1", "sentence2", _BINARY),
+    "tnews": ClueDataSet("tnews", "sentence", None,
                       tuple(str(100 + i) for i in range(17) if i not in (5, 11)),
                       labels_file=True),
-    "iflytek": ClueTask("iflytek", "sentence", None, tuple(str(i) for i in range(119)),
+    "iflytek": ClueDataSet("iflytek", "sentence", None, tuple(str(i) for i in range(119)),
                         labels_file=True),
-    "ocnli": ClueTask("ocnli", "sentence1", "sentence2", _NLI, skip_unlabelled=True,
+    "ocnli": ClueDataSet("ocnli", "sentence1", "sentence2", _NLI, skip_unlabelled=True,
                       train_files=("train.json", "train.50k.json")),
-    "cmnli": ClueTask("cmnli", "sentence1", "sentence2", _NLI, skip_unlabelled=True),
-    "csl": ClueTask("csl", "keyword", "abst", _BINARY, keywords_a=True),
+    "cmnli": ClueDataSet("cmnli", "sentence1", "sentence2", _NLI, skip_unlabelled=True),
+    "csl": ClueDataSet("csl", "keyword", "abst", _BINARY, keywords_a=True),
 }
 
 
@@ -96,7 +96,7 @@ def _exists(path: str) -> bool:
     return tf.io.gfile.exists(path)
 
 
-def task_dir(task: ClueTask, data_dir: str) -> str:
+def task_dir(task: ClueDataSet, data_dir: str) -> str:
     """The directory holding the task's files: data_dir/<task>, data_dir/<task>_public
     or data_dir (the first with any train/dev/test file)."""
     candidates = [os.path.join(data_dir, task.name), os.path.join(data_dir, f"{task.name}_public"),
@@ -110,7 +110,7 @@ def task_dir(task: ClueTask, data_dir: str) -> str:
                              f"{', '.join(candidates)} (check --data_dir and --task_name)")
 
 
-def split_file(task: ClueTask, directory: str, split: str) -> str:
+def split_file(task: ClueDataSet, directory: str, split: str) -> str:
     """Path of `split`'s file in `directory` (error naming the names tried)."""
     for name in task.files(split):
         path = os.path.join(directory, name)
@@ -137,7 +137,7 @@ def read_json_lines(path: str) -> Iterator[Tuple[int, dict]]:
         yield number, value
 
 
-def task_labels(task: ClueTask, directory: str) -> Tuple[Tuple[str, ...], Dict[str, str]]:
+def task_labels(task: ClueDataSet, directory: str) -> Tuple[Tuple[str, ...], Dict[str, str]]:
     """(labels in class order, label -> description) of a task.
 
     `labels.json` (lines `{"label": ..., "label_desc"|"label_des": ...}`) in
@@ -171,7 +171,7 @@ def _label_string(value, where: str) -> str:
     return str(value)
 
 
-def _text(row: dict, field: str, where: str, task: ClueTask) -> str:
+def _text(row: dict, field: str, where: str, task: ClueDataSet) -> str:
     if field not in row:
         raise glue.GlueDataError(f"{where}: no field {field!r} (task {task.name}; the line has "
                                  f"{', '.join(sorted(row))})")
@@ -187,7 +187,7 @@ def _text(row: dict, field: str, where: str, task: ClueTask) -> str:
     return value
 
 
-def read_examples(task: ClueTask, directory: str, split: str,
+def read_examples(task: ClueDataSet, directory: str, split: str,
                   labels: Optional[Sequence[str]] = None) -> List[glue.InputExample]:
     """The examples of `split` of a CLUE task from the files in `directory` (`task_dir`).
 
@@ -228,14 +228,14 @@ def read_examples(task: ClueTask, directory: str, split: str,
     return examples
 
 
-def spec(task: ClueTask, labels: Sequence[str]) -> glue.TaskSpec:
+def spec(task: ClueDataSet, labels: Sequence[str]) -> glue.TaskSpec:
     """The GLUE TaskSpec of a CLUE task: classification over `labels`, best by accuracy."""
     layout = {split: glue.SplitLayout(task.files(split)[0], False, 0,
                                       1 if task.text_b else None, 0) for split in glue.SPLITS}
     return glue.TaskSpec(task.name, "", layout, tuple(labels), "eval_accuracy")
 
 
-def write_submission(output_dir: str, task: ClueTask, examples: Sequence[glue.InputExample],
+def write_submission(output_dir: str, task: ClueDataSet, examples: Sequence[glue.InputExample],
                      predicted: Sequence[str]) -> str:
     """Writes `<task>_predict.json` atomically: one `{"id": id, "label": "label"}` per test
     example, in file order, the id as the test file has it. Returns the file name."""
@@ -246,3 +246,6 @@ def write_submission(output_dir: str, task: ClueTask, examples: Sequence[glue.In
              for e, label in zip(examples, predicted)]
     fileio.atomic_write_text(os.path.join(output_dir, task.submission_file), "".join(lines))
     return task.submission_file
+
+
+ClueTask = ClueDataSet  # the old name, for old imports

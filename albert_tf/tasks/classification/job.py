@@ -38,7 +38,7 @@ from albert_tf.tasks.classification.export import classifier_portable_model, exp
 
 
 @dataclasses.dataclass(kw_only=True)
-class GlueOptions(TaskOptions):
+class ClassificationOptions(TaskOptions):
     """run_classifier.py's settings (defaults: the original's flags).
 
     `task_name`: a key of `glue.TASKS` or `clue.TASKS`, or "custom" (then `custom` is
@@ -102,7 +102,7 @@ class GlueOptions(TaskOptions):
                              f"{self.classifier_dropout}")
 
 
-class GlueTask(finetuning.ExampleMeanTask):
+class ClassificationObjective(finetuning.ExampleMeanObjective):
     """Training loss of `AlbertClassifier`: mean cross-entropy (or squared error)."""
 
     def __init__(self, regression: bool):
@@ -135,7 +135,7 @@ def predict_logits(strategy: tf.distribute.Strategy, model, data: tf.data.Datase
     return outputs.get("logits", np.zeros([0, 1], np.float32))[:num_examples]
 
 
-def _resolve_task(options: GlueOptions):
+def _resolve_task(options: ClassificationOptions):
     """(TaskSpec, split -> examples, CLUE task or None) of options.task_name."""
     name = options.task_name.lower()
     if name in clue.TASKS:
@@ -156,14 +156,14 @@ def _resolve_task(options: GlueOptions):
                                                          options.do_lower_case), None
 
 
-def load_tokenizer(options: GlueOptions):
+def load_tokenizer(options: ClassificationOptions):
     """The Python tokenizer of options (SentencePiece when spm_model_file is given)."""
     return options.load_tokenizer()
 
 
 def write_predictions(output_dir: str, spec: glue.TaskSpec,
                       examples: List[glue.InputExample], logits: np.ndarray,
-                      clue_task: Optional[clue.ClueTask] = None) -> Dict:
+                      clue_task: Optional[clue.ClueDataSet] = None) -> Dict:
     """test_results.tsv, submit_results.tsv, and the GLUE `{TASK}.tsv` or the CLUE
     `{task}_predict.json`; returns what was written."""
     if spec.is_regression:
@@ -190,12 +190,12 @@ def write_predictions(output_dir: str, spec: glue.TaskSpec,
     return {"probabilities": probabilities, "labels": labels, "files": written}
 
 
-class GlueJob(finetuning.FinetuningJob):
+class ClassificationJob(finetuning.FinetuningJob):
     """run_classifier.py's job: GLUE, CLUE or a custom task; every checkpoint evaluated on
     the whole dev set, the best kept by the task's metric (matthew_corr for CoLA, pearson
     for STS-B, eval_accuracy otherwise, as the original)."""
 
-    OPTIONS = GlueOptions
+    OPTIONS = ClassificationOptions
     COMMAND_LINE = CommandLine(
         required=("data_dir", "task_name", "albert_config_file", "output_dir"),
         hparams_task=lambda values: values.task_name,
@@ -205,7 +205,7 @@ class GlueJob(finetuning.FinetuningJob):
     @classmethod
     def options_from_command_line(cls, values) -> Dict:
         """`custom` from the custom-task flags, with --task_name=custom and both required
-        columns given (GlueOptions.validate names what is missing)."""
+        columns given (ClassificationOptions.validate names what is missing)."""
         if values.task_name.lower() != glue.CUSTOM_TASK or not (
                 values.text_a_column and values.label_column):
             return {}
@@ -240,8 +240,8 @@ class GlueJob(finetuning.FinetuningJob):
                                 num_labels=1 if self.regression else len(self.spec.labels),
                                 dropout_rate=self.options.classifier_dropout, dtype=dtype_policy)
 
-    def training_task(self):
-        return GlueTask(self.regression)
+    def objective(self):
+        return ClassificationObjective(self.regression)
 
     def split(self, split: str):
         """(examples, feature cache path) of a split, the cache built if needed (once)."""
@@ -326,7 +326,11 @@ class GlueJob(finetuning.FinetuningJob):
         return classifier_portable_model(model, self.options, self.spec)
 
 
-def run_glue(options: GlueOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
+def run_glue(options: ClassificationOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
     """Trains / evaluates / predicts / exports as configured; returns run_finetuning's dict
     (plus "export_dir" when exported)."""
-    return GlueJob(options, strategy).run()
+    return ClassificationJob(options, strategy).run()
+
+
+# Old names, for old imports: the family runs CLUE and custom tasks as well as GLUE.
+GlueJob, GlueOptions, GlueTask = ClassificationJob, ClassificationOptions, ClassificationObjective

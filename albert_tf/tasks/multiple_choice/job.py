@@ -1,6 +1,6 @@
 """The RACE and C3 fine-tuning job behind run_race.py: train, evaluate, predict, export.
 
-`run_race(options, strategy)` (a `RaceJob`) reads the data (`race`, or `c3` with
+`run_race(options, strategy)` (a `MultipleChoiceJob`) reads the data (`race`, or `c3` with
 task_name "c3"), builds TFRecord caches, fine-tunes an `AlbertMultipleChoice` with
 `finetuning.run_finetuning` (best checkpoint by dev
 `eval_accuracy`, kept as `model.ckpt-best` in the official TF1 format), reports
@@ -54,7 +54,7 @@ C3_SUBMISSION_FILE = "c3_predict.json"
 TASKS = ("race", "c3")
 
 
-class RaceTask(training.Task):
+class MultipleChoiceObjective(training.Objective):
     """Softmax cross-entropy over the 4 choices, weighted by `is_real_example`.
 
     The loss is the mean over the real examples of the global batch (the
@@ -126,7 +126,7 @@ class RaceTask(training.Task):
 
 
 @dataclasses.dataclass(kw_only=True)
-class RaceOptions(TaskOptions):
+class MultipleChoiceOptions(TaskOptions):
     """run_race.py's settings (defaults: the original run_race.py flags).
 
     task_name: "race" or "c3" (`max_qa_length`, `high_only` and `middle_only` are
@@ -316,24 +316,24 @@ def _check_flags(values) -> None:
                              "question and option together as C3's baseline")
 
 
-class RaceJob(finetuning.FinetuningJob):
+class MultipleChoiceJob(finetuning.FinetuningJob):
     """run_race.py's job: RACE or C3 (`options.task_name`), best checkpoint by dev accuracy."""
 
     metric = METRIC
     exports_without_training = True  # --export_dir alone exports model.ckpt-best
-    OPTIONS = RaceOptions
+    OPTIONS = MultipleChoiceOptions
     COMMAND_LINE = CommandLine(
         required=("data_dir", "albert_config_file", "output_dir"),
         hparams_task=lambda values: values.task_name,
         default_rules=_default_rules, check=_check_flags,
         renamed_flags={"dropout_prob": "classifier_dropout"})
 
-    def __init__(self, options: RaceOptions, strategy=None):
+    def __init__(self, options: MultipleChoiceOptions, strategy=None):
         super().__init__(options, strategy)
         self.is_c3 = options.task_name == "c3"
-        self.task = RaceTask(c3.SUBSETS, masked=True, name="C3", choice_labels=[
+        self.task = MultipleChoiceObjective(c3.SUBSETS, masked=True, name="C3", choice_labels=[
             f"option {choice}" for choice in range(race.NUM_CHOICES)]) if self.is_c3 \
-            else RaceTask()
+            else MultipleChoiceObjective()
 
     def identity(self):
         return run_dir.RunIdentity.of(run_dir.FINETUNING, self.options.task_name,
@@ -343,7 +343,7 @@ class RaceJob(finetuning.FinetuningJob):
         return build_model(self.options.albert_config, self.options.classifier_dropout,
                            dtype_policy)
 
-    def training_task(self):
+    def objective(self):
         return self.task
 
     def cached(self, purpose: str):
@@ -437,6 +437,10 @@ class RaceJob(finetuning.FinetuningJob):
                                           options.max_qa_length, options.do_lower_case)
 
 
-def run_race(options: RaceOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
+def run_race(options: MultipleChoiceOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
     """Runs the job; returns run_finetuning's results plus `predict_accuracy` and `export_dir`."""
-    return RaceJob(options, strategy).run()
+    return MultipleChoiceJob(options, strategy).run()
+
+
+# Old names, for old imports: the family runs C3 as well as RACE.
+RaceJob, RaceOptions, RaceTask = MultipleChoiceJob, MultipleChoiceOptions, MultipleChoiceObjective

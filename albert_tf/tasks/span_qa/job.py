@@ -62,7 +62,7 @@ V2_OUTPUTS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "en
               "cls_logits")
 
 
-class SquadTask(finetuning.ExampleMeanTask):
+class SpanQaObjective(finetuning.ExampleMeanObjective):
     """The original's losses, per example then averaged over the global batch.
 
     v1: (CE(start) + CE(end)) / 2; v2: 0.5 (CE(start) + CE(end)) + 0.5 sigmoid
@@ -95,7 +95,7 @@ def _nll(log_probs, positions):
 
 
 @dataclasses.dataclass(kw_only=True)
-class SquadOptions(TaskOptions):
+class SpanQaOptions(TaskOptions):
     """run_squad.py's flags (the original's names and defaults).
 
     `spm_model_file` or `vocab_file` (see the module docstring). The training steps are
@@ -186,7 +186,7 @@ class SquadOptions(TaskOptions):
             self.null_score_diff_threshold)
 
 
-def build_model(options: SquadOptions, dtype_policy: str = "float32"):
+def build_model(options: SpanQaOptions, dtype_policy: str = "float32"):
     if options.version_2_with_negative:
         return AlbertSquadV2(options.albert_config, start_n_top=options.start_n_top,
                              end_n_top=options.end_n_top, dropout_rate=options.classifier_dropout,
@@ -194,7 +194,7 @@ def build_model(options: SquadOptions, dtype_policy: str = "float32"):
     return AlbertSpanLabeler(options.albert_config, dtype=dtype_policy)
 
 
-def load_tokenizer(options: SquadOptions) -> tokenization.Tokenizer:
+def load_tokenizer(options: SpanQaOptions) -> tokenization.Tokenizer:
     """The Python tokenizer of options (SentencePiece when spm_model_file is given)."""
     return options.load_tokenizer()
 
@@ -212,7 +212,7 @@ def resolve_metric(metric: str, dataset: list, version_2_with_negative: bool) ->
     return chosen
 
 
-def prepare_features(path: str, examples, tokenizer, options: SquadOptions, is_training: bool,
+def prepare_features(path: str, examples, tokenizer, options: SpanQaOptions, is_training: bool,
                      source: str, owned: bool = False) -> Dict:
     """The feature cache at `path`, built unless a matching one exists; returns its
     description (`features.prepare_feature_file`; `owned`: albert_tf chose the path)."""
@@ -257,7 +257,7 @@ def predict_raw(model, path: str, max_seq_length: int, batch_size: int, v2: bool
     return outputs
 
 
-def score(dataset, predictions: squad_postprocess.SquadPredictions, options: SquadOptions,
+def score(dataset, predictions: squad_postprocess.SquadPredictions, options: SpanQaOptions,
           metric: str = "squad") -> Dict:
     """Official metrics of predictions (v2: also tunes the null threshold if not given).
 
@@ -325,19 +325,19 @@ def _hparams_task(values) -> str:
     return "squad_v2" if values.version_2_with_negative else "squad_v1"
 
 
-class SquadJob(finetuning.FinetuningJob):
+class SpanQaJob(finetuning.FinetuningJob):
     """run_squad.py's job: SQuAD v1.1 / v2.0 or CMRC 2018, best checkpoint by `f1` on
     predict_file when it has gold answers."""
 
     metric = METRIC
-    OPTIONS = SquadOptions
+    OPTIONS = SpanQaOptions
     COMMAND_LINE = CommandLine(
         required=("albert_config_file", "output_dir"), hparams_task=_hparams_task,
         default_rules=lambda values: ["max_query_length:squad", "doc_stride:squad",
                                       "predict_batch_size:8"],
         print_predict_metrics=True, renamed_flags={"dropout_prob": "classifier_dropout"})
 
-    def __init__(self, options: SquadOptions, strategy=None):
+    def __init__(self, options: SpanQaOptions, strategy=None):
         super().__init__(options, strategy)
         self.v2 = options.version_2_with_negative
 
@@ -359,8 +359,8 @@ class SquadJob(finetuning.FinetuningJob):
     def build_model(self, dtype_policy: str = "float32"):
         return build_model(self.options, dtype_policy)
 
-    def training_task(self):
-        return SquadTask(self.v2)
+    def objective(self):
+        return SpanQaObjective(self.v2)
 
     def evaluates(self) -> bool:
         """SQuAD evaluates the --predict_file predictions (when the file has answers)."""
@@ -502,6 +502,10 @@ class SquadJob(finetuning.FinetuningJob):
         return squad_export.portable_model(model, self.export_options())
 
 
-def run_squad(options: SquadOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
+def run_squad(options: SpanQaOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
     """Runs the job; returns run_finetuning's results plus `predict_metrics` / `paths`."""
-    return SquadJob(options, strategy).run()
+    return SpanQaJob(options, strategy).run()
+
+
+# Old names, for old imports: the family runs CMRC 2018 as well as SQuAD.
+SquadJob, SquadOptions, SquadTask = SpanQaJob, SpanQaOptions, SpanQaObjective

@@ -149,7 +149,7 @@ class SplitData:
         return len(self.windows or ())
 
 
-class TaggingTask(loop.Task):
+class TaggingObjective(loop.Objective):
     """The mean loss per labelled word of the global batch (cross-entropy, or the CRF's
     negative log-likelihood summed over a sentence's words)."""
 
@@ -199,8 +199,8 @@ class TaggingJob(finetuning_job.FinetuningJob):
                                      use_crf=self.options.use_crf, allowed=allowed,
                                      dtype=dtype_policy)
 
-    def training_task(self):
-        return TaggingTask()
+    def objective(self):
+        return TaggingObjective()
 
     # --- data ----------------------------------------------------------------------------
 
@@ -412,3 +412,5 @@ def run_ner(options: TaggingOptions, strategy: Optional[tf.distribute.Strategy] 
     `predict_metrics` (when the predicted split has gold tags)."""
     return TaggingJob(options, strategy).run()
 
+
+TaggingTask = TaggingObjective  # the old name, for old imports

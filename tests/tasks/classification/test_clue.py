@@ -266,13 +266,13 @@ def test_iflytek_test_ids_default_to_the_record_index(clue_dir):
 def glue_options(chinese, data_dir, output_dir, task_name, **finetune):
     from albert_tf.config import AlbertConfig
     from albert_tf.finetuning import FinetuningOptions
-    from albert_tf.tasks.classification.job import GlueOptions
+    from albert_tf.tasks.classification.job import ClassificationOptions
 
     values = dict(do_train=True, do_eval=True, do_predict=True, train_batch_size=8,
                   learning_rate=1e-3, train_step=2, warmup_step=0, save_checkpoints_steps=2,
                   iterations_per_loop=2, seed=5)
     values.update(finetune)
-    return GlueOptions(task_name=task_name, data_dir=str(data_dir),
+    return ClassificationOptions(task_name=task_name, data_dir=str(data_dir),
                        vocab_file=str(chinese / "vocab" / "vocab_chinese.txt"),
                        albert_config=AlbertConfig.from_dict(CONFIG), max_seq_length=48,
                        eval_batch_size=8, predict_batch_size=4,

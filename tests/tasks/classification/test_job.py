@@ -8,7 +8,7 @@ import tensorflow as tf
 from albert_tf.config import AlbertConfig
 from albert_tf.finetuning import FinetuningOptions
 from albert_tf.tasks.classification import glue, metrics as glue_metrics
-from albert_tf.tasks.classification.job import GlueOptions, run_glue
+from albert_tf.tasks.classification.job import ClassificationOptions, run_glue
 
 CONFIG = AlbertConfig(vocab_size=8000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
                       num_attention_heads=4, intermediate_size=64, max_position_embeddings=32)
@@ -35,7 +35,7 @@ def test_stsb_regression_train_eval_predict_export(shared_data, spm, tmp_path):
                                    "\tsentence1\tsentence2\n" + "".join(
                                        "\t".join(r.split("\t")[:9]) + "\n" for r in rows))
     out = tmp_path / "out"
-    options = GlueOptions(
+    options = ClassificationOptions(
         task_name="sts-b", data_dir=str(tmp_path / "data"), spm_model_file=spm,
         albert_config=CONFIG, max_seq_length=32, eval_batch_size=8, predict_batch_size=4,
         export_dir=str(out / "export"), export_format=("saved_model", "onnx"),
@@ -96,7 +96,7 @@ def test_custom_task_job_eval_and_predict(spm, tmp_path):
     (data / "dev.csv").write_text("text,tag\n\"good, very good\",pos\nbad,neg\nfine,pos\n")
     (data / "test.csv").write_text("text\nokay\nterrible\n")
     out = tmp_path / "out"
-    options = GlueOptions(
+    options = ClassificationOptions(
         task_name="custom", data_dir=str(data), spm_model_file=spm, albert_config=CONFIG,
         max_seq_length=16, eval_batch_size=2, predict_batch_size=2,
         custom=glue.CustomTaskOptions(text_a_column="text", label_column="tag"),

@@ -260,13 +260,13 @@ def test_option_errors(changes, message, chinese_vocab_file):
                   max_seq_length=SEQ, task_name="c3")
     values.update(changes)
     with pytest.raises(ValueError) as err:
-        race_job.RaceOptions(**values).validate()
+        race_job.MultipleChoiceOptions(**values).validate()
     assert message in str(err.value)
 
 
 def test_vocabulary_size_must_match_the_config(tmp_path, chinese_vocab_file, dev_documents):
     write_split(tmp_path / "data", dev_documents, "dev")
-    options = race_job.RaceOptions(
+    options = race_job.MultipleChoiceOptions(
         data_dir=str(tmp_path / "data"), albert_config=AlbertConfig.from_dict(
             dict(CONFIG, vocab_size=30000)), spm_model_file=None, vocab_file=chinese_vocab_file,
         output_dir=str(tmp_path / "out"), max_seq_length=SEQ, task_name="c3", do_train=False)

@@ -289,7 +289,7 @@ def test_race_task_sums_match_numpy():
                 "label_ids": np.array([0, 1, 2, 3, 1, 0], "int32"),
                 "is_real_example": np.array([1, 1, 1, 1, 1, 0], "int32"),
                 "level_ids": np.array([0, 1, 0, 1, 1, -1], "int32")}
-    task = race_job.RaceTask()
+    task = race_job.MultipleChoiceObjective()
     normalizers = task.normalizers(features)
     loss, sums = task.loss(model, features, normalizers, training=False)
     logits = model(features)["logits"].numpy().astype("float64")

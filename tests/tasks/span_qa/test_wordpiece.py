@@ -223,17 +223,17 @@ def test_metric_choice_and_option_errors(shared_data, cmrc_file, chinese_vocab_f
                 output_dir=str(tmp_path / "o"), predict_file=cmrc_file, do_predict=True,
                 max_seq_length=128)
     with pytest.raises(ValueError, match="--metric=cmrc2018 .* --version_2_with_negative"):
-        squad_job.SquadOptions(**dict(base, metric="cmrc2018",
+        squad_job.SpanQaOptions(**dict(base, metric="cmrc2018",
                                       version_2_with_negative=True)).validate()
     with pytest.raises(ValueError, match="--metric must be one of auto, squad, cmrc2018"):
-        squad_job.SquadOptions(**dict(base, metric="bleu")).validate()
+        squad_job.SpanQaOptions(**dict(base, metric="bleu")).validate()
     with pytest.raises(ValueError, match="--spm_model_file .* or --vocab_file"):
-        squad_job.SquadOptions(**dict(base, vocab_file=None)).validate()
+        squad_job.SpanQaOptions(**dict(base, vocab_file=None)).validate()
     with pytest.raises(ValueError, match="--vocab_file=/nope: no such file"):
-        squad_job.run_squad(squad_job.SquadOptions(**dict(base, vocab_file="/nope")))
+        squad_job.run_squad(squad_job.SpanQaOptions(**dict(base, vocab_file="/nope")))
     small = AlbertConfig(**dict(CONFIG.to_dict(), vocab_size=8000))
     with pytest.raises(checkpoints.CheckpointMismatchError, match="21128 tokens.*8000"):
-        squad_job.run_squad(squad_job.SquadOptions(**dict(base, albert_config=small)))
+        squad_job.run_squad(squad_job.SpanQaOptions(**dict(base, albert_config=small)))
 
 
 def test_feature_cache_is_rebuilt_for_another_vocabulary(shared_data, tokenizer, tmp_path):
@@ -292,7 +292,7 @@ def cmrc_subset(cmrc_file, tmp_path, articles):
 def test_saved_model_answers_equal_the_python_path(chinese_vocab_file, cmrc_file, tmp_path):
     """A random (seeded) model: arbitrary spans, compared strictly, plus odd contexts."""
     path = cmrc_subset(cmrc_file, tmp_path, 2)
-    options = squad_job.SquadOptions(
+    options = squad_job.SpanQaOptions(
         albert_config=CONFIG, spm_model_file=None, vocab_file=chinese_vocab_file,
         output_dir=str(tmp_path / "out"), predict_file=path, do_predict=True,
         max_seq_length=96, doc_stride=32, max_query_length=24, n_best_size=5,
