@@ -438,3 +438,27 @@ def test_light_modules_do_not_load_tensorflow():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=REPO_ROOT, check=True)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_old_class_names_are_the_renamed_classes():
+    """Families name their jobs and options, objectives are Objective; the old names stay."""
+    from albert_tf import finetuning, pretraining, training
+    from albert_tf.tasks.classification import clue, job as classification
+    from albert_tf.tasks.multiple_choice import job as multiple_choice
+    from albert_tf.tasks.span_qa import job as span_qa
+    from albert_tf.tasks.tagging import job as tagging
+
+    pairs = [(training.Task, training.Objective),
+             (finetuning.ExampleMeanTask, finetuning.ExampleMeanObjective),
+             (pretraining.PretrainingTask, pretraining.PretrainingObjective),
+             (classification.GlueJob, classification.ClassificationJob),
+             (classification.GlueOptions, classification.ClassificationOptions),
+             (classification.GlueTask, classification.ClassificationObjective),
+             (multiple_choice.RaceJob, multiple_choice.MultipleChoiceJob),
+             (multiple_choice.RaceOptions, multiple_choice.MultipleChoiceOptions),
+             (multiple_choice.RaceTask, multiple_choice.MultipleChoiceObjective),
+             (span_qa.SquadJob, span_qa.SpanQaJob), (span_qa.SquadOptions, span_qa.SpanQaOptions),
+             (span_qa.SquadTask, span_qa.SpanQaObjective),
+             (tagging.TaggingTask, tagging.TaggingObjective), (clue.ClueTask, clue.ClueDataSet)]
+    for old, new in pairs:
+        assert old is new
