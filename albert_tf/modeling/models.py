@@ -141,10 +141,12 @@ def _nll(log_probs, labels):
 class FineTuningModel(keras.Model):
     """The base of the fine-tuning models (here and `token_classifier.AlbertTokenClassifier`):
     shared constructor/config plumbing, an AlbertEncoder named `encoder` plus a head.
-    A subclass names its constructor's own arguments in `_EXTRA_ARGS` (kept by get_config).
+    A subclass names its constructor's own arguments in `_EXTRA_ARGS` (kept by get_config)
+    and the attribute holding its head in `_HEAD` (built after the encoder).
     """
 
     _EXTRA_ARGS: tuple = ()
+    _HEAD: str = "classifier"
 
     def __init__(self, config: AlbertConfig, **kwargs):
         super().__init__(**kwargs)
@@ -152,6 +154,19 @@ class FineTuningModel(keras.Model):
             config = AlbertConfig.from_dict(config)
         self.config = config
         self.encoder = AlbertEncoder(config, name="encoder", dtype=self.dtype_policy)
+
+    def classification_head(self, num_outputs: int, dropout_rate: float
+                            ) -> heads.ClassificationHead:
+        """dropout -> dense [H, num_outputs] named `classifier` (the original's
+        `output_weights` / `output_bias`)."""
+        return heads.ClassificationHead(num_outputs, self.config.hidden_size,
+                                        self.config.initializer_range, dropout_rate,
+                                        name="classifier", dtype=self.dtype_policy)
+
+    def build(self, input_shape=None):
+        self.encoder.build()
+        getattr(self, self._HEAD).build()
+        self.built = True
 
     def get_config(self):
         values = serialize_model_config(self)
@@ -184,14 +199,7 @@ class AlbertClassifier(FineTuningModel):
         super().__init__(config, **kwargs)
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
-        self.classifier = heads.ClassificationHead(num_labels, self.config.hidden_size,
-                                                   self.config.initializer_range, dropout_rate,
-                                                   name="classifier", dtype=self.dtype_policy)
-
-    def build(self, input_shape=None):
-        self.encoder.build()
-        self.classifier.build()
-        self.built = True
+        self.classifier = self.classification_head(num_labels, dropout_rate)
 
     def call(self, inputs: Dict, training=False):
         outputs = dict(self.encoder(inputs, training=training))
@@ -234,15 +242,12 @@ class AlbertSpanLabeler(FineTuningModel):
     (the original calls them start/end "log_prob" in its predictions: they are raw logits).
     """
 
+    _HEAD = "span"
+
     def __init__(self, config: AlbertConfig, **kwargs):
         super().__init__(config, **kwargs)
         self.span = heads.SpanHead(self.config.hidden_size, self.config.initializer_range,
                                    name="squad", dtype=self.dtype_policy)
-
-    def build(self, input_shape=None):
-        self.encoder.build()
-        self.span.build()
-        self.built = True
 
     def call(self, inputs: Dict, training=False):
         outputs = dict(self.encoder(inputs, training=training))
@@ -276,6 +281,8 @@ class AlbertSquadV2(FineTuningModel):
 
     _EXTRA_ARGS = ("start_n_top", "end_n_top", "dropout_rate")
 
+    _HEAD = "squad"
+
     def __init__(self, config: AlbertConfig, start_n_top: int = 5, end_n_top: int = 5,
                  dropout_rate: float = 0.1, **kwargs):
         super().__init__(config, **kwargs)
@@ -285,11 +292,6 @@ class AlbertSquadV2(FineTuningModel):
         self.squad = heads.SquadV2Head(self.config.hidden_size, self.config.initializer_range,
                                        start_n_top, end_n_top, dropout_rate, name="squad_v2",
                                        dtype=self.dtype_policy)
-
-    def build(self, input_shape=None):
-        self.encoder.build()
-        self.squad.build()
-        self.built = True
 
     def call(self, inputs: Dict, training=False):
         outputs = dict(self.encoder(inputs, training=training))
@@ -345,14 +347,7 @@ class AlbertMultipleChoice(FineTuningModel):
         super().__init__(config, **kwargs)
         self.num_choices = num_choices
         self.dropout_rate = dropout_rate
-        self.classifier = heads.ClassificationHead(1, self.config.hidden_size,
-                                                   self.config.initializer_range, dropout_rate,
-                                                   name="classifier", dtype=self.dtype_policy)
-
-    def build(self, input_shape=None):
-        self.encoder.build()
-        self.classifier.build()
-        self.built = True
+        self.classifier = self.classification_head(1, dropout_rate)
 
     def call(self, inputs: Dict, training=False):
         input_ids = inputs.get("input_ids") if isinstance(inputs, dict) else None

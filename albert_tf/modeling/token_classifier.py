@@ -16,7 +16,7 @@ import tensorflow as tf
 from keras import ops
 
 from albert_tf.config import AlbertConfig
-from albert_tf.modeling import crf, heads
+from albert_tf.modeling import crf
 from albert_tf.modeling.models import FineTuningModel
 
 # Transition constraints: (allowed [K, K], allowed_start [K], allowed_end [K]) as booleans.
@@ -67,15 +67,8 @@ class AlbertTokenClassifier(FineTuningModel):
         self.allowed = None if allowed is None else tuple(
             [[bool(v) for v in row] for row in allowed[0]] if i == 0 else
             [bool(v) for v in allowed[i]] for i in range(3))
-        self.classifier = heads.ClassificationHead(num_labels, self.config.hidden_size,
-                                                   self.config.initializer_range, dropout_rate,
-                                                   name="classifier", dtype=self.dtype_policy)
+        self.classifier = self.classification_head(num_labels, dropout_rate)
         self.crf = crf.CRF(num_labels, name="crf") if use_crf else None
-
-    def build(self, input_shape=None):
-        self.encoder.build()
-        self.classifier.build()
-        self.built = True
 
     def call(self, inputs: Dict, training=False):
         outputs = dict(self.encoder(inputs, training=training))
