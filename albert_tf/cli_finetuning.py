@@ -96,8 +96,10 @@ def main(job_class: type) -> Callable:
             results = job_class(options, strategy).run()
             if command_line.print_predict_metrics and results.get("predict_metrics"):
                 print(json.dumps(results["predict_metrics"]))
-            logging.info("done at step %s; best: %s", results.get("global_step"),
-                         results.get("best"))
+            logging.info("done at step %s; best: %s%s", results.get("global_step"),
+                         results.get("best"),
+                         f"; predict: {results['predict_accuracy']}"
+                         if results.get("predict_accuracy") is not None else "")
         cli.report_export(results, FLAGS.export_format)
 
     return run

@@ -41,5 +41,7 @@ def options_from_flags(options_class: type, values: flags.FlagValues = flags.FLA
         if spec.field in fields or spec.flag not in values:
             continue
         value = values[spec.flag].value
-        fields[spec.field] = tuple(value) if spec.kind is list and value is not None else value
+        if spec.kind is list:  # an empty list is "not given" where the field's default is None
+            value = tuple(value) if value or spec.default is not None else None
+        fields[spec.field] = value
     return options_class(**fields)

@@ -116,10 +116,13 @@ def field_specs(cls: type) -> Dict[str, FieldSpec]:
 
 def check_fields(options: Any, names: Optional[Sequence[str]] = None) -> None:
     """Raises ValueError("--flag must <rule>, got <value>") for the first field (of `names`,
-    default all, in declaration order) whose value breaks its check."""
+    default all, in declaration order) whose value breaks its check. Fields the class does
+    not expose as flags (`NOT_FLAGS`) are not checked."""
     specs = field_specs(type(options))
     for name in (names if names is not None else specs):
-        spec = specs[name]
+        spec = specs.get(name)
+        if spec is None:
+            continue
         value = getattr(options, name)
         if spec.check is not None and value is not None and not spec.check.holds(value):
             raise ValueError(f"--{spec.flag} must {spec.check.rule}, got {value}")

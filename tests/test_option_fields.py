@@ -66,3 +66,48 @@ def test_an_option_field_of_another_type_is_refused():
 
     with pytest.raises(TypeError, match="must be bool, int, float, str or a tuple of str"):
         option_fields.field_specs(Bad)
+
+
+def test_an_empty_list_flag_leaves_a_none_default_unset():
+    """`--limits=` on a list field whose default is None means "not given" (run_ner's
+    --labels=), while a list field with a default keeps the empty tuple it was given."""
+    @dataclasses.dataclass(kw_only=True)
+    class Lists:
+        labels: Optional[Tuple[str, ...]] = option(None, help="Labels.")
+        formats: Tuple[str, ...] = option(("x",), help="Formats.")
+
+    values = flags.FlagValues()
+    cli_options.define_flags(Lists, values=values)
+    values(["prog", "--labels=", "--formats="])
+    assert cli_options.options_from_flags(Lists, values) == Lists(labels=None, formats=())
+
+
+def test_every_declared_check_runs_before_a_job(tmp_path):
+    """TaskOptions.check applies each field's declared check, also in a family whose own
+    validate does not name the field (SQuAD's head dropout), and skips hidden fields."""
+    from albert_tf.config import AlbertConfig
+    from albert_tf.tasks.span_qa.job import SpanQaOptions
+
+    options = SpanQaOptions(albert_config=AlbertConfig(vocab_size=10), output_dir=str(tmp_path),
+                            vocab_file="v.txt", do_train=False, do_predict=False,
+                            classifier_dropout=1.5, eval_batch_size=0)
+    with pytest.raises(ValueError, match=r"--classifier_dropout must be in \[0, 1\), got 1.5"):
+        option_fields.check_fields(options)
+    option_fields.check_fields(options, ("eval_batch_size",))  # hidden in run_squad: skipped
+
+
+def test_an_export_only_multiple_choice_job_passes_validation(tmp_path):
+    """RACE / C3 export the weights they are given with --export_dir alone
+    (exports_without_training): the run's checks, which want a --do_*, do not apply."""
+    from albert_tf.config import AlbertConfig
+    from albert_tf.tasks.multiple_choice.job import MultipleChoiceJob, MultipleChoiceOptions
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n")
+    options = MultipleChoiceOptions(
+        data_dir=str(tmp_path), output_dir=str(tmp_path), vocab_file=str(vocab),
+        albert_config=AlbertConfig(vocab_size=5), do_train=False, do_eval=False,
+        export_dir=str(tmp_path / "export"))
+    MultipleChoiceJob(options).validate(1)
+    with pytest.raises(ValueError, match="at least one of --do_train"):
+        options.check(1)  # the CLI's check: a run is asked for

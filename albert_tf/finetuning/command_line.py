@@ -25,8 +25,6 @@ class CommandLine:
     default_rules(values): `cli_defaults` rules (names such as "eval_batch_size:8") applied
         once the replica count is known.
     check(values): family refusals that need the flags as typed (raise a UserError).
-    epochs: the CLI takes --num_train_epochs / --warmup_proportion from the options
-        class's fields (all but run_squad, which declares its own).
     print_predict_metrics: print the predicted split's scores as one JSON line on stdout.
     renamed_flags: old flag name -> current one, still accepted with a warning.
     flag_groups: more options classes whose fields are this CLI's flags too (the family

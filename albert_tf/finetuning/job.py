@@ -330,8 +330,12 @@ class FinetuningJob:
     # --- what every family shares -------------------------------------------------------------
 
     def validate(self, num_replicas: int) -> None:
-        """Every check of the options before anything is read (ValueError naming the flag)."""
-        self.options.check(num_replicas)
+        """Every check of the options before anything is read (ValueError naming the flag);
+        the run's checks only when there is a run (see `exports_without_training`)."""
+        options = self.options
+        options.check(num_replicas, run=bool(
+            options.do_train or options.do_eval or options.do_predict
+            or not (self.exports_without_training and options.export_dir)))
 
     def evaluates(self) -> bool:
         """Whether the run evaluates on a dev set (what a multi-seed run compares)."""

@@ -226,11 +226,18 @@ class TaskOptions(FinetuningOptions):
                                                spm_model_file=self.spm_model_file,
                                                do_lower_case=self.do_lower_case)
 
-    def check(self, num_replicas: int) -> None:
-        """Every check before a job runs: the family's (`validate`), then the run's with the
-        steps as given (`finetuning_options`). Raises ValueError naming the flag."""
+    def validate(self, num_replicas: int = 1) -> None:
+        """The family's checks (ValueError naming the flag); by default the shared ones."""
+        self.validate_task_options()
+
+    def check(self, num_replicas: int, run: bool = True) -> None:
+        """Every check before a job runs: the family's (`validate`), every option field's
+        declared check (`option(check=...)`), then, with `run`, the run's with the steps as
+        given (`finetuning_options`). Raises ValueError naming the flag."""
         self.validate(num_replicas)
-        self.finetuning_options().validate(num_replicas)
+        check_fields(self)
+        if run:
+            self.finetuning_options().validate(num_replicas)
 
     def finetuning_options(self, num_train_examples: Optional[int] = None
                            ) -> FinetuningOptions:

@@ -337,7 +337,7 @@ class AlbertMultipleChoice(FineTuningModel):
     prediction (the logits are then float32).
     Returns `sequence_output` [B, C, S, H], `pooled_output` [B, C, H],
     `logits` [B, C], `probabilities` [B, C], `predictions` int32 [B].
-    `dropout_rate` is run_race's --dropout_prob (0.1).
+    `dropout_rate` is run_race's --classifier_dropout (0.1; the original's --dropout_prob).
     """
 
     _EXTRA_ARGS = ("num_choices", "dropout_rate")

@@ -27,6 +27,7 @@ from absl import logging
 
 from albert_tf import export, fileio, finetuning, tokenization
 from albert_tf.finetuning import collapse, predict
+from albert_tf.errors import UserValueError
 from albert_tf.finetuning.command_line import CommandLine
 from albert_tf.finetuning.options import FinetuningOptions, TaskOptions
 from albert_tf.option_fields import field_specs, option
@@ -190,6 +191,12 @@ def write_predictions(output_dir: str, spec: glue.TaskSpec,
     return {"probabilities": probabilities, "labels": labels, "files": written}
 
 
+def _check_flags(values) -> None:
+    if values.task_name.lower() == glue.CUSTOM_TASK and not (values.text_a_column
+                                                             and values.label_column):
+        raise UserValueError("--task_name=custom needs --text_a_column and --label_column")
+
+
 class ClassificationJob(finetuning.FinetuningJob):
     """run_classifier.py's job: GLUE, CLUE or a custom task; every checkpoint evaluated on
     the whole dev set, the best kept by the task's metric (matthew_corr for CoLA, pearson
@@ -200,7 +207,7 @@ class ClassificationJob(finetuning.FinetuningJob):
         required=("data_dir", "task_name", "albert_config_file", "output_dir"),
         hparams_task=lambda values: values.task_name,
         default_rules=lambda values: ["eval_batch_size:8", "predict_batch_size:8"],
-        flag_groups=(glue.CustomTaskOptions,))
+        check=_check_flags, flag_groups=(glue.CustomTaskOptions,))
 
     @classmethod
     def options_from_command_line(cls, values) -> Dict:
