@@ -54,7 +54,7 @@ def chinese_vocab_file(shared_data) -> str:
 # the tests themselves: `@pytest.mark.slow` on a test, `pytest.param(..., marks=pytest.mark.slow)`
 # on the parameter sets that are slow when the others are not. The default suite's budget is 10
 # minutes on the slowest CPU measured (an AVX2-only EPYC, about 2x a Zen 4's time), so it stays
-# near 3.5 minutes on a Zen 4: besides the tests slow on any machine, the longest end-to-end
+# near 4 minutes on a Zen 4 (4 min 6 s on 2026-11-27): besides the tests slow on any machine, the longest end-to-end
 # runs that the default suite can spare are marked, their seconds (call + setup on an AMD EPYC
 # Zen 4, family 25, model 17, 2026-11-26) in a comment beside the mark. docs/performance.md
 # has the history of the budget.
