@@ -252,3 +252,18 @@ class TaskOptions(FinetuningOptions):
             warmup_step = int(train_step * self.warmup_proportion)
         return FinetuningOptions.from_fields(self, train_step=train_step,
                                              warmup_step=warmup_step)
+
+
+def _old_dropout_prob(options: TaskOptions) -> float:
+    """Reading the old attribute: classifier_dropout, with a DeprecationWarning."""
+    import warnings
+
+    warnings.warn("the option dropout_prob is now classifier_dropout; the old name will be "
+                  "removed", DeprecationWarning, stacklevel=2)
+    return options.classifier_dropout
+
+
+# The InitVar's class default (None) would answer a read of the old attribute with a wrong
+# value; the dataclass machinery has already taken it, so a property answers instead.
+del TaskOptions.dropout_prob
+TaskOptions.dropout_prob = property(_old_dropout_prob)

@@ -211,3 +211,5 @@ def test_the_old_dropout_keyword_still_builds_the_options(setup):
                                        albert_config=AlbertConfig.from_dict(CONFIG),
                                        spm_model_file=setup["spm"], dropout_prob=0.25)
     assert options.classifier_dropout == 0.25
+    with pytest.warns(DeprecationWarning, match="dropout_prob is now classifier_dropout"):
+        assert options.dropout_prob == 0.25  # reading the old attribute: the new value
