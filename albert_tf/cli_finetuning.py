@@ -34,9 +34,7 @@ def define_flags(job_class: type, values: flags.FlagValues = FLAGS) -> None:
     for group in job_class.COMMAND_LINE.flag_groups:
         cli_options.define_flags(group, values=values)
     for old, new in job_class.COMMAND_LINE.renamed_flags.items():
-        spec = values[new]
-        flags.DEFINE_float(old, spec.default, f"Deprecated spelling of --{new}, accepted "
-                           "with a warning.", flag_values=values)
+        cli_options.define_renamed_flag(old, new, values=values)
     cli.define_runtime_flags()
     cli.define_finetuning_flags()
 

@@ -32,6 +32,16 @@ def define_flags(options_class: type, *, skip: Sequence[str] = (),
             _DEFINE[spec.kind](spec.flag, default, spec.help, flag_values=values)
 
 
+def define_renamed_flag(old: str, new: str, values: flags.FlagValues = flags.FLAGS) -> None:
+    """Defines --`old`, the deprecated spelling of the defined flag --`new`: same type and
+    default (the CLI moves its value to --`new`, with a warning)."""
+    flag = values[new]
+    kind = {"bool": bool, "int": int, "float": float, "list": list}.get(
+        flag.flag_type(), str)
+    _DEFINE[kind](old, flag.default, f"Deprecated spelling of --{new}, accepted with a "
+                  "warning.", flag_values=values)
+
+
 def options_from_flags(options_class: type, values: flags.FlagValues = flags.FLAGS,
                        **given: Any) -> Any:
     """`options_class(**fields)`: each option field from its flag (lists as tuples), each

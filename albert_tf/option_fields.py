@@ -128,13 +128,27 @@ def check_fields(options: Any, names: Optional[Sequence[str]] = None) -> None:
             raise ValueError(f"--{spec.flag} must {spec.check.rule}, got {value}")
 
 
+def _warn_renamed(old: str, new: str, stacklevel: int) -> None:
+    import warnings
+
+    warnings.warn(f"the option {old} is now {new}; the old name will be removed",
+                  DeprecationWarning, stacklevel=stacklevel + 1)
+
+
 def renamed_option(old_value: Any, value: Any, old: str, new: str) -> Any:
     """The value of an option whose keyword was renamed from `old` to `new`: `old_value`,
     with a DeprecationWarning, when the old keyword was given, else `value`."""
     if old_value is None:
         return value
-    import warnings
-
-    warnings.warn(f"the option {old} is now {new}; the old name will be removed",
-                  DeprecationWarning, stacklevel=4)
+    _warn_renamed(old, new, stacklevel=4)
     return old_value
+
+
+def renamed_attribute(old: str, new: str) -> property:
+    """A read-only property `old` answering with attribute `new`, with a DeprecationWarning
+    (for an options class whose InitVar `old` accepts the old keyword: its class default
+    would otherwise answer a read of the old attribute)."""
+    def read(options):
+        _warn_renamed(old, new, stacklevel=2)
+        return getattr(options, new)
+    return property(read)

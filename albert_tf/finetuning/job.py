@@ -238,7 +238,7 @@ class FinetuningJob:
     its data on first use (no hook depends on another having run):
       identity()                   what the run is (run_dir.RunIdentity)
       build_model(dtype_policy)    the task model
-      objective()              the loss (a training.Objective)
+      objective()                  the loss (a training.Objective)
       metric, higher_is_better     how the best checkpoint is chosen
       train_dataset(input_context) one replica's training batches, each
                                    `per_replica_train_batch(input_context)` examples

@@ -14,7 +14,8 @@ from albert_tf import tokenization
 from albert_tf.config import AlbertConfig
 from albert_tf.export import formats, litert, onnx as onnx_export, portable
 from albert_tf.kernels import fused_ops, precision
-from albert_tf.option_fields import DROPOUT, POSITIVE, check_fields, option, renamed_option
+from albert_tf.option_fields import (DROPOUT, POSITIVE, check_fields, option,
+                                     renamed_attribute, renamed_option)
 from albert_tf.training import batching
 from albert_tf.training.divergence import DivergenceOptions
 
@@ -254,16 +255,7 @@ class TaskOptions(FinetuningOptions):
                                              warmup_step=warmup_step)
 
 
-def _old_dropout_prob(options: TaskOptions) -> float:
-    """Reading the old attribute: classifier_dropout, with a DeprecationWarning."""
-    import warnings
-
-    warnings.warn("the option dropout_prob is now classifier_dropout; the old name will be "
-                  "removed", DeprecationWarning, stacklevel=2)
-    return options.classifier_dropout
-
-
 # The InitVar's class default (None) would answer a read of the old attribute with a wrong
 # value; the dataclass machinery has already taken it, so a property answers instead.
 del TaskOptions.dropout_prob
-TaskOptions.dropout_prob = property(_old_dropout_prob)
+TaskOptions.dropout_prob = renamed_attribute("dropout_prob", "classifier_dropout")

@@ -299,10 +299,7 @@ class ClassificationJob(finetuning.FinetuningJob):
         """The task's metrics on the dev set, with `collapsed` (classification, not
         regression: see `finetuning.collapse`)."""
         examples, path = self.split("dev")
-        gold = np.array([e.label for e in examples], np.float64 if self.regression else object)
-        if not self.regression:
-            index = {label: i for i, label in enumerate(self.spec.labels)}
-            gold = np.array([index[label] for label in gold], np.int64)
+        gold = self.once("dev gold", self._dev_gold)
         data = self.dataset(path, self.options.eval_batch_size, False, len(examples))
         logits = predict_logits(self.strategy, model, data, len(examples),
                                 f"of {len(examples)} dev examples")
@@ -313,6 +310,15 @@ class ClassificationJob(finetuning.FinetuningJob):
                 np.argmax(logits, axis=-1), gold, labels=self.spec.labels),
                 self.spec.name, step)
         return metrics
+
+    def _dev_gold(self) -> np.ndarray:
+        """The dev labels: float values (regression) or label indices."""
+        examples = self.split("dev")[0]
+        gold = np.array([e.label for e in examples], np.float64 if self.regression else object)
+        if not self.regression:
+            index = {label: i for i, label in enumerate(self.spec.labels)}
+            gold = np.array([index[label] for label in gold], np.int64)
+        return gold
 
     def predict(self, model):
         """Logits of the test set, written as the submission files."""
