@@ -27,6 +27,11 @@ from albert_tf.kernels import fused_ops
 from albert_tf.modeling.models import AlbertPretrainer
 
 
+# The token inputs every signature takes (int32 [batch, sequence]).
+_TOKENS = [tf.TensorSpec([None, None], tf.int32, name)
+           for name in ("input_ids", "input_mask", "segment_ids")]
+
+
 class _PretrainerModule(tf.Module):
     def __init__(self, model: AlbertPretrainer, config_file: str, vocab_file: str,
                  do_lower_case: bool, layer_norm: str = "auto"):
@@ -39,39 +44,30 @@ class _PretrainerModule(tf.Module):
         self.do_lower_case = tf.Variable(do_lower_case, trainable=False)
 
     def _run(self, input_ids, input_mask, segment_ids, positions=None):
-        inputs = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
-        if positions is not None:
-            inputs["masked_lm_positions"] = positions
-        return export.call_for_export(self.model, inputs, self.layer_norm)
+        """(the model's outputs, the float32 encoder outputs every signature returns);
+        positions None: one dummy masked position per example (the MLM head is unused)."""
+        if positions is None:
+            positions = tf.zeros([tf.shape(input_ids)[0], 1], tf.int32)
+        inputs = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids,
+                  "masked_lm_positions": positions}
+        out = export.call_for_export(self.model, inputs, self.layer_norm)
+        return out, {"sequence_output": tf.cast(out["sequence_output"], tf.float32),
+                     "pooled_output": tf.cast(out["pooled_output"], tf.float32)}
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, "input_ids"),
-                                  tf.TensorSpec([None, None], tf.int32, "input_mask"),
-                                  tf.TensorSpec([None, None], tf.int32, "segment_ids")])
+    @tf.function(input_signature=_TOKENS)
     def tokens(self, input_ids, input_mask, segment_ids):
-        out = self._run(input_ids, input_mask, segment_ids,
-                        tf.zeros([tf.shape(input_ids)[0], 1], tf.int32))
-        return {"sequence_output": tf.cast(out["sequence_output"], tf.float32),
-                "pooled_output": tf.cast(out["pooled_output"], tf.float32)}
+        return self._run(input_ids, input_mask, segment_ids)[1]
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, "input_ids"),
-                                  tf.TensorSpec([None, None], tf.int32, "input_mask"),
-                                  tf.TensorSpec([None, None], tf.int32, "segment_ids")])
+    @tf.function(input_signature=_TOKENS)
     def sop(self, input_ids, input_mask, segment_ids):
-        out = self._run(input_ids, input_mask, segment_ids,
-                        tf.zeros([tf.shape(input_ids)[0], 1], tf.int32))
-        return {"sequence_output": tf.cast(out["sequence_output"], tf.float32),
-                "pooled_output": tf.cast(out["pooled_output"], tf.float32),
-                "sop_log_probs": tf.nn.log_softmax(out["sop_logits"])}
+        out, outputs = self._run(input_ids, input_mask, segment_ids)
+        return dict(outputs, sop_log_probs=tf.nn.log_softmax(out["sop_logits"]))
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, "input_ids"),
-                                  tf.TensorSpec([None, None], tf.int32, "input_mask"),
-                                  tf.TensorSpec([None, None], tf.int32, "segment_ids"),
-                                  tf.TensorSpec([None, None], tf.int32, "mlm_positions")])
+    @tf.function(input_signature=_TOKENS + [
+        tf.TensorSpec([None, None], tf.int32, "mlm_positions")])
     def mlm(self, input_ids, input_mask, segment_ids, mlm_positions):
-        out = self._run(input_ids, input_mask, segment_ids, mlm_positions)
-        return {"sequence_output": tf.cast(out["sequence_output"], tf.float32),
-                "pooled_output": tf.cast(out["pooled_output"], tf.float32),
-                "mlm_logits": out["mlm_logits"]}
+        out, outputs = self._run(input_ids, input_mask, segment_ids, mlm_positions)
+        return dict(outputs, mlm_logits=out["mlm_logits"])
 
     @tf.function(input_signature=[])
     def tokenization_info(self):

@@ -70,6 +70,18 @@ def _paper(lr: float, bsz: int, albert_dr: float, classifier_dr: float, ts: int,
                    source=source, note=note)
 
 
+def _squad(lr: float, ts: int, ws: int, msl: int, epochs: float, version: str,
+           questions: str, derived_warmup: int, readme: str) -> Hparams:
+    """A SQuAD row of Table 14 (batch 48, no ALBERT dropout, head dropout 0.1), whose
+    steps are also given as epochs with 10% warmup."""
+    return _paper(
+        lr, 48, 0.0, 0.1, ts, ws, msl, source=PAPER_TABLE, epochs=epochs, warmup_proportion=0.1,
+        note=f"steps and epochs both given: {ts} steps at batch 48 = {epochs:g} epochs of "
+             f"SQuAD {version}'s {questions} questions, warmup {ws} steps = 10% (run_squad.py, "
+             f"which uses the epochs, derives {ts} and {derived_warmup}). The official "
+             f"README's example {readme}")
+
+
 # The ALBERT paper, appendix A.4, Table 14 ("Hyperparameters for downstream tasks"). The
 # GLUE rows' LR / BSZ / TS / WS / MSL=512 are also what google-research/albert run_glue.sh
 # passes (run_task TASK WS LR TS SAVE BSZ); WNLI is not in run_glue.sh (paper only).
@@ -85,20 +97,10 @@ PAPER: Dict[str, Hparams] = {
     "rte": _paper(3e-5, 32, 0.1, 0.1, 800, 200, 512),
     "mrpc": _paper(2e-5, 32, 0.0, 0.1, 800, 200, 512),
     "wnli": _paper(2e-5, 16, 0.1, 0.1, 2000, 250, 512, source=PAPER_TABLE),
-    "squad_v1": _paper(
-        5e-5, 48, 0.0, 0.1, 3649, 365, 384, source=PAPER_TABLE, epochs=2.0,
-        warmup_proportion=0.1,
-        note="steps and epochs both given: 3649 steps at batch 48 = 2 epochs of SQuAD 1.1's "
-             "87,599 questions, warmup 365 steps = 10% (run_squad.py, which uses the epochs, "
-             "derives 3649 and 364). The "
-             "official README's example also uses 384 / 48 / 5e-5 / 2 epochs"),
-    "squad_v2": _paper(
-        3e-5, 48, 0.0, 0.1, 8144, 814, 512, source=PAPER_TABLE, epochs=3.0,
-        warmup_proportion=0.1,
-        note="steps and epochs both given: 8144 steps at batch 48 = 3 epochs of SQuAD 2.0's "
-             "130,319 questions, warmup 814 steps = 10% (run_squad.py, which uses the epochs, "
-             "derives 8144 and 814). The "
-             "official README's example uses 384 / 48 / 5e-5 / 2 epochs instead"),
+    "squad_v1": _squad(5e-5, 3649, 365, 384, 2.0, "1.1", "87,599", derived_warmup=364,
+                       readme="also uses 384 / 48 / 5e-5 / 2 epochs"),
+    "squad_v2": _squad(3e-5, 8144, 814, 512, 3.0, "2.0", "130,319", derived_warmup=814,
+                       readme="uses 384 / 48 / 5e-5 / 2 epochs instead"),
     "race": _paper(
         2e-5, 32, 0.1, 0.1, 12000, 1000, 512, source=PAPER_TABLE,
         note="for ALBERT v2 models the official README uses lr 1e-5 and ALBERT dropout 0 "
@@ -106,14 +108,21 @@ PAPER: Dict[str, Hparams] = {
 }
 
 
+def _epochs(lr: float, bsz: int, msl: int, epochs: float, source: str, note: str,
+            classifier_dropout: Optional[float] = None) -> Hparams:
+    """A setting given in epochs with 10% warmup, as every CLUE baseline is."""
+    return Hparams(learning_rate=lr, train_batch_size=bsz, max_seq_length=msl,
+                   num_train_epochs=epochs, warmup_proportion=0.1,
+                   classifier_dropout=classifier_dropout, source=source, note=note)
+
+
 def _clue_sh(task: str) -> Hparams:
     # CLUEbenchmark/CLUE baselines/models/albert/run_classifier_<task>.sh (current: commit
     # c26ff6d2; csl: 29614fcd): --max_seq_length=128 --train_batch_size=16
     # --learning_rate=3e-5 --num_train_epochs=2.0 on albert_xlarge_zh; warmup_proportion is
     # run_classifier.py's default 0.1; its head applies dropout 0.1 (keep_prob=0.9).
-    return Hparams(learning_rate=3e-5, train_batch_size=16, max_seq_length=128,
-                   num_train_epochs=2.0, warmup_proportion=0.1, albert_dropout=None,
-                   classifier_dropout=0.1, source=CLUE_ALBERT_SH.format(task=task),
+    return _epochs(3e-5, 16, 128, 2.0, classifier_dropout=0.1,
+                   source=CLUE_ALBERT_SH.format(task=task),
                    note="ALBERT dropout: the checkpoint config's")
 
 
@@ -125,31 +134,27 @@ CLUE: Dict[str, Hparams] = {
     "csl": _clue_sh("csl"),
     # CLUE README, CMRC2018 row for ALBERT-base/large/xlarge/xxlarge:
     # batch=32, epoch2, length=512, lr=3e-5, warmup=0.1.
-    "cmrc2018": Hparams(
-        learning_rate=3e-5, train_batch_size=32, max_seq_length=512, num_train_epochs=2.0,
-        warmup_proportion=0.1, source=CLUE_README.format(models="ALBERT-base..xxlarge, CMRC2018"),
+    "cmrc2018": _epochs(
+        3e-5, 32, 512, 2.0, source=CLUE_README.format(models="ALBERT-base..xxlarge, CMRC2018"),
         note="dropout not given: the config's and run_squad.py's defaults"),
     # CLUE README, C3 row for ALBERT-base/large/xlarge: batch=24, length=512, epoch=8,
     # lr=2e-5, warmup=0.1 (xxlarge: batch 16).
-    "c3": Hparams(
-        learning_rate=2e-5, train_batch_size=24, max_seq_length=512, num_train_epochs=8.0,
-        warmup_proportion=0.1, source=CLUE_README.format(models="ALBERT-base/large/xlarge, C3"),
+    "c3": _epochs(
+        2e-5, 24, 512, 8.0, source=CLUE_README.format(models="ALBERT-base/large/xlarge, C3"),
         note="dropout not given: the config's and run_race.py's defaults; ALBERT-xxlarge used "
              "batch 16"),
     # No published ALBERT setting: the OCNLI repository's BERT/RoBERTa baseline
     # (CLUEbenchmark/OCNLI README: lr 2e-5, batch 32, 3 epochs, length 128).
-    "ocnli": Hparams(
-        learning_rate=2e-5, train_batch_size=32, max_seq_length=128, num_train_epochs=3.0,
-        warmup_proportion=0.1, classifier_dropout=0.1,
+    "ocnli": _epochs(
+        2e-5, 32, 128, 3.0, classifier_dropout=0.1,
         source="CLUEbenchmark/OCNLI README (BERT/RoBERTa baseline)",
         note="not ALBERT-specific: no ALBERT baseline was published for OCNLI; warmup 0.1 "
              "and head dropout 0.1 are the BERT run_classifier defaults"),
     # No published ALBERT setting: CLUEbenchmark/CLUENER2020 pytorch_version/scripts/
     # run_ner_crf.sh (BERT-base + CRF): train length 128, batch 24, lr 3e-5 (CRF lr 1e-3),
     # 4 epochs; head dropout = BERT's hidden_dropout_prob 0.1 (models/bert_for_ner.py).
-    "cluener": Hparams(
-        learning_rate=3e-5, train_batch_size=24, max_seq_length=128, num_train_epochs=4.0,
-        warmup_proportion=0.1, classifier_dropout=0.1,
+    "cluener": _epochs(
+        3e-5, 24, 128, 4.0, classifier_dropout=0.1,
         source="CLUEbenchmark/CLUENER2020 pytorch_version/scripts/run_ner_crf.sh (BERT-base CRF)",
         note="not ALBERT-specific: no ALBERT baseline was published for CLUENER; warmup 0.1 "
              "is the default of the upstream script's --warmup_proportion (not verified for "

@@ -18,7 +18,7 @@ from albert_tf.modeling import layers
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class MaskedLMHead(keras.layers.Layer):
+class MaskedLMHead(layers.ConfiguredLayer):
     """The original's `cls/predictions`: dense H->E with the config activation, LayerNorm,
     then a decoder tied to the word embeddings plus an output bias.
 
@@ -26,6 +26,9 @@ class MaskedLMHead(keras.layers.Layer):
     The embedding table is passed at call time (not owned), so it is trained and
     saved once, by the encoder.
     """
+
+    CONFIG = ("vocab_size", "embedding_size", "hidden_size", "hidden_act",
+              "initializer_range")
 
     def __init__(self, vocab_size, embedding_size, hidden_size, hidden_act, initializer_range,
                  **kwargs):
@@ -56,20 +59,14 @@ class MaskedLMHead(keras.layers.Layer):
         logits = tf.reshape(logits, tf.concat([tf.shape(h)[:-1], [self.vocab_size]], axis=0))
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(vocab_size=self.vocab_size, embedding_size=self.embedding_size,
-                      hidden_size=self.hidden_size, hidden_act=self.hidden_act,
-                      initializer_range=self.initializer_range)
-        return config
 
 
-@keras.saving.register_keras_serializable(package="albert_tf")
-class SentenceOrderHead(keras.layers.Layer):
-    """The original's `cls/seq_relationship`: logits = pooled W^T + b, W stored [2, H].
+class _ProjectionHead(layers.ConfiguredLayer):
+    """What the original's output projections share: `output_weights` [K, H] (stored as the
+    original, transposed at call time) and `output_bias` [K], K = `num_outputs`."""
 
-    Call: `pooled` [B, H] -> logits [B, 2] (float32); label 1 means "swapped".
-    """
+    num_outputs = 2
+    CONFIG = ("hidden_size", "initializer_range")
 
     def __init__(self, hidden_size, initializer_range, **kwargs):
         super().__init__(**kwargs)
@@ -78,20 +75,24 @@ class SentenceOrderHead(keras.layers.Layer):
 
     def build(self, input_shape=None):
         self.output_weights = self.add_weight(
-            name="output_weights", shape=(2, self.hidden_size),
+            name="output_weights", shape=(self.num_outputs, self.hidden_size),
             initializer=layers.kernel_initializer(self.initializer_range))
-        self.output_bias = self.add_weight(name="output_bias", shape=(2,), initializer="zeros")
+        self.output_bias = self.add_weight(name="output_bias", shape=(self.num_outputs,),
+                                           initializer="zeros")
         self.built = True
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class SentenceOrderHead(_ProjectionHead):
+    """The original's `cls/seq_relationship`: logits = pooled W^T + b, W stored [2, H].
+
+    Call: `pooled` [B, H] -> logits [B, 2] (float32); label 1 means "swapped".
+    """
 
     def call(self, pooled):
         logits = ops.matmul(ops.cast(pooled, self.compute_dtype),
                             ops.transpose(ops.cast(self.output_weights, self.compute_dtype)))
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(hidden_size=self.hidden_size, initializer_range=self.initializer_range)
-        return config
 
 
 # --- fine-tuning heads of the original scripts -------------------------------------------------
@@ -103,7 +104,7 @@ MASK_NEGATIVE = 1e30  # the original SQuAD v2 masking: x * (1 - p) - 1e30 * p
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class ClassificationHead(keras.layers.Layer):
+class ClassificationHead(_ProjectionHead):
     """run_classifier's head: dropout on the pooled output, then logits = pooled W^T + b.
 
     Weights: `output_weights` [K, H] (stored as the original, transposed at call
@@ -111,23 +112,19 @@ class ClassificationHead(keras.layers.Layer):
     Call: `pooled` [B, H] -> logits [B, K] (float32).
     """
 
+    CONFIG = _ProjectionHead.CONFIG + ("num_labels", "dropout_rate")
+
     def __init__(self, num_labels, hidden_size, initializer_range, dropout_rate=0.1, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(hidden_size, initializer_range, **kwargs)
         if num_labels < 1:
             raise ValueError(f"ClassificationHead needs num_labels >= 1, got {num_labels}")
         self.num_labels = num_labels
-        self.hidden_size = hidden_size
-        self.initializer_range = initializer_range
         self.dropout_rate = dropout_rate
         self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
 
-    def build(self, input_shape=None):
-        self.output_weights = self.add_weight(
-            name="output_weights", shape=(self.num_labels, self.hidden_size),
-            initializer=layers.kernel_initializer(self.initializer_range))
-        self.output_bias = self.add_weight(name="output_bias", shape=(self.num_labels,),
-                                           initializer="zeros")
-        self.built = True
+    @property
+    def num_outputs(self):
+        return self.num_labels
 
     def call(self, pooled, training=False):
         pooled = self.dropout(ops.cast(pooled, self.compute_dtype), training=training)
@@ -135,43 +132,21 @@ class ClassificationHead(keras.layers.Layer):
                                                            self.compute_dtype)))
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(num_labels=self.num_labels, hidden_size=self.hidden_size,
-                      initializer_range=self.initializer_range, dropout_rate=self.dropout_rate)
-        return config
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class SpanHead(keras.layers.Layer):
+class SpanHead(_ProjectionHead):
     """SQuAD v1's `cls/squad` head: per-token logits = h W^T + b with W [2, H], b [2].
 
     Call: `sequence` [B, S, H] -> (start_logits [B, S], end_logits [B, S]), float32.
     No p_mask and no dropout, as the original.
     """
 
-    def __init__(self, hidden_size, initializer_range, **kwargs):
-        super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.initializer_range = initializer_range
-
-    def build(self, input_shape=None):
-        self.output_weights = self.add_weight(
-            name="output_weights", shape=(2, self.hidden_size),
-            initializer=layers.kernel_initializer(self.initializer_range))
-        self.output_bias = self.add_weight(name="output_bias", shape=(2,), initializer="zeros")
-        self.built = True
-
     def call(self, sequence):
         logits = ops.einsum("bsh,kh->bsk", ops.cast(sequence, self.compute_dtype),
                             ops.cast(self.output_weights, self.compute_dtype))
         logits = ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
         return logits[..., 0], logits[..., 1]
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(hidden_size=self.hidden_size, initializer_range=self.initializer_range)
-        return config
 
 
 def mask_logits(logits, p_mask):
@@ -181,7 +156,7 @@ def mask_logits(logits, p_mask):
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class SquadV2Head(keras.layers.Layer):
+class SquadV2Head(layers.ConfiguredLayer):
     """SQuAD v2's XLNet-style head: start, end conditioned on the start, answerability.
 
     Sub-layers (TF1 scopes in brackets):
@@ -203,6 +178,9 @@ class SquadV2Head(keras.layers.Layer):
         `end_top_log_probs` / `end_top_index` [B, start_n_top * end_n_top]
         (row-major: entry i * end_n_top + j is the j-th end for the i-th start).
     """
+
+    CONFIG = ("hidden_size", "initializer_range", "start_n_top", "end_n_top",
+              "dropout_rate")
 
     def __init__(self, hidden_size, initializer_range, start_n_top=5, end_n_top=5,
                  dropout_rate=0.1, **kwargs):
@@ -274,10 +252,3 @@ class SquadV2Head(keras.layers.Layer):
         answer = self.dropout(answer, training=training)
         outputs["cls_logits"] = ops.squeeze(ops.cast(self.answer_dense_1(answer), "float32"), -1)
         return outputs
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(hidden_size=self.hidden_size, initializer_range=self.initializer_range,
-                      start_n_top=self.start_n_top, end_n_top=self.end_n_top,
-                      dropout_rate=self.dropout_rate)
-        return config

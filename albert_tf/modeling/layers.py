@@ -96,6 +96,16 @@ def _layer_norm_float32(x, gamma, beta, epsilon):
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
+class ConfiguredLayer(keras.layers.Layer):
+    """A layer whose config (`get_config`) is its base's plus the attributes named in
+    `CONFIG`, each the `__init__` argument of the same name (so `from_config` rebuilds it)."""
+
+    CONFIG: tuple = ()
+
+    def get_config(self):
+        return {**super().get_config(), **{name: getattr(self, name) for name in self.CONFIG}}
+
+
 class LayerNorm(keras.layers.LayerNormalization):
     """keras LayerNormalization (same `gamma`/`beta` variables) over the last axis,
     computed in float32 with `_layer_norm_float32`'s backward; in SavedModels that ask
@@ -324,12 +334,15 @@ def add_output_and_normalize(output_dense, dropout, layer_norm, x, y, resident, 
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class FactorizedEmbedding(keras.layers.Layer):
+class FactorizedEmbedding(ConfiguredLayer):
     """Word (V x E) + token-type (T x E) + position (P x E) embeddings, LayerNorm, dropout.
 
     Call: `input_ids`, `segment_ids` int [B, S] -> [B, S, E].
     `embedding_table` is the [V, E] word matrix that the masked-LM decoder reuses.
     """
+
+    CONFIG = ("vocab_size", "embedding_size", "max_position_embeddings", "type_vocab_size",
+              "initializer_range", "dropout_rate")
 
     def __init__(self, vocab_size, embedding_size, max_position_embeddings, type_vocab_size,
                  initializer_range, dropout_rate, **kwargs):
@@ -376,23 +389,19 @@ class FactorizedEmbedding(keras.layers.Layer):
         normed = self.layer_norm(word + token_type + position)
         return self.dropout(ops.cast(normed, self.compute_dtype), training=training)
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(vocab_size=self.vocab_size, embedding_size=self.embedding_size,
-                      max_position_embeddings=self.max_position_embeddings,
-                      type_vocab_size=self.type_vocab_size,
-                      initializer_range=self.initializer_range, dropout_rate=self.dropout_rate)
-        return config
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AttentionSublayer(keras.layers.Layer):
+class AttentionSublayer(ConfiguredLayer):
     """Post-LN multi-head self-attention: LayerNorm(x + dropout(W_o attention(x))).
 
     Call: `x` [B, S, H], `input_mask` int [B, S] (1 real token, 0 padding) -> [B, S, H].
     Padded keys get -10000 added to their scores, as the original. The mask is
     passed as integers so Keras' autocasting cannot round the adder to bf16.
     """
+
+    CONFIG = ("hidden_size", "num_attention_heads", "initializer_range", "dropout_rate",
+              "attention_dropout_rate")
 
     def __init__(self, hidden_size, num_attention_heads, initializer_range, dropout_rate,
                  attention_dropout_rate, **kwargs):
@@ -495,20 +504,17 @@ class AttentionSublayer(keras.layers.Layer):
                                           training)
         return ops.reshape(normed, (batch, seq, self.hidden_size))
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(hidden_size=self.hidden_size, num_attention_heads=self.num_attention_heads,
-                      initializer_range=self.initializer_range, dropout_rate=self.dropout_rate,
-                      attention_dropout_rate=self.attention_dropout_rate)
-        return config
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class FeedForwardSublayer(keras.layers.Layer):
+class FeedForwardSublayer(ConfiguredLayer):
     """Post-LN feed-forward: LayerNorm(x + dropout(W_2 act(W_1 x + b_1) + b_2)).
 
     Call: `x` [B, S, H] -> [B, S, H]; the intermediate width is I.
     """
+
+    CONFIG = ("hidden_size", "intermediate_size", "hidden_act", "initializer_range",
+              "dropout_rate")
 
     def __init__(self, hidden_size, intermediate_size, hidden_act, initializer_range,
                  dropout_rate, **kwargs):
@@ -557,9 +563,3 @@ class FeedForwardSublayer(keras.layers.Layer):
                                           x_matrix, hidden, resident, training)
         return ops.reshape(normed, ops.shape(x))
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(hidden_size=self.hidden_size, intermediate_size=self.intermediate_size,
-                      hidden_act=self.hidden_act, initializer_range=self.initializer_range,
-                      dropout_rate=self.dropout_rate)
-        return config

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from albert_tf import AlbertClassifier, AlbertMultipleChoice, AlbertSpanLabeler, AlbertSquadV2
-from albert_tf.modeling import models
+from albert_tf.modeling import heads, layers, models
 from albert_tf.checkpoints import names as tf1_names
 from tests.helpers import numpy_reference as ref
 from tests.modeling.test_numerics import random_batch, randomize, tiny_config
@@ -199,3 +199,26 @@ def test_masked_lm_decoder_is_one_product_against_the_table():
     np.testing.assert_allclose(logits.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
     want_grad = tf.einsum("bpv,bpe->ve", upstream, h)
     np.testing.assert_allclose(grad.numpy(), want_grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: heads.MaskedLMHead(50, 6, 8, "gelu", 0.02, name="predictions"),
+    lambda: heads.SentenceOrderHead(8, 0.02),
+    lambda: heads.ClassificationHead(3, 8, 0.02, dropout_rate=0.2),
+    lambda: heads.SpanHead(8, 0.02),
+    lambda: heads.SquadV2Head(8, 0.02, start_n_top=4, end_n_top=3, dropout_rate=0.0),
+    lambda: layers.FactorizedEmbedding(50, 6, 16, 2, 0.02, 0.1),
+    lambda: layers.AttentionSublayer(8, 2, 0.02, 0.1, 0.0),
+    lambda: layers.FeedForwardSublayer(8, 12, "gelu", 0.02, 0.1),
+])
+def test_every_layer_config_holds_its_constructor_arguments(make):
+    """A layer's config is Keras's plus every argument of its __init__, so from_config
+    rebuilds the same layer."""
+    import inspect
+
+    layer = make()
+    config = layer.get_config()
+    arguments = [name for name in inspect.signature(type(layer).__init__).parameters
+                 if name not in ("self", "kwargs")]
+    assert set(arguments) <= set(config)
+    assert type(layer).from_config(config).get_config() == config
