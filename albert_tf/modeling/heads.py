@@ -33,11 +33,7 @@ class MaskedLMHead(layers.ConfiguredLayer):
     def __init__(self, vocab_size, embedding_size, hidden_size, hidden_act, initializer_range,
                  **kwargs):
         super().__init__(**kwargs)
-        self.vocab_size = vocab_size
-        self.embedding_size = embedding_size
-        self.hidden_size = hidden_size
-        self.hidden_act = hidden_act
-        self.initializer_range = initializer_range
+        self.configure(locals())
         self.transform = layers.dense(embedding_size, initializer_range, "transform",
                                       activation=layers.get_activation(hidden_act),
                                       dtype=self.dtype_policy)
@@ -70,8 +66,7 @@ class _ProjectionHead(layers.ConfiguredLayer):
 
     def __init__(self, hidden_size, initializer_range, **kwargs):
         super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.initializer_range = initializer_range
+        self.configure(locals())
 
     def build(self, input_shape=None):
         self.output_weights = self.add_weight(
@@ -118,8 +113,7 @@ class ClassificationHead(_ProjectionHead):
         super().__init__(hidden_size, initializer_range, **kwargs)
         if num_labels < 1:
             raise ValueError(f"ClassificationHead needs num_labels >= 1, got {num_labels}")
-        self.num_labels = num_labels
-        self.dropout_rate = dropout_rate
+        self.configure(locals())
         self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
 
     @property
@@ -185,11 +179,7 @@ class SquadV2Head(layers.ConfiguredLayer):
     def __init__(self, hidden_size, initializer_range, start_n_top=5, end_n_top=5,
                  dropout_rate=0.1, **kwargs):
         super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.initializer_range = initializer_range
-        self.start_n_top = start_n_top
-        self.end_n_top = end_n_top
-        self.dropout_rate = dropout_rate
+        self.configure(locals())
         policy = self.dtype_policy
         self.start_dense = layers.dense(1, initializer_range, "start_dense", dtype=policy)
         self.end_dense_0 = layers.dense(hidden_size, initializer_range, "end_dense_0",

@@ -102,6 +102,13 @@ class ConfiguredLayer(keras.layers.Layer):
 
     CONFIG: tuple = ()
 
+    def configure(self, arguments) -> None:
+        """Sets the `CONFIG` attributes found in `arguments`, an `__init__`'s `locals()` (a
+        subclass's own arguments are set by its own `__init__`)."""
+        for name in self.CONFIG:
+            if name in arguments:
+                setattr(self, name, arguments[name])
+
     def get_config(self):
         return {**super().get_config(), **{name: getattr(self, name) for name in self.CONFIG}}
 
@@ -351,12 +358,7 @@ class FactorizedEmbedding(ConfiguredLayer):
         # normalised result is cast to the compute dtype.
         kwargs.setdefault("autocast", False)
         super().__init__(**kwargs)
-        self.vocab_size = vocab_size
-        self.embedding_size = embedding_size
-        self.max_position_embeddings = max_position_embeddings
-        self.type_vocab_size = type_vocab_size
-        self.initializer_range = initializer_range
-        self.dropout_rate = dropout_rate
+        self.configure(locals())
         self.layer_norm = layer_norm("LayerNorm")
         self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
 
@@ -406,12 +408,8 @@ class AttentionSublayer(ConfiguredLayer):
     def __init__(self, hidden_size, num_attention_heads, initializer_range, dropout_rate,
                  attention_dropout_rate, **kwargs):
         super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.num_attention_heads = num_attention_heads
+        self.configure(locals())
         self.head_size = hidden_size // num_attention_heads
-        self.initializer_range = initializer_range
-        self.dropout_rate = dropout_rate
-        self.attention_dropout_rate = attention_dropout_rate
         self.query = dense(hidden_size, initializer_range, "query", dtype=self.dtype_policy)
         self.key = dense(hidden_size, initializer_range, "key", dtype=self.dtype_policy)
         self.value = dense(hidden_size, initializer_range, "value", dtype=self.dtype_policy)
@@ -519,11 +517,7 @@ class FeedForwardSublayer(ConfiguredLayer):
     def __init__(self, hidden_size, intermediate_size, hidden_act, initializer_range,
                  dropout_rate, **kwargs):
         super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.initializer_range = initializer_range
-        self.dropout_rate = dropout_rate
+        self.configure(locals())
         self.intermediate = dense(intermediate_size, initializer_range, "intermediate",
                                   activation=get_activation(hidden_act), dtype=self.dtype_policy)
         self.output_dense = dense(hidden_size, initializer_range, "output_dense",
