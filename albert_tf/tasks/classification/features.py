@@ -3,10 +3,10 @@
 Features follow the original's TFRecord schema (`input_ids`, `input_mask`,
 `segment_ids` int64 [S], `label_ids` int64, or float for regression,
 `is_real_example`) and are cached per task, split, sequence length,
-vocabulary and data (see `prepare_features`). Examples are `glue.InputExample`s
-and tasks `glue.TaskSpec`s (GLUE, CLUE and custom tasks alike); this module
-only reads their fields, so it does not import glue.py (which re-exports these
-names for old imports).
+vocabulary and data (see `prepare_features`). `examples` are `glue.InputExample`s
+and `spec` a `glue.TaskSpec` (GLUE, CLUE and custom tasks alike); this module only
+reads their fields and does not import glue.py, which re-exports its names for old
+imports (an import back would be a cycle).
 
 No TensorFlow at import: data preparation and ONNX clients use the packing.
 """
@@ -15,15 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from absl import logging
 
 from albert_tf.finetuning import feature_cache
-
-if TYPE_CHECKING:  # glue.py imports this module: the types only, for the annotations
-    from albert_tf.tasks.classification.glue import InputExample, TaskSpec
 
 
 def truncate_seq_pair(tokens_a: List[int], tokens_b: List[int], max_length: int) -> None:
@@ -60,7 +57,7 @@ def pack_pair(ids_a: List[int], ids_b: Optional[List[int]], max_seq_length: int,
             segment_ids + [0] * padding)
 
 
-def convert_examples(examples: Sequence[InputExample], tokenizer, max_seq_length: int,
+def convert_examples(examples: Sequence, tokenizer, max_seq_length: int,
                      labels: Optional[Sequence[str]], num_threads: int = 1
                      ) -> Dict[str, np.ndarray]:
     """Features of `examples` as arrays: int32 [N, S] ids/mask/segments, label_ids [N]
@@ -125,7 +122,7 @@ def _sha1(data: bytes) -> str:
 
 
 def cache_identity(task: str, split: str, max_seq_length: int, tokenizer_fingerprint: str,
-                   do_lower_case: bool, examples: Sequence[InputExample],
+                   do_lower_case: bool, examples: Sequence,
                    labels: Optional[Sequence[str]]) -> Dict[str, object]:
     """Everything the cached features depend on (compared before reusing a cache)."""
     digest = hashlib.sha1()
@@ -145,8 +142,8 @@ def cache_path(cached_dir: str, identity: Dict[str, object]) -> str:
                                     f"s{identity['max_seq_length']}_{short}.tf_record")
 
 
-def prepare_features(cached_dir: str, spec: TaskSpec, split: str,
-                     examples: Sequence[InputExample], tokenizer, max_seq_length: int,
+def prepare_features(cached_dir: str, spec, split: str,
+                     examples: Sequence, tokenizer, max_seq_length: int,
                      tokenizer_fingerprint: str) -> str:
     """Writes (or reuses) the TFRecord cache of `examples`; returns its path.
 

@@ -1,7 +1,9 @@
 """Classification metrics on whole evaluation sets (NumPy): accuracy, F1, Matthews, Pearson,
 Spearman, and a task's metric set (`compute_metrics` on logits, as the job evaluates;
 `prediction_metrics` on predicted labels, as `python -m albert_tf.tasks.classification
-evaluate` scores a predictions file).
+evaluate` scores a predictions file). `spec` is a `glue.TaskSpec` (its `labels`,
+`is_regression`, `extra_metrics`) and `examples` `glue.InputExample`s: glue.py
+re-exports names of this module, so it is not imported here.
 
 Written by hand because the project does not depend on SciPy or scikit-learn;
 each function follows the textbook definition (the tests check them against
@@ -12,12 +14,9 @@ input.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 import numpy as np
-
-if TYPE_CHECKING:  # glue.py imports this module: the type only, for the annotations
-    from albert_tf.tasks.classification.glue import InputExample, TaskSpec
 
 
 def accuracy(labels, predictions) -> float:
@@ -109,7 +108,7 @@ def per_example_loss(logits: np.ndarray, labels: np.ndarray, regression: bool) -
     return -log_probs[np.arange(len(labels)), np.asarray(labels, np.int64)]
 
 
-def prediction_metrics(spec: TaskSpec, predictions: np.ndarray, label_ids: np.ndarray,
+def prediction_metrics(spec, predictions: np.ndarray, label_ids: np.ndarray,
                        losses: Optional[np.ndarray] = None) -> Dict[str, float]:
     """The task's metrics (keys as the original + GLUE) of predicted class indices [N]
     (or scores [N], regression) against `label_ids` [N]; `eval_loss` of classification
@@ -119,7 +118,7 @@ def prediction_metrics(spec: TaskSpec, predictions: np.ndarray, label_ids: np.nd
     return classification_metrics(label_ids, predictions, losses, spec.extra_metrics)
 
 
-def compute_metrics(spec: TaskSpec, logits: np.ndarray, label_ids: np.ndarray
+def compute_metrics(spec, logits: np.ndarray, label_ids: np.ndarray
                     ) -> Dict[str, float]:
     """The task's metrics on a whole evaluation set from its logits [N, K] (K = 1:
     regression), `eval_loss` included."""
@@ -128,7 +127,7 @@ def compute_metrics(spec: TaskSpec, logits: np.ndarray, label_ids: np.ndarray
     return prediction_metrics(spec, predictions, label_ids, losses)
 
 
-def gold_label_ids(spec: TaskSpec, examples: Sequence[InputExample]) -> np.ndarray:
+def gold_label_ids(spec, examples: Sequence) -> np.ndarray:
     """The examples' labels as the metrics take them: float64 values (regression) or
     int64 indices into `spec.labels`."""
     if spec.is_regression:
