@@ -78,6 +78,18 @@ def guard(main: Callable, argv, prog: str, interrupted: Interrupted = None):
         return errors.EXIT_INTERRUPTED
 
 
+def command_main(prog: str, command: str, main: Callable, argv=None) -> int:
+    """`<prog> <command> ...` (a `python -m` scorer's one command): `main(the arguments
+    after it)` under `guard`; returns the exit status (2 and one `<prog>: error:` line on
+    stderr for another command or a user error)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] != command:
+        sys.stderr.write(f"{prog}: error: the command is `{command}` (see "
+                         f"`{prog} {command} --help`)\n")
+        return errors.EXIT_USER_ERROR
+    return guard(main, argv[1:], f"{prog} {command}")
+
+
 def _flags_parser(prog: str):
     def parse(argv):
         try:

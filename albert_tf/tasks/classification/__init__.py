@@ -1,8 +1,11 @@
 """Sentence and sentence-pair classification: GLUE, CLUE, custom TSV / JSON lines.
 
-glue.py (readers, features, caches), clue.py (CLUE's files and submission format),
-metrics.py (accuracy, F1, Matthews, Pearson / Spearman), export.py (raw-text SavedModel
-and ONNX), job.py (run_classifier.py's job).
+datasets.py (the data sets of --task_name as registry records), glue.py (GLUE's task
+table and readers, custom tasks), clue.py (CLUE's files and submission format),
+features.py (packing, caches, tf.data), metrics.py (accuracy, F1, Matthews, Pearson /
+Spearman; a task's metric set), postprocess.py (prediction files), export.py (raw-text
+SavedModel and ONNX), job.py (run_classifier.py's job), __main__.py (`evaluate`: the
+scorer of a predictions file).
 
 May import: albert_tf.finetuning and everything below it; no other task family.
 """

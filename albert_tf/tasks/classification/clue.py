@@ -76,6 +76,11 @@ class ClueDataSet:
     def submission_file(self) -> str:
         return f"{self.name}_predict.json"
 
+    def write_submission(self, output_dir: str, examples: Sequence[glue.InputExample],
+                         predicted: Sequence[str]) -> str:
+        """The module's `write_submission` for this task: the job's extra prediction file."""
+        return write_submission(output_dir, self, examples, predicted)
+
 
 TASKS: Dict[str, ClueDataSet] = {
     "afqmc": ClueDataSet("afqmc", "sentence1", "sentence2", _BINARY),

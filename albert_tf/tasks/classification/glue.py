@@ -1,4 +1,4 @@
-"""GLUE sentence(-pair) classification and regression: readers, features, caches, metrics.
+"""GLUE sentence(-pair) classification and regression: the task table and its readers.
 
 Processors (`--task_name`), as the original's classifier_utils.py: file names
 under `data_dir`, 0-based columns, header handling, label lists and the
@@ -20,30 +20,27 @@ skipped and counted, as the original skips them.
 chosen by name (header row) or 0-based index; the label list is the sorted
 set of training labels (or `regression=True`).
 
-CLUE's JSON-lines tasks are in `albert_tf.tasks.classification.clue`.
-
-Features follow the original's TFRecord schema (`input_ids`, `input_mask`,
-`segment_ids` int64 [S], `label_ids` int64 or float for regression,
-`is_real_example`) and are cached per task, split, sequence length,
-vocabulary and data (see `prepare_features`).
+CLUE's JSON-lines tasks are in `albert_tf.tasks.classification.clue`; features and
+their caches in `features.py`, metrics in `metrics.py` (their names are re-exported
+here for old imports).
 """
 from __future__ import annotations
 
 import csv
 import dataclasses
-import hashlib
 import io
-import json
 import os
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-import numpy as np
 from absl import logging
 
 from albert_tf.option_fields import option
-from albert_tf.finetuning import feature_cache
 from albert_tf.errors import UserError
-from albert_tf.tasks.classification import metrics as glue_metrics
+# Moved to features.py and metrics.py; re-exported for old imports.
+from albert_tf.tasks.classification.features import (  # noqa: F401
+    cache_identity, cache_path, convert_examples, dataset, feature_spec, pack_pair,
+    prepare_features, serialize, truncate_seq_pair)
+from albert_tf.tasks.classification.metrics import compute_metrics, per_example_loss  # noqa: F401
 
 SPLITS = ("train", "dev", "test")
 
@@ -402,214 +399,3 @@ def custom_labels(options: CustomTaskOptions, data_dir: str) -> List[str]:
         return sorted(found)
     raise GlueDataError(f"{data_dir}: no train or dev file to take the label list from")
 
-
-# --- features -----------------------------------------------------------------------------------
-
-
-def truncate_seq_pair(tokens_a: List[int], tokens_b: List[int], max_length: int) -> None:
-    """The original's `_truncate_seq_pair`, in place: pop from the end of the longer list
-    (from B on a tie) until the total fits."""
-    while len(tokens_a) + len(tokens_b) > max_length:
-        if len(tokens_a) > len(tokens_b):
-            tokens_a.pop()
-        else:
-            tokens_b.pop()
-
-
-def pack_pair(ids_a: List[int], ids_b: Optional[List[int]], max_seq_length: int, cls_id: int,
-              sep_id: int, pad_id: int = 0) -> Tuple[List[int], List[int], List[int]]:
-    """`[CLS] A [SEP] (B [SEP])`: (input_ids, input_mask, segment_ids), each of max_seq_length.
-
-    Exactly the original's convert_single_example: pairs truncated by
-    `truncate_seq_pair` to max_seq_length - 3, single sentences cut to
-    max_seq_length - 2; B is dropped when it has no token.
-    """
-    ids_a, ids_b = list(ids_a), list(ids_b or [])
-    if ids_b:
-        truncate_seq_pair(ids_a, ids_b, max_seq_length - 3)
-    else:
-        ids_a = ids_a[:max_seq_length - 2]
-    input_ids = [cls_id] + ids_a + [sep_id]
-    segment_ids = [0] * len(input_ids)
-    if ids_b:
-        input_ids += ids_b + [sep_id]
-        segment_ids += [1] * (len(ids_b) + 1)
-    input_mask = [1] * len(input_ids)
-    padding = max_seq_length - len(input_ids)
-    return (input_ids + [pad_id] * padding, input_mask + [0] * padding,
-            segment_ids + [0] * padding)
-
-
-def convert_examples(examples: Sequence[InputExample], tokenizer, max_seq_length: int,
-                     labels: Optional[Sequence[str]], num_threads: int = 1
-                     ) -> Dict[str, np.ndarray]:
-    """Features of `examples` as arrays: int32 [N, S] ids/mask/segments, label_ids [N]
-    (int32 class index, float32 for regression, 0 for unlabelled examples), is_real_example.
-    """
-    if max_seq_length < 3:
-        raise ValueError(f"--max_seq_length must be at least 3, got {max_seq_length}")
-    texts_a = [tokenizer.preprocess(e.text_a) for e in examples]
-    texts_b = [tokenizer.preprocess(e.text_b) if e.text_b else "" for e in examples]
-    ids_a = tokenizer.encode_ids(texts_a, num_threads=num_threads)
-    ids_b = tokenizer.encode_ids(texts_b, num_threads=num_threads)
-    n = len(examples)
-    out = {name: np.zeros([n, max_seq_length], np.int32)
-           for name in ("input_ids", "input_mask", "segment_ids")}
-    regression = labels is None
-    out["label_ids"] = np.zeros([n], np.float32 if regression else np.int32)
-    out["is_real_example"] = np.ones([n], np.int32)
-    label_map = None if regression else {label: i for i, label in enumerate(labels)}
-    for i, example in enumerate(examples):
-        packed = pack_pair(ids_a[i], ids_b[i], max_seq_length, tokenizer.cls_id,
-                           tokenizer.sep_id, max(tokenizer.pad_id, 0))
-        out["input_ids"][i], out["input_mask"][i], out["segment_ids"][i] = packed
-        if example.label is not None:
-            out["label_ids"][i] = (float(example.label) if regression
-                                   else label_map[example.label])
-        if i % 10000 == 0 and i:
-            logging.info("converted %d of %d examples", i, n)
-    for i in range(min(n, 3)):
-        logging.info("example %s: %s -> %s", examples[i].guid, examples[i].text_a[:80],
-                     " ".join(tokenizer.convert_ids_to_tokens(
-                         out["input_ids"][i][:int(out["input_mask"][i].sum())])))
-    return out
-
-
-def feature_spec(max_seq_length: int, regression: bool):
-    """tf.io parsing spec of the original's classifier TFRecords."""
-    import tensorflow as tf
-
-    ints = tf.io.FixedLenFeature([max_seq_length], tf.int64)
-    return {"input_ids": ints, "input_mask": ints, "segment_ids": ints,
-            "label_ids": tf.io.FixedLenFeature([], tf.float32 if regression else tf.int64),
-            "is_real_example": tf.io.FixedLenFeature([], tf.int64)}
-
-
-def serialize(features: Dict[str, np.ndarray], index: int, regression: bool) -> bytes:
-    import tensorflow as tf
-
-    def ints(values):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
-
-    feature = {name: ints(features[name][index])
-               for name in ("input_ids", "input_mask", "segment_ids")}
-    label = features["label_ids"][index]
-    feature["label_ids"] = (tf.train.Feature(float_list=tf.train.FloatList(value=[label]))
-                            if regression else ints([label]))
-    feature["is_real_example"] = ints([features["is_real_example"][index]])
-    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
-
-
-def _sha1(data: bytes) -> str:
-    return hashlib.sha1(data).hexdigest()
-
-
-def cache_identity(task: str, split: str, max_seq_length: int, tokenizer_fingerprint: str,
-                   do_lower_case: bool, examples: Sequence[InputExample],
-                   labels: Optional[Sequence[str]]) -> Dict[str, object]:
-    """Everything the cached features depend on (compared before reusing a cache)."""
-    digest = hashlib.sha1()
-    for e in examples:
-        digest.update(json.dumps([e.guid, e.text_a, e.text_b, e.label]).encode("utf-8"))
-    return {"task": task, "split": split, "max_seq_length": max_seq_length,
-            "vocabulary": tokenizer_fingerprint, "do_lower_case": do_lower_case,
-            "labels": None if labels is None else list(labels),
-            "examples": digest.hexdigest(), "num_examples": len(examples),
-            "format": 1}
-
-
-def cache_path(cached_dir: str, identity: Dict[str, object]) -> str:
-    """`{task}_{split}_s{S}_{hash}.tf_record`: one file per task/split/length/vocab/data."""
-    short = _sha1(json.dumps(identity, sort_keys=True).encode("utf-8"))[:10]
-    return os.path.join(cached_dir, f"{identity['task']}_{identity['split']}_"
-                                    f"s{identity['max_seq_length']}_{short}.tf_record")
-
-
-def prepare_features(cached_dir: str, spec: TaskSpec, split: str,
-                     examples: Sequence[InputExample], tokenizer, max_seq_length: int,
-                     tokenizer_fingerprint: str) -> str:
-    """Writes (or reuses) the TFRecord cache of `examples`; returns its path.
-
-    The cache's identity (`cache_identity`: task, split, sequence length, vocabulary,
-    lower-casing, labels and example contents) is its description and, hashed, part of
-    its file name; reuse and rebuilding follow `finetuning.feature_cache`.
-    """
-    identity = cache_identity(spec.name, split, max_seq_length, tokenizer_fingerprint,
-                              tokenizer.do_lower_case, examples, spec.labels)
-    path = cache_path(cached_dir, identity)
-
-    def write_records(write):
-        features = convert_examples(examples, tokenizer, max_seq_length, spec.labels)
-        for i in range(len(examples)):
-            write(serialize(features, i, spec.is_regression))
-        logging.info("wrote %d %s features to %s", len(examples), split, path)
-
-    # The name is ours (it carries the identity's hash): records without a description
-    # there are an interrupted write, rebuilt.
-    feature_cache.prepare(path, identity, write_records,
-                          f"{spec.name} {split}, {len(examples)} examples", owned=True)
-    return path
-
-
-def dataset(path: str, max_seq_length: int, regression: bool, batch_size: int,
-            is_training: bool, num_examples: int, seed: Optional[int] = None,
-            input_context=None):
-    """tf.data over a feature cache: int32 features, float32 labels for regression.
-
-    Training: shuffled (buffer min(num_examples, 100000), seeded) and repeated,
-    whole batches; sharded per input pipeline under distribution.
-    Evaluation: in file order, padded with `is_real_example = 0` rows up to a
-    multiple of batch_size (as the original pads for TPUs), whole batches.
-    """
-    import tensorflow as tf
-
-    spec = feature_spec(max_seq_length, regression)
-
-    def parse(record):
-        parsed = tf.io.parse_single_example(record, spec)
-        return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
-                for k, v in parsed.items()}
-
-    data = tf.data.TFRecordDataset(path)
-    if is_training:
-        if input_context and input_context.num_input_pipelines > 1:
-            data = data.shard(input_context.num_input_pipelines,
-                              input_context.input_pipeline_id)
-        data = data.shuffle(min(num_examples, 100000), seed=seed,
-                            reshuffle_each_iteration=True).repeat()
-        return data.map(parse, num_parallel_calls=tf.data.AUTOTUNE).batch(
-            batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
-    data = data.map(parse)
-    padding = (-num_examples) % batch_size
-    if padding:
-        pad = {"input_ids": tf.zeros([max_seq_length], tf.int32),
-               "input_mask": tf.zeros([max_seq_length], tf.int32),
-               "segment_ids": tf.zeros([max_seq_length], tf.int32),
-               "label_ids": tf.zeros([], tf.float32 if regression else tf.int32),
-               "is_real_example": tf.zeros([], tf.int32)}
-        data = data.concatenate(tf.data.Dataset.from_tensors(pad).repeat(padding))
-    return data.batch(batch_size, drop_remainder=True)
-
-
-# --- metrics ------------------------------------------------------------------------------------
-
-
-def per_example_loss(logits: np.ndarray, labels: np.ndarray, regression: bool) -> np.ndarray:
-    """The model's loss per example (float64): squared error, or softmax cross-entropy."""
-    logits = np.asarray(logits, np.float64)
-    if regression:
-        return (logits[:, 0] - np.asarray(labels, np.float64)) ** 2
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    return -log_probs[np.arange(len(labels)), np.asarray(labels, np.int64)]
-
-
-def compute_metrics(spec: TaskSpec, logits: np.ndarray, label_ids: np.ndarray
-                    ) -> Dict[str, float]:
-    """The task's metrics on a whole evaluation set (keys as the original + GLUE)."""
-    losses = per_example_loss(logits, label_ids, spec.is_regression)
-    if spec.is_regression:
-        return glue_metrics.regression_metrics(label_ids, logits[:, 0], losses)
-    predictions = np.argmax(logits, axis=-1)
-    return glue_metrics.classification_metrics(label_ids, predictions, losses,
-                                               spec.extra_metrics)

@@ -6,11 +6,10 @@ pearson for STS-B, eval_accuracy otherwise, as the original) is kept as
 `model.ckpt-best` (TF1 format), and prediction uses it. Output directory:
 
   eval_results.txt, best_eval.json, best_trial.txt, model.ckpt-best.*  (finetuning)
-  test_results.tsv     class probabilities per test example (the regression score for STS-B)
-  submit_results.tsv   `index<TAB>prediction`, as the original
-  {TASK}.tsv           the same, under the GLUE leaderboard's file name (e.g. MNLI-m.tsv)
-  {task}_predict.json  CLUE tasks: the CLUE submission file (albert_tf.tasks.classification.clue)
-  *.tf_record (+.json) feature caches (in cached_dir, default output_dir)
+  test_results.tsv, submit_results.tsv, {TASK}.tsv, {task}_predict.json  (postprocess.py)
+  *.tf_record (+.json) feature caches (in cached_dir, default output_dir; features.py)
+The data set (`--task_name`) is a record of `datasets.py`, whose reader gives the task's
+spec, examples and submission writer.
 and, with `export_dir`, a SavedModel with `serving_default` (raw text) and
 `serve_tokens` signatures, or ONNX / LiteRT files (albert_tf.tasks.classification.export).
 """
@@ -18,14 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
-from typing import ClassVar, Dict, List, Optional
+from typing import ClassVar, Dict, Optional
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import export, fileio, finetuning, tokenization
+from albert_tf import export, finetuning, tokenization
 from albert_tf.finetuning import collapse, predict
 from albert_tf.errors import UserValueError
 from albert_tf.finetuning.command_line import CommandLine
@@ -34,16 +32,17 @@ from albert_tf.option_fields import field_specs, option
 from albert_tf.training import run_dir
 from albert_tf.export import portable
 from albert_tf.modeling.models import AlbertClassifier, classifier_losses
-from albert_tf.tasks.classification import clue, glue
+from albert_tf.tasks.classification import datasets, features, glue, metrics, postprocess
 from albert_tf.tasks.classification.export import classifier_portable_model, export_classifier
+from albert_tf.tasks.classification.postprocess import write_predictions  # noqa: F401 (old name)
 
 
 @dataclasses.dataclass(kw_only=True)
 class ClassificationOptions(TaskOptions):
     """run_classifier.py's settings (defaults: the original's flags).
 
-    `task_name`: a key of `glue.TASKS` or `clue.TASKS`, or "custom" (then `custom` is
-    required). `classifier_dropout` is the dropout on the pooled output (the original's
+    `task_name`: a data set of `datasets.py` (GLUE's, CLUE's or "custom"; custom needs
+    `custom`, the column flags). `classifier_dropout` is the dropout on the pooled output (the original's
     fixed 0.1). Feature caches go to `cached_dir` (default output_dir).
     `finetuning`: the run's options as a separate object, the older spelling: when given,
     its fields replace the run fields here (output_dir may then be left out).
@@ -75,12 +74,7 @@ class ClassificationOptions(TaskOptions):
     def validate(self, num_replicas: int) -> None:
         """Raises ValueError naming the flag that is wrong."""
         self.check_export()
-        name = self.task_name.lower()
-        if name != glue.CUSTOM_TASK and name not in glue.TASKS and name not in clue.TASKS:
-            raise ValueError(f"--task_name {self.task_name!r} is not one of "
-                             f"{', '.join(sorted(glue.TASKS))} (GLUE), "
-                             f"{', '.join(sorted(clue.TASKS))} (CLUE) or custom")
-        if name == glue.CUSTOM_TASK and self.custom is None:
+        if datasets.get(self.task_name).settings.get("columns") and self.custom is None:
             raise ValueError("--task_name=custom needs --text_a_column and --label_column")
         if not self.data_dir:
             raise ValueError("--data_dir is required")
@@ -136,64 +130,20 @@ def predict_logits(strategy: tf.distribute.Strategy, model, data: tf.data.Datase
     return outputs.get("logits", np.zeros([0, 1], np.float32))[:num_examples]
 
 
-def _resolve_task(options: ClassificationOptions):
-    """(TaskSpec, split -> examples, CLUE task or None) of options.task_name."""
-    name = options.task_name.lower()
-    if name in clue.TASKS:
-        task = clue.TASKS[name]
-        directory = clue.task_dir(task, options.data_dir)
-        labels, _ = clue.task_labels(task, directory)
-        return (clue.spec(task, labels),
-                lambda split: clue.read_examples(task, directory, split, labels), task)
-    if name != glue.CUSTOM_TASK:
-        spec = glue.TASKS[name]
-        return spec, lambda split: glue.read_examples(spec, options.data_dir, split,
-                                                      options.do_lower_case), None
-    labels = None if options.custom.regression else glue.custom_labels(options.custom,
-                                                                       options.data_dir)
-    spec = glue.custom_spec(options.custom, labels)
-    return spec, lambda split: glue.read_custom_examples(options.custom, options.data_dir,
-                                                         split, labels,
-                                                         options.do_lower_case), None
-
-
 def load_tokenizer(options: ClassificationOptions):
     """The Python tokenizer of options (SentencePiece when spm_model_file is given)."""
     return options.load_tokenizer()
 
 
-def write_predictions(output_dir: str, spec: glue.TaskSpec,
-                      examples: List[glue.InputExample], logits: np.ndarray,
-                      clue_task: Optional[clue.ClueDataSet] = None) -> Dict:
-    """test_results.tsv, submit_results.tsv, and the GLUE `{TASK}.tsv` or the CLUE
-    `{task}_predict.json`; returns what was written."""
-    if spec.is_regression:
-        probabilities = logits[:, :1]
-        labels = [str(float(v)) for v in logits[:, 0]]
-    else:
-        shifted = logits - logits.max(axis=-1, keepdims=True)
-        probabilities = np.exp(shifted) / np.exp(shifted).sum(axis=-1, keepdims=True)
-        labels = [spec.labels[i] for i in np.argmax(logits, axis=-1)]
-    fileio.atomic_write_text(os.path.join(output_dir, "test_results.tsv"), "".join(
-        "\t".join(str(float(p)) for p in row) + "\n" for row in probabilities))
-    submission = "index\tprediction\n" + "".join(
-        f"{e.guid}\t{label}\n" for e, label in zip(examples, labels))
-    written = ["test_results.tsv", "submit_results.tsv"]
-    fileio.atomic_write_text(os.path.join(output_dir, "submit_results.tsv"), submission)
-    if spec.submission_name:
-        fileio.atomic_write_text(os.path.join(output_dir, f"{spec.submission_name}.tsv"),
-                                 submission)
-        written.append(f"{spec.submission_name}.tsv")
-    if clue_task is not None:
-        written.append(clue.write_submission(output_dir, clue_task, examples, labels))
-    logging.info("wrote predictions for %d test examples: %s", len(examples),
-                 ", ".join(written))
-    return {"probabilities": probabilities, "labels": labels, "files": written}
+def _takes_columns(values) -> bool:
+    """Whether --task_name is read with the custom-task column flags (an unknown name
+    is not: ClassificationOptions.validate names it)."""
+    return datasets.known(values.task_name) and bool(
+        datasets.get(values.task_name).settings.get("columns"))
 
 
 def _check_flags(values) -> None:
-    if values.task_name.lower() == glue.CUSTOM_TASK and not (values.text_a_column
-                                                             and values.label_column):
+    if _takes_columns(values) and not (values.text_a_column and values.label_column):
         raise UserValueError("--task_name=custom needs --text_a_column and --label_column")
 
 
@@ -213,21 +163,20 @@ class ClassificationJob(finetuning.FinetuningJob):
     def options_from_command_line(cls, values) -> Dict:
         """`custom` from the custom-task flags, with --task_name=custom and both required
         columns given (ClassificationOptions.validate names what is missing)."""
-        if values.task_name.lower() != glue.CUSTOM_TASK or not (
-                values.text_a_column and values.label_column):
+        if not _takes_columns(values) or not (values.text_a_column and values.label_column):
             return {}
         return {"custom": glue.CustomTaskOptions(**{
             name: getattr(values, name) for name in field_specs(glue.CustomTaskOptions)})}
 
     @functools.cached_property
-    def resolved(self):
-        """(TaskSpec, split -> examples, CLUE task or None) of --task_name (the labels of
-        a CLUE or custom task read from its files)."""
-        return _resolve_task(self.options)
+    def task(self) -> datasets.TaskData:
+        """--task_name's spec, split -> examples and submission writer (the labels of a
+        CLUE or custom task read from its files)."""
+        return datasets.open_task(self.options)
 
     @property
     def spec(self) -> glue.TaskSpec:
-        return self.resolved[0]
+        return self.task.spec
 
     @property
     def metric(self) -> str:  # the task's best-checkpoint key, as the original
@@ -255,18 +204,19 @@ class ClassificationJob(finetuning.FinetuningJob):
         return self.once(split, lambda: self._read_split(split))
 
     def _read_split(self, split: str):
-        examples = self.resolved[1](split)
+        examples = self.task.read(split)
         if not examples:
             raise glue.GlueDataError(f"the {split} split of {self.spec.name} has no example")
         options = self.options
-        path = glue.prepare_features(options.cached_dir or options.output_dir, self.spec, split,
-                                     examples, self.tokenizer, options.max_seq_length,
-                                     tokenization.vocabulary_fingerprint(self.tokenizer))
+        path = features.prepare_features(options.cached_dir or options.output_dir, self.spec,
+                                         split, examples, self.tokenizer,
+                                         options.max_seq_length,
+                                         tokenization.vocabulary_fingerprint(self.tokenizer))
         return examples, path
 
     def dataset(self, path: str, batch_size: int, is_training: bool, num_examples: int,
                 seed=None, input_context=None) -> tf.data.Dataset:
-        return glue.dataset(path, self.options.max_seq_length, self.regression, batch_size,
+        return features.dataset(path, self.options.max_seq_length, self.regression, batch_size,
                             is_training, num_examples, seed, input_context)
 
     def prepare(self) -> None:
@@ -303,22 +253,17 @@ class ClassificationJob(finetuning.FinetuningJob):
         data = self.dataset(path, self.options.eval_batch_size, False, len(examples))
         logits = predict_logits(self.strategy, model, data, len(examples),
                                 f"of {len(examples)} dev examples")
-        metrics = glue.compute_metrics(self.spec, logits, gold)
-        metrics["eval_examples"] = len(examples)
+        results = metrics.compute_metrics(self.spec, logits, gold)
+        results["eval_examples"] = len(examples)
         if not self.regression:  # one label predicted almost everywhere?
-            collapse.mark(metrics, collapse.label_collapse(
+            collapse.mark(results, collapse.label_collapse(
                 np.argmax(logits, axis=-1), gold, labels=self.spec.labels),
                 self.spec.name, step)
-        return metrics
+        return results
 
     def _dev_gold(self) -> np.ndarray:
         """The dev labels: float values (regression) or label indices."""
-        examples = self.split("dev")[0]
-        gold = np.array([e.label for e in examples], np.float64 if self.regression else object)
-        if not self.regression:
-            index = {label: i for i, label in enumerate(self.spec.labels)}
-            gold = np.array([index[label] for label in gold], np.int64)
-        return gold
+        return metrics.gold_label_ids(self.spec, self.split("dev")[0])
 
     def predict(self, model):
         """Logits of the test set, written as the submission files."""
@@ -328,8 +273,8 @@ class ClassificationJob(finetuning.FinetuningJob):
                                 f"of {len(examples)} test examples")
         if not self.chief:
             return {"logits": logits}
-        written = write_predictions(self.options.output_dir, self.spec, examples, logits,
-                                    self.resolved[2])
+        written = postprocess.write_predictions(self.options.output_dir, self.spec, examples,
+                                                logits, self.task.submission)
         return dict(written, logits=logits)
 
     def export_saved_model(self, model) -> None:

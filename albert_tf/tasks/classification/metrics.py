@@ -1,4 +1,9 @@
-"""GLUE metrics on whole evaluation sets (NumPy): accuracy, F1, Matthews, Pearson, Spearman.
+"""Classification metrics on whole evaluation sets (NumPy): accuracy, F1, Matthews, Pearson,
+Spearman, and a task's metric set (`compute_metrics` on logits, as the job evaluates;
+`prediction_metrics` on predicted labels, as `python -m albert_tf.tasks.classification
+evaluate` scores a predictions file). `spec` is a `glue.TaskSpec` (its `labels`,
+`is_regression`, `extra_metrics`) and `examples` `glue.InputExample`s: glue.py
+re-exports names of this module, so it is not imported here.
 
 Written by hand because the project does not depend on SciPy or scikit-learn;
 each function follows the textbook definition (the tests check them against
@@ -68,11 +73,13 @@ def spearman(x, y) -> float:
     return pearson(average_ranks(x), average_ranks(y))
 
 
-def classification_metrics(labels, predictions, per_example_loss,
+def classification_metrics(labels, predictions, per_example_loss=None,
                            extra: Sequence[str] = ()) -> Dict[str, float]:
-    """eval_accuracy and eval_loss, plus `f1` and/or `matthew_corr` when in `extra`."""
-    metrics = {"eval_accuracy": accuracy(labels, predictions),
-               "eval_loss": float(np.mean(per_example_loss))}
+    """eval_accuracy and eval_loss (not without `per_example_loss`), plus `f1` and/or
+    `matthew_corr` when in `extra`."""
+    metrics = {"eval_accuracy": accuracy(labels, predictions)}
+    if per_example_loss is not None:
+        metrics["eval_loss"] = float(np.mean(per_example_loss))
     if "f1" in extra:
         metrics["f1"] = f1_score(labels, predictions)
     if "matthew_corr" in extra:
@@ -89,3 +96,41 @@ def regression_metrics(labels, scores, per_example_loss: Optional[np.ndarray] = 
     loss = mse if per_example_loss is None else float(np.mean(per_example_loss))
     return {"pearson": pearson(scores, labels), "spearman": spearman(scores, labels),
             "MSE": mse, "eval_loss": loss}
+
+
+def per_example_loss(logits: np.ndarray, labels: np.ndarray, regression: bool) -> np.ndarray:
+    """The model's loss per example (float64): squared error, or softmax cross-entropy."""
+    logits = np.asarray(logits, np.float64)
+    if regression:
+        return (logits[:, 0] - np.asarray(labels, np.float64)) ** 2
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return -log_probs[np.arange(len(labels)), np.asarray(labels, np.int64)]
+
+
+def prediction_metrics(spec, predictions: np.ndarray, label_ids: np.ndarray,
+                       losses: Optional[np.ndarray] = None) -> Dict[str, float]:
+    """The task's metrics (keys as the original + GLUE) of predicted class indices [N]
+    (or scores [N], regression) against `label_ids` [N]; `eval_loss` of classification
+    only with the per-example `losses` (regression's is the squared error)."""
+    if spec.is_regression:
+        return regression_metrics(label_ids, predictions, losses)
+    return classification_metrics(label_ids, predictions, losses, spec.extra_metrics)
+
+
+def compute_metrics(spec, logits: np.ndarray, label_ids: np.ndarray
+                    ) -> Dict[str, float]:
+    """The task's metrics on a whole evaluation set from its logits [N, K] (K = 1:
+    regression), `eval_loss` included."""
+    losses = per_example_loss(logits, label_ids, spec.is_regression)
+    predictions = logits[:, 0] if spec.is_regression else np.argmax(logits, axis=-1)
+    return prediction_metrics(spec, predictions, label_ids, losses)
+
+
+def gold_label_ids(spec, examples: Sequence) -> np.ndarray:
+    """The examples' labels as the metrics take them: float64 values (regression) or
+    int64 indices into `spec.labels`."""
+    if spec.is_regression:
+        return np.array([e.label for e in examples], np.float64)
+    index = {label: i for i, label in enumerate(spec.labels)}
+    return np.array([index[e.label] for e in examples], np.int64)
