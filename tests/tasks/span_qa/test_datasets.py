@@ -104,8 +104,13 @@ def _predictions(dataset, wrong_every: int, null_odds=None):
     return postprocess.SquadPredictions(answers, nbest, null_odds or {}), qids, golds
 
 
-def _evaluate(capsys, *args):
-    assert span_qa_command.main(["evaluate", *args]) == 0
+def _evaluate_written(capsys, tmp_path, dataset, predictions, answers, *flags):
+    """What `evaluate` prints for the predictions.json the job writes (`answers`)."""
+    paths = postprocess.write_predictions(str(tmp_path), predictions, answers)
+    data_file = tmp_path / "data.json"
+    data_file.write_text(json.dumps({"data": dataset}, ensure_ascii=False))
+    assert span_qa_command.main(["evaluate", "--data_file", str(data_file),
+                                 "--prediction_file", paths["predictions"], *flags]) == 0
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
 
@@ -118,11 +123,7 @@ def test_squad_v1_scoring_is_what_evaluate_prints(squad_v1, tmp_path, capsys):
     expected = 100.0 * accuracy_score([True] * len(right), right)
     assert metrics["exact_match"] == pytest.approx(expected)
     assert metrics["f1"] == pytest.approx(expected)
-    paths = postprocess.write_predictions(str(tmp_path), predictions, answers)
-    data_file = tmp_path / "dev.json"
-    data_file.write_text(json.dumps({"data": squad_v1}))
-    printed = _evaluate(capsys, "--data_file", str(data_file), "--prediction_file",
-                        paths["predictions"])
+    printed = _evaluate_written(capsys, tmp_path, squad_v1, predictions, answers)
     assert (printed["exact_match"], printed["f1"]) == (metrics["exact_match"], metrics["f1"])
 
 
@@ -139,11 +140,7 @@ def test_squad_v2_scoring_tunes_or_takes_the_threshold(squad_v2, tmp_path, capsy
     assert (given["null_threshold_source"], given["null_score_diff_threshold"]) == ("given",
                                                                                     100.0)
     assert scorer.answers(predictions, 0.0) == predictions.with_threshold(0.0)
-    paths = postprocess.write_predictions(str(tmp_path), predictions, answers)
-    data_file = tmp_path / "dev.json"
-    data_file.write_text(json.dumps({"data": squad_v2}))
-    printed = _evaluate(capsys, "--data_file", str(data_file), "--prediction_file",
-                        paths["predictions"])
+    printed = _evaluate_written(capsys, tmp_path, squad_v2, predictions, answers)
     assert (printed["exact"], printed["f1"]) == (tuned["exact"], tuned["f1"])
 
 
@@ -153,11 +150,8 @@ def test_cmrc2018_scoring_is_what_evaluate_prints(cmrc, tmp_path, capsys):
     answers, metrics = scorer.score(cmrc, predictions, None, "trial.json")
     assert metrics["metric"] == "cmrc2018" and metrics["total"] == 1002
     assert not any(isinstance(value, (list, dict)) for value in metrics.values())
-    paths = postprocess.write_predictions(str(tmp_path), predictions, answers)
-    data_file = tmp_path / "trial.json"
-    data_file.write_text(json.dumps({"data": cmrc}, ensure_ascii=False))
-    printed = _evaluate(capsys, "--data_file", str(data_file), "--prediction_file",
-                        paths["predictions"], "--metric", "cmrc2018")
+    printed = _evaluate_written(capsys, tmp_path, cmrc, predictions, answers,
+                                "--metric", "cmrc2018")
     assert {key: printed[key] for key in ("exact_match", "f1", "average")} == {
         key: metrics[key] for key in ("exact_match", "f1", "average")}
 
