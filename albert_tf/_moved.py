@@ -57,6 +57,7 @@ MOVED = {
     "albert_tf.tasks.c3": "albert_tf.tasks.multiple_choice.c3",
     "albert_tf.tasks.race_export": "albert_tf.tasks.multiple_choice.export",
     "albert_tf.tasks.race_job": "albert_tf.tasks.multiple_choice.job",
+    "albert_tf.tasks.tagging.predictions": "albert_tf.tasks.tagging.postprocess",
 }
 
 # Old dotted name (package.attribute) -> the module that defines it now.

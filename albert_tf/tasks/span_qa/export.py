@@ -41,17 +41,17 @@ import tensorflow as tf
 from albert_tf import export as export_lib
 from albert_tf.kernels import fused_ops
 from albert_tf import tokenization
+from albert_tf.tasks.span_qa.features import FeatureOptions
 from albert_tf.tasks.span_qa.postprocess import V1_EMPTY_TEXT
 
 NEG_INF = -1e30
 
 
 @dataclasses.dataclass
-class ExportOptions:
-    max_seq_length: int = 384
-    doc_stride: int = 128
-    max_query_length: int = 64
-    do_lower_case: bool = True
+class ExportOptions(FeatureOptions):
+    """The serving settings: the conversion's (`features.FeatureOptions`: the same
+    windows as training and prediction), then post-processing's and the LayerNorm's."""
+
     n_best_size: int = 20
     max_answer_length: int = 30
     version_2_with_negative: bool = False

@@ -19,7 +19,9 @@ when both are given, as in the original. Metric (`metric`): "squad" (the
 official v1.1 / v2.0 script), "cmrc2018" (`cmrc_metrics`, the official CMRC
 2018 definitions; v1.1-style data only) or "auto": cmrc2018 when more than
 half of the predict file's non-whitespace context characters are CJK
-ideographs (`squad_data.cjk_fraction`) and the data is not v2, else squad.
+ideographs (`squad_data.cjk_fraction`) and the data is not v2, else squad. The flags and
+the predict file name a data set (`datasets.resolve`: squad_v1, squad_v2 or cmrc2018)
+whose record's scoring scores the predictions (`scoring`).
 
 v2 threshold: with `null_score_diff_threshold` None, it is tuned on the
 evaluated set itself (as the original): the answers of predictions.json are ""
@@ -50,13 +52,14 @@ from albert_tf.finetuning import collapse, predict
 from albert_tf.finetuning.command_line import CommandLine
 from albert_tf.finetuning.options import TaskOptions
 from albert_tf.option_fields import POSITIVE, check_fields, option
+from albert_tf.tasks import registry
 from albert_tf.tasks.span_qa import export as squad_export
-from albert_tf.tasks.span_qa import (data as squad_data, features as squad_features,
-                                     metrics as squad_metrics, postprocess as squad_postprocess)
+from albert_tf.tasks.span_qa import (data as squad_data, datasets, features as squad_features,
+                                     postprocess as squad_postprocess)
+from albert_tf.tasks.span_qa.datasets import CJK_METRIC_THRESHOLD  # noqa: F401 (its old place)
 
 METRIC = "f1"  # both metrics report it (in percent)
 METRICS = ("auto", "squad", "cmrc2018")
-CJK_METRIC_THRESHOLD = 0.5  # auto: cmrc2018 above this share of CJK context characters
 V1_OUTPUTS = ("start_logits", "end_logits")
 V2_OUTPUTS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index",
               "cls_logits")
@@ -200,16 +203,10 @@ def load_tokenizer(options: SpanQaOptions) -> tokenization.Tokenizer:
 
 
 def resolve_metric(metric: str, dataset: list, version_2_with_negative: bool) -> str:
-    """"squad" or "cmrc2018" for `metric` (see the module docstring for "auto")."""
-    if metric != "auto":
-        return metric
-    if version_2_with_negative or squad_metrics.is_v2_dataset(dataset):
-        return "squad"
-    share = squad_data.cjk_fraction(dataset)
-    chosen = "cmrc2018" if share > CJK_METRIC_THRESHOLD else "squad"
-    logging.info("--metric=auto: %.1f%% of the context characters are CJK ideographs -> %s",
-                 100 * share, chosen)
-    return chosen
+    """"squad" or "cmrc2018" for `metric` (see the module docstring for "auto"): the
+    scoring of the data set `datasets.resolve` names."""
+    name = datasets.resolve(metric, version_2_with_negative, dataset)
+    return datasets.get(name).settings["scoring"].name
 
 
 def prepare_features(path: str, examples, tokenizer, options: SpanQaOptions, is_training: bool,
@@ -258,41 +255,16 @@ def predict_raw(model, path: str, max_seq_length: int, batch_size: int, v2: bool
 
 
 def score(dataset, predictions: squad_postprocess.SquadPredictions, options: SpanQaOptions,
-          metric: str = "squad") -> Dict:
+          metric: str = "squad") -> Tuple[Dict, Dict]:
     """Official metrics of predictions (v2: also tunes the null threshold if not given).
 
-    metric: "squad" or "cmrc2018" (already resolved, see `resolve_metric`).
+    metric: "squad" or "cmrc2018" (already resolved, see `resolve_metric`): with
+    --version_2_with_negative, the data set's scoring (`datasets`, `scoring`).
     Returns (answers to write, metrics without the lists of question ids).
     """
-    if metric == "cmrc2018":
-        from albert_tf.tasks.span_qa import cmrc_metrics
-
-        try:
-            metrics = cmrc_metrics.evaluate(dataset, predictions.answers)
-        except ValueError as err:  # e.g. a question without gold answers
-            raise UserValueError(f"--predict_file {options.predict_file}: {err}") from err
-        metrics = {key: value for key, value in metrics.items()
-                   if not isinstance(value, (list, tuple, set, dict))}
-        metrics["metric"] = "cmrc2018"
-        return predictions.answers, metrics
-    if not options.version_2_with_negative:
-        metrics = squad_metrics.evaluate_v1(dataset, predictions.answers)
-        answers = predictions.answers
-    else:
-        raw = predictions.with_threshold(None)
-        best = squad_metrics.evaluate_v2(dataset, raw, predictions.null_odds)
-        if options.null_score_diff_threshold is None:
-            threshold, source = best["best_f1_thresh"], "tuned_on_eval_set"
-        else:
-            threshold, source = options.null_score_diff_threshold, "given"
-        answers = predictions.with_threshold(threshold)
-        metrics = squad_metrics.evaluate_v2(dataset, answers)
-        for key in ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh"):
-            metrics[key] = best[key]
-        metrics["null_score_diff_threshold"] = threshold
-        metrics["null_threshold_source"] = source
-    metrics.pop("missing", None)
-    return answers, metrics
+    name = datasets.resolve(metric, options.version_2_with_negative, dataset)
+    return datasets.get(name).settings["scoring"].score(
+        dataset, predictions, options.null_score_diff_threshold, options.predict_file)
 
 
 def answerability_collapse(examples, answers) -> Optional[str]:
@@ -305,24 +277,34 @@ def answerability_collapse(examples, answers) -> Optional[str]:
 
 @dataclasses.dataclass
 class PredictSplit:
-    """--predict_file: its JSON, examples, whether it has gold answers, the metric that
-    scores it, its feature cache and the features' position arrays."""
+    """--predict_file: its JSON, examples, whether it has gold answers, the data set
+    (`datasets`: its scoring), its feature cache and the features' position arrays."""
 
     dataset: Dict
     examples: list
     has_gold: bool
-    metric_name: str
+    data_set: registry.DataSet
     path: str
     feature_arrays: Dict[str, np.ndarray]
 
+    @property
+    def metric_name(self) -> str:
+        """The --metric value that scores it: "squad" or "cmrc2018"."""
+        return self.data_set.settings["scoring"].name
+
+    def score(self, predictions: squad_postprocess.SquadPredictions,
+              options: SpanQaOptions) -> Tuple[Dict, Dict]:
+        """(answers to write, metrics) of predictions by the data set's scoring."""
+        return self.data_set.settings["scoring"].score(
+            self.dataset, predictions, options.null_score_diff_threshold, options.predict_file)
+
 
 def _hparams_task(values) -> str:
-    """The --hparams=paper table's task: CMRC 2018 for --metric=cmrc2018 (or the Chinese
-    WordPiece vocabulary with --metric=auto), else SQuAD v1.1 / v2.0."""
-    if values.metric == "cmrc2018" or (values.metric == "auto" and values.vocab_file
-                                       and not values.spm_model_file):
-        return "cmrc2018"
-    return "squad_v2" if values.version_2_with_negative else "squad_v1"
+    """The --hparams=paper table's task: the data set the flags name before any file is
+    read (`datasets.resolve`: CMRC 2018 for --metric=cmrc2018 or the Chinese WordPiece
+    vocabulary with --metric=auto, else SQuAD v1.1 / v2.0)."""
+    return datasets.resolve(values.metric, values.version_2_with_negative,
+                            wordpiece=bool(values.vocab_file and not values.spm_model_file))
 
 
 class SpanQaJob(finetuning.FinetuningJob):
@@ -395,7 +377,9 @@ class SpanQaJob(finetuning.FinetuningJob):
 
     def _read_train_split(self):
         options = self.options
-        examples = squad_data.read_squad_examples(options.train_file, True, self.v2)
+        # Every span QA data set has the same reader: the flags' data set reads the file.
+        reader = datasets.get(datasets.resolve(options.metric, self.v2)).reader
+        examples = reader(options.train_file, True, self.v2)
         path = options.train_feature_file or os.path.join(options.output_dir, "train.tf_record")
         prepare_features(path, squad_features.shuffle_for_training(examples), self.tokenizer,
                          options, True, options.train_file,
@@ -418,8 +402,8 @@ class SpanQaJob(finetuning.FinetuningJob):
     def _read_predict_split(self) -> "PredictSplit":
         options = self.options
         dataset = squad_data.load_squad_json(options.predict_file)
-        examples = squad_data.read_squad_examples(options.predict_file, False, self.v2,
-                                                  data=dataset)
+        data_set = datasets.get(datasets.resolve(options.metric, self.v2, dataset))
+        examples = data_set.reader(options.predict_file, False, self.v2, data=dataset)
         path = options.predict_feature_file or os.path.join(options.output_dir,
                                                             "predict.tf_record")
         prepare_features(path, examples, self.tokenizer, options, False, options.predict_file,
@@ -427,7 +411,7 @@ class SpanQaJob(finetuning.FinetuningJob):
         return PredictSplit(
             dataset=dataset, examples=examples,
             has_gold=any(e.answers or e.is_impossible for e in examples),
-            metric_name=resolve_metric(options.metric, dataset, self.v2), path=path,
+            data_set=data_set, path=path,
             feature_arrays=squad_features.read_feature_arrays(path, options.max_seq_length))
 
     def eval_features(self):
@@ -455,7 +439,7 @@ class SpanQaJob(finetuning.FinetuningJob):
         """The checkpoint's metrics on predict_file (its predictions files written); v2
         adds `collapsed` (no answer, or an answer, almost everywhere: `finetuning.collapse`)."""
         predictions, data = self.predictions_of(model), self.predict_split()
-        answers, metrics = score(data.dataset, predictions, self.options, data.metric_name)
+        answers, metrics = data.score(predictions, self.options)
         self.write(predictions, answers)
         if self.v2:
             collapse.mark(metrics, answerability_collapse(data.examples, answers),
@@ -465,7 +449,7 @@ class SpanQaJob(finetuning.FinetuningJob):
     def predict(self, model):
         predictions, data = self.predictions_of(model), self.predict_split()
         if data.has_gold:
-            answers, metrics = score(data.dataset, predictions, self.options, data.metric_name)
+            answers, metrics = data.score(predictions, self.options)
             self.results["predict_metrics"] = metrics
             if self.chief:
                 fileio.atomic_write_text(
@@ -473,8 +457,8 @@ class SpanQaJob(finetuning.FinetuningJob):
                     json.dumps(metrics, indent=2) + "\n")
             logging.info("predictions of the best weights: %s", json.dumps(metrics))
         else:
-            answers = predictions.answers if not self.v2 else predictions.with_threshold(
-                self.options.null_score_diff_threshold)
+            answers = data.data_set.settings["scoring"].answers(
+                predictions, self.options.null_score_diff_threshold)
         self.results.update(paths=self.write(predictions, answers), predictions=predictions,
                             answers=answers)
         return answers

@@ -79,3 +79,72 @@ def evaluate_files(data_file: str, prediction_file: str, na_prob_file: Optional[
                 raise SquadFormatError(f"--na_prob_file {na_prob_file}: question id {qid}: "
                                        f"expected a number, got {value!r}")
     return evaluate_v2(dataset, predictions, na_probs, na_prob_thresh)
+
+
+# --- the job's scoring of its own predictions, one object per data set ----------------------------
+
+
+class SquadV1Scoring:
+    """SQuAD v1.1: the official v1.1 script; every question has an answer.
+
+    `name`: the `--metric` value that picks this scoring (and that `evaluate --metric`
+    takes). `answers(predictions, threshold)`: the answers written without gold answers;
+    `score(dataset, predictions, threshold, data_file)`: (answers written, metrics), the
+    metrics in percent without the lists of question ids.
+    """
+
+    name = "squad"
+
+    def answers(self, predictions, threshold: Optional[float]) -> Dict[str, str]:
+        return predictions.answers
+
+    def score(self, dataset: list, predictions, threshold: Optional[float],
+              data_file: str = "") -> tuple:
+        metrics = evaluate_v1(dataset, predictions.answers)
+        metrics.pop("missing", None)
+        return predictions.answers, metrics
+
+
+class SquadV2Scoring(SquadV1Scoring):
+    """SQuAD v2.0: questions may have no answer ("" where null_odds > the threshold).
+
+    With `threshold` None it is tuned on the scored set itself (the best-F1 threshold of
+    null_odds.json, as the original: `null_threshold_source = "tuned_on_eval_set"`), else
+    the given one is used (`"given"`); `best_*` come from null_odds.json."""
+
+    def answers(self, predictions, threshold: Optional[float]) -> Dict[str, str]:
+        return predictions.with_threshold(threshold)
+
+    def score(self, dataset: list, predictions, threshold: Optional[float],
+              data_file: str = "") -> tuple:
+        best = evaluate_v2(dataset, predictions.with_threshold(None), predictions.null_odds)
+        if threshold is None:
+            threshold, source = best["best_f1_thresh"], "tuned_on_eval_set"
+        else:
+            source = "given"
+        answers = predictions.with_threshold(threshold)
+        metrics = evaluate_v2(dataset, answers)
+        for key in ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh"):
+            metrics[key] = best[key]
+        metrics["null_score_diff_threshold"] = threshold
+        metrics["null_threshold_source"] = source
+        metrics.pop("missing", None)
+        return answers, metrics
+
+
+class Cmrc2018Scoring(SquadV1Scoring):
+    """CMRC 2018: the official CMRC 2018 definitions (`cmrc_metrics`); the metrics say
+    `metric = "cmrc2018"`."""
+
+    name = "cmrc2018"
+
+    def score(self, dataset: list, predictions, threshold: Optional[float],
+              data_file: str = "") -> tuple:
+        try:
+            metrics = cmrc_metrics.evaluate(dataset, predictions.answers)
+        except ValueError as err:  # e.g. a question without gold answers
+            raise UserValueError(f"--predict_file {data_file}: {err}") from err
+        metrics = {key: value for key, value in metrics.items()
+                   if not isinstance(value, (list, tuple, set, dict))}
+        metrics["metric"] = self.name
+        return predictions.answers, metrics

@@ -7,7 +7,7 @@ prints one JSON object on its last line: `precision`, `recall`, `f1` (micro over
 entities, as seqeval 1.2.2's default mode), `support`, `predicted`, `correct`,
 `token_accuracy` and `per_type` ({type: precision, recall, f1, support}). The predictions
 file is the one run_ner.py writes for the task (`predictions.txt`, `cluener_predict.json`
-or `entities.jsonl`, see `albert_tf.tasks.tagging.predictions`).
+or `entities.jsonl`, see `albert_tf.tasks.tagging.postprocess`).
 """
 import json
 import os
@@ -21,7 +21,7 @@ PROG = "python -m albert_tf.tasks.tagging"
 def _evaluate_main(argv) -> int:
     from albert_tf import cli
     from albert_tf.errors import check_file
-    from albert_tf.tasks.tagging import predictions, readers
+    from albert_tf.tasks.tagging import postprocess, readers
 
     parser = cli.ArgumentParser(prog=f"{PROG} evaluate",
                                 description="Entity-level precision, recall and F1 (seqeval's "
@@ -43,7 +43,7 @@ def _evaluate_main(argv) -> int:
     options = {name: getattr(args, name) for name in ("token_column", "label_column",
                                                       "delimiter")
                if getattr(args, name) is not None}
-    result = predictions.score_prediction_file(args.task_name, args.data_file,
+    result = postprocess.score_prediction_file(args.task_name, args.data_file,
                                                args.prediction_file, **options)
     print(json.dumps(result, sort_keys=True))
     return 0

@@ -8,7 +8,7 @@ training scheme (`tag_scheme`: IOB2 or BIOES), builds the windowed sub-token fea
 (softmax, or a CRF with `use_crf`) with `finetuning.run_finetuning`, keeps the best
 checkpoint by dev entity F1 (seqeval's default mode, `metrics`), and writes the
 predictions of the best weights in the data file's own format and scheme
-(`predictions`).
+(`postprocess`).
 
 Files in output_dir besides run_finetuning's (checkpoints/, train/, eval_results.txt,
 best_eval.json, best_trial.txt, model.ckpt-best.*):
@@ -37,7 +37,8 @@ from albert_tf.finetuning.options import TaskOptions
 from albert_tf.option_fields import check_fields, option
 from albert_tf.modeling.token_classifier import AlbertTokenClassifier
 from albert_tf.tasks.tagging import export as tagging_export
-from albert_tf.tasks.tagging import features, metrics, predictions, readers, schemes
+from albert_tf.tasks import registry
+from albert_tf.tasks.tagging import features, metrics, postprocess, readers, schemes
 from albert_tf.tasks.tagging.readers import TaggedSentence, TaggingDataError
 from albert_tf.training import loop, run_dir
 
@@ -89,8 +90,9 @@ class TaggingOptions(TaskOptions):
     def validate(self, num_replicas: int = 1) -> None:
         """Raises ValueError naming the flag that is wrong."""
         self.validate_task_options()
-        if self.task_name not in readers.TASKS:
-            raise ValueError(f"--task_name must be one of {', '.join(readers.TASKS)}, got "
+        if self.task_name not in registry.names(readers.FAMILY):
+            raise ValueError(f"--task_name must be one of "
+                             f"{', '.join(registry.names(readers.FAMILY))}, got "
                              f"{self.task_name!r}")
         if schemes.normalize_scheme(self.tag_scheme) not in TRAINING_SCHEMES:
             raise ValueError(f"--tag_scheme must be iob2 (bio) or bioes, got {self.tag_scheme!r}")
@@ -105,7 +107,7 @@ class TaggingOptions(TaskOptions):
                              f"{self.predict_split!r}")
         if self.labels is not None:
             self.check_labels_flag()
-        if self.task_name != "custom" and any(
+        if not self.data_set().settings["column_options"] and any(
                 value is not None for value in (self.token_column, self.label_column,
                                                 self.delimiter)):
             raise ValueError("--token_column, --label_column and --delimiter are for "
@@ -123,6 +125,10 @@ class TaggingOptions(TaskOptions):
             schemes.allowed_transitions(labels, schemes.normalize_scheme(self.tag_scheme))
         except ValueError as err:
             raise ValueError(f"--labels: {err} (--tag_scheme={self.tag_scheme})") from None
+
+    def data_set(self) -> registry.DataSet:
+        """The --task_name data set (`datasets`)."""
+        return registry.get(readers.FAMILY, self.task_name)
 
     def reader_options(self) -> Dict:
         return {name: getattr(self, name) for name in ("token_column", "label_column",
@@ -362,7 +368,7 @@ class TaggingJob(finetuning_job.FinetuningJob):
         predicted = self.predicted_tags(model, data)
         if not self.chief:
             return predicted
-        path = predictions.write_predictions(
+        path = postprocess.write_predictions(
             self.options.output_dir, self.options.task_name, data.path,
             [dataclasses.replace(s, tags=None if s.tags is None else schemes.convert(
                 s.tags, self.scheme, data.file_scheme)) for s in data.sentences],
@@ -388,7 +394,7 @@ class TaggingJob(finetuning_job.FinetuningJob):
             spm_model_file=options.spm_model_file, vocab_file=options.vocab_file,
             do_lower_case=options.do_lower_case, max_seq_length=options.max_seq_length,
             doc_stride=options.doc_stride, layer_norm=options.export_layer_norm,
-            word_split="characters" if options.task_name in ("cluener", "msra") else "basic")
+            word_split=options.data_set().settings["word_split"])
 
     def portable_model(self, model):
         options = self.options

@@ -55,30 +55,31 @@ import collections
 import dataclasses
 import json
 import os
-from typing import (Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple,
+from typing import (Callable, Iterable, Iterator, List, Optional, Sequence, Tuple,
                     Union)
 
 from absl import logging
 
 from albert_tf.errors import UserError, UserValueError
+from albert_tf.tasks import registry
 from albert_tf.tokenization.wordpiece import is_cjk_char, is_wordpiece_punctuation
 
+FAMILY = "tagging"
+# The data sets' names (`datasets` registers them in this order): --task_name's choices.
 TASKS = ("conll2003", "cluener", "msra", "custom")
 SPLITS = ("train", "dev", "test")
 DOCSTART = "-DOCSTART-"
 CONLL_COLUMNS = ("word", "POS", "chunk", "NER")
 JSON_EXTENSIONS = (".json", ".jsonl")
 
-# The file names `find_split_file` accepts, in order of preference.
-SPLIT_FILE_NAMES: Dict[str, Dict[str, Tuple[str, ...]]] = {
-    "conll2003": {"train": ("eng.train", "train.txt"),
-                  "dev": ("eng.testa", "valid.txt", "dev.txt"),
-                  "test": ("eng.testb", "test.txt")},
-    "cluener": {split: (f"{split}.json",) for split in SPLITS},
-    "msra": {split: (f"{split}.txt",) for split in SPLITS},
-    "custom": {split: tuple(f"{split}{ext}" for ext in (".txt", ".tsv", ".conll") + JSON_EXTENSIONS)
-               for split in SPLITS},
-}
+
+def __getattr__(name: str):
+    """SPLIT_FILE_NAMES, the file names of every task by task name, now the data sets'
+    `split_files` (`datasets`), read lazily: datasets.py imports this module."""
+    if name == "SPLIT_FILE_NAMES":
+        return {task: registry.get(FAMILY, task).settings["split_files"]
+                for task in registry.names(FAMILY)}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class TaggingDataError(UserError, ValueError):
@@ -149,22 +150,33 @@ def read_sentences(task_name: str, path: str, *, skip_bad_lines: bool = False,
     (defaults 0, -1 and runs of whitespace). Bad lines raise `TaggingDataError`,
     or with `skip_bad_lines=True` are skipped and counted.
     """
+    data_set = _data_set(task_name)
     column_options = {"token_column": token_column, "label_column": label_column,
                       "delimiter": delimiter}
-    given = [f"--{name}" for name, value in column_options.items() if value is not None]
-    if task_name not in TASKS:
-        raise UserValueError(f"unknown tagging task {task_name!r}; expected one of "
-                             f"{', '.join(TASKS)}")
-    if given and (task_name != "custom" or is_json_file(path)):
-        what = (f"{path} is read as JSON lines" if task_name == "custom"
+    given = {name: value for name, value in column_options.items() if value is not None}
+    if given and (not data_set.settings["column_options"] or is_json_file(path)):
+        what = (f"{path} is read as JSON lines" if data_set.settings["column_options"]
                 else f"--task_name={task_name} has a fixed layout")
-        raise UserValueError(f"{', '.join(given)}: for custom column files only ({what})")
-    if task_name == "conll2003":
-        return read_conll2003(path, skip_bad_lines=skip_bad_lines)
-    if task_name == "cluener":
-        return read_cluener(path, skip_bad_lines=skip_bad_lines)
-    if task_name == "msra":
-        return read_msra(path, skip_bad_lines=skip_bad_lines)
+        raise UserValueError(f"{', '.join('--' + name for name in given)}: for custom column "
+                             f"files only ({what})")
+    return data_set.reader(path, skip_bad_lines=skip_bad_lines, **given)
+
+
+def _data_set(task_name: str) -> registry.DataSet:
+    """The tagging data set `task_name` (its record in `datasets`); UserValueError naming
+    the known ones."""
+    if task_name not in registry.names(FAMILY):
+        raise UserValueError(f"unknown tagging task {task_name!r}; expected one of "
+                             f"{', '.join(registry.names(FAMILY))}")
+    return registry.get(FAMILY, task_name)
+
+
+def read_custom(path: str, *, skip_bad_lines: bool = False, token_column: Optional[int] = None,
+                label_column: Optional[int] = None,
+                delimiter: Optional[str] = None) -> TaggedSentences:
+    """A custom file by its extension: JSON lines (`read_custom_json`, which takes no
+    column options) or a column file (`read_custom_columns`; the token column 0, the
+    label column -1 and runs of whitespace unless given)."""
     if is_json_file(path):
         return read_custom_json(path, skip_bad_lines=skip_bad_lines)
     return read_custom_columns(path, skip_bad_lines=skip_bad_lines,
@@ -290,14 +302,12 @@ def label_set(sentences: Iterable[TaggedSentence]) -> List[str]:
 def find_split_file(data_dir: str, split: str, task_name: str = "conll2003") -> str:
     """The file of `split` ("train", "dev" or "test") of `task_name` in `data_dir`:
     for CoNLL-2003 `eng.train`/`eng.testa`/`eng.testb` or `train.txt`/`valid.txt`
-    (or `dev.txt`)/`test.txt`; see `SPLIT_FILE_NAMES`. TaggingDataError naming the
-    names looked for when none exists, or both when two do."""
-    if task_name not in SPLIT_FILE_NAMES:
-        raise UserValueError(f"unknown tagging task {task_name!r}; expected one of "
-                             f"{', '.join(TASKS)}")
+    (or `dev.txt`)/`test.txt`; see the data sets' `split_files` (`datasets`).
+    TaggingDataError naming the names looked for when none exists, or both when two do."""
+    data_set = _data_set(task_name)
     if split not in SPLITS:
         raise UserValueError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
-    names = SPLIT_FILE_NAMES[task_name][split]
+    names = data_set.settings["split_files"][split]
     if "://" in data_dir:
         import tensorflow as tf  # gfile: object stores
         exists = tf.io.gfile.exists

@@ -1,6 +1,6 @@
 """Predictions files of token classification written and scored back, on the real samples.
 
-`predictions.write_predictions` then `predictions.score_prediction_file` (and its CLI,
+`postprocess.write_predictions` then `postprocess.score_prediction_file` (and its CLI,
 `python -m albert_tf.tasks.tagging evaluate`) on the shared CoNLL-2003 (IOB1), MSRA
 (BIO) and CLUENER2020 (JSON, inclusive ends) samples: the files' layout, gold tags as
 predictions scoring 1.0, perturbed predictions scoring exactly what seqeval 1.2.2's
@@ -17,7 +17,7 @@ import warnings
 
 import pytest
 
-from albert_tf.tasks.tagging import predictions, readers, schemes
+from albert_tf.tasks.tagging import postprocess, readers, schemes
 from albert_tf.tasks.tagging.readers import TaggingDataError
 from tests.conftest import REPO_ROOT
 
@@ -148,7 +148,7 @@ def test_column_predictions_round_trip(samples, tmp_path, task, file_scheme):
     gold_iob2 = [schemes.to_iob2(tags, file_scheme) for tags in gold]
 
     # Gold tags as predictions: the file repeats the data file's words and tags in order.
-    path = predictions.write_predictions(str(tmp_path), task, data, sentences, gold_iob2,
+    path = postprocess.write_predictions(str(tmp_path), task, data, sentences, gold_iob2,
                                          file_scheme)
     assert path == str(tmp_path / "predictions.txt")
     blocks = column_blocks(path)
@@ -162,7 +162,7 @@ def test_column_predictions_round_trip(samples, tmp_path, task, file_scheme):
                  if line.strip() and not line.startswith("-DOCSTART-")]
         assert [(f[0], f[1]) for b in blocks for f in b] == [(l[0], l[3]) for l in lines]
         assert "-DOCSTART-" not in read_text(path)
-    perfect = predictions.score_prediction_file(task, data, path)
+    perfect = postprocess.score_prediction_file(task, data, path)
     assert perfect["f1"] == perfect["precision"] == perfect["recall"] == 1.0
     assert perfect["token_accuracy"] == 1.0
     assert perfect["support"] == perfect["predicted"] == perfect["correct"] == sum(
@@ -171,12 +171,12 @@ def test_column_predictions_round_trip(samples, tmp_path, task, file_scheme):
 
     # Perturbed predictions: written in the file's scheme, scored exactly as seqeval.
     predicted = perturb(gold_iob2)
-    path = predictions.write_predictions(str(tmp_path), task, data, sentences, predicted,
+    path = postprocess.write_predictions(str(tmp_path), task, data, sentences, predicted,
                                          file_scheme)
     written = [[f[2] for f in block] for block in column_blocks(path)]
     assert all(schemes.is_valid(tags, file_scheme) for tags in written)
     assert [schemes.entities(t) for t in written] == [schemes.entities(t) for t in predicted]
-    scores = predictions.score_prediction_file(task, data, path)
+    scores = postprocess.score_prediction_file(task, data, path)
     assert 0.5 < scores["f1"] < 0.95 and scores["correct"] < scores["support"]
     # seqeval on the columns as written (IOB1 for CoNLL) gives the same entity figures,
     reference = seqeval_figures(gold, written)
@@ -197,11 +197,11 @@ def test_unlabelled_sentences_are_written_word_predicted(tmp_path):
     data.write_text("EU\nrejects\n\nPeter\n")
     sentences = read("custom", str(data))
     assert all(s.tags is None for s in sentences)
-    path = predictions.write_predictions(str(tmp_path), "custom", str(data), sentences,
+    path = postprocess.write_predictions(str(tmp_path), "custom", str(data), sentences,
                                          [["B-ORG", "O"], ["B-PER"]], "iob1")
     assert read_text(path) == "EU I-ORG\nrejects O\n\nPeter I-PER\n\n"
     with pytest.raises(TaggingDataError, match="unlabelled data: nothing to score against"):
-        predictions.score_prediction_file("custom", str(data), path)
+        postprocess.score_prediction_file("custom", str(data), path)
 
 
 # --- CLUENER2020: cluener_predict.json ------------------------------------------------------
@@ -219,7 +219,7 @@ def test_cluener_predictions_round_trip(samples, tmp_path):
     assert len(sentences) == len(gold_lines)
     gold = [s.tags for s in sentences]
 
-    path = predictions.write_predictions(str(tmp_path), "cluener", data, sentences, gold,
+    path = postprocess.write_predictions(str(tmp_path), "cluener", data, sentences, gold,
                                          "iob2")
     assert path == str(tmp_path / "cluener_predict.json")
     lines = json_lines(path)
@@ -233,18 +233,18 @@ def test_cluener_predictions_round_trip(samples, tmp_path):
         for kind, text, start, end in label_spans(record["label"]):
             assert gold_line["text"][start:end + 1] == text
     assert "\\u" not in "".join(lines) and "浙商银行" in lines[0]  # UTF-8, not \\u escapes
-    perfect = predictions.score_prediction_file("cluener", data, path)
+    perfect = postprocess.score_prediction_file("cluener", data, path)
     assert perfect["f1"] == 1.0 and perfect["token_accuracy"] == 1.0
     assert perfect["support"] == sum(len(label_spans(g["label"])) for g in gold_lines)
 
     predicted = perturb(gold, seed=1)
-    path = predictions.write_predictions(str(tmp_path), "cluener", data, sentences, predicted,
+    path = postprocess.write_predictions(str(tmp_path), "cluener", data, sentences, predicted,
                                          "iob2")
     for line, sentence, tags in zip(json_lines(path), sentences, predicted):
         spans = label_spans(json.loads(line)["label"])
         assert {(k, s, e + 1) for k, _, s, e in spans} == set(schemes.entities(tags))
         assert all(sentence.text[s:e + 1] == text for _, text, s, e in spans)
-    scores = predictions.score_prediction_file("cluener", data, path)
+    scores = postprocess.score_prediction_file("cluener", data, path)
     assert 0.5 < scores["f1"] < 0.95
     # Read back from spans, the prediction is the valid spelling of the perturbed chunks.
     assert_same_figures(scores, seqeval_figures(
@@ -264,7 +264,7 @@ def test_cluener_test_file_ids_are_kept_in_order(tmp_path):
     sentences = read("cluener", str(data))
     predicted = [["B-company", "I-company", "I-company", "I-company"] + ["O"] * 5,
                  ["O"] * 4 + ["B-game"] + ["I-game"] * 3 + ["O"] * 4]
-    path = predictions.write_predictions(str(tmp_path), "cluener", str(data), sentences,
+    path = postprocess.write_predictions(str(tmp_path), "cluener", str(data), sentences,
                                          predicted, "iob2")
     assert [json.loads(line) for line in json_lines(path)] == [
         {"id": "t0", "label": {"company": {"浙商银行": [[0, 3]]}}},
@@ -276,7 +276,7 @@ def test_cluener_integer_ids_stay_integers(tmp_path):
     data.write_text(json.dumps({"id": 0, "text": "浙商银行"}, ensure_ascii=False) + "\n",
                     encoding="utf-8")
     sentences = read("cluener", str(data))
-    path = predictions.write_predictions(str(tmp_path), "cluener", str(data), sentences,
+    path = postprocess.write_predictions(str(tmp_path), "cluener", str(data), sentences,
                                          [["O"] * 4], "iob2")
     assert json.loads(json_lines(path)[0])["id"] == 0
 
@@ -292,7 +292,7 @@ def conll_small(samples, tmp_path_factory):
     kept = [b.strip("\n") for b in blocks if b.strip() and not b.startswith("-DOCSTART-")][:20]
     data.write_text("-DOCSTART- -X- O O\n\n" + "".join(b + "\n\n" for b in kept))
     sentences = read("conll2003", str(data))
-    path = predictions.write_predictions(
+    path = postprocess.write_predictions(
         str(root), "conll2003", str(data), sentences,
         [schemes.to_iob2(s.tags, "iob1") for s in sentences], "iob1")
     return {"data": data, "sentences": sentences,
@@ -314,7 +314,7 @@ def test_mismatched_predictions_file_is_one_line_error(conll_small, tmp_path):
     changed[second + 1] = f"{word}x {gold} {tag}"
     path = write_lines(tmp_path / "words.txt", changed)
     with pytest.raises(TaggingDataError) as err:
-        predictions.score_prediction_file("conll2003", str(data), str(path))
+        postprocess.score_prediction_file("conll2003", str(data), str(path))
     source = sentences[1].source  # eng.testb:<first line of the sentence>
     assert str(err.value) == (f"{path}:{second + 2}: the words differ from the data file's "
                               f"sentence at {source}")
@@ -329,18 +329,18 @@ def test_mismatched_predictions_file_is_one_line_error(conll_small, tmp_path):
         message = (f"{path}:1: expected `word gold predicted` separated by single spaces, "
                    f"got {count} fields")
         with pytest.raises(TaggingDataError) as err:
-            predictions.score_prediction_file("conll2003", str(data), str(path))
+            postprocess.score_prediction_file("conll2003", str(data), str(path))
         assert str(err.value) == message
         assert_user_error(evaluate_cli("conll2003", data, path), PROG, message)
 
     # A sentence missing: the counts are named.
     path = write_lines(tmp_path / "short.txt", lines[second:])
     with pytest.raises(TaggingDataError, match="19 sentences, but the data file has 20"):
-        predictions.score_prediction_file("conll2003", str(data), str(path))
+        postprocess.score_prediction_file("conll2003", str(data), str(path))
     # A sentence with a word missing: the line of its last word.
     path = write_lines(tmp_path / "missing.txt", lines[:second - 2] + lines[second - 1:])
     with pytest.raises(TaggingDataError, match=f"missing.txt:{second - 2}: the words differ"):
-        predictions.score_prediction_file("conll2003", str(data), str(path))
+        postprocess.score_prediction_file("conll2003", str(data), str(path))
 
 
 def test_cluener_mismatched_lines(samples, tmp_path):
@@ -350,7 +350,7 @@ def test_cluener_mismatched_lines(samples, tmp_path):
     good = json.dumps({"id": 0, "label": {}})
     path = write_lines(tmp_path / "p.json", [good, good])
     with pytest.raises(TaggingDataError, match="2 lines, but the data file has 3 sentences"):
-        predictions.score_prediction_file("cluener", str(data), str(path))
+        postprocess.score_prediction_file("cluener", str(data), str(path))
     path = write_lines(tmp_path / "p.json", [good, "{not json", good])
     assert_user_error(evaluate_cli("cluener", data, path), PROG, f"{path}:2: not valid JSON")
     # An entity beyond the text (CLUE's ends are inclusive: [0, 3] is 4 characters).
@@ -358,7 +358,7 @@ def test_cluener_mismatched_lines(samples, tmp_path):
         {"id": 2, "label": {"name": {"x": [[0, 99]]}}})])
     with pytest.raises(TaggingDataError, match=r"p.json:3: entity name \[0, 100\) does not "
                                                "begin and end at word boundaries"):
-        predictions.score_prediction_file("cluener", str(data), str(path))
+        postprocess.score_prediction_file("cluener", str(data), str(path))
 
 
 # --- predictions files that a careless edit or another tool could produce -----------------
@@ -368,7 +368,7 @@ def test_extra_words_at_a_sentence_end(conll_small, tmp_path):
     first = len(conll_small["sentences"][0].words)
     path = write_lines(tmp_path / "extra.txt", lines[:first] + ["extra O O"] + lines[first:])
     with pytest.raises(TaggingDataError, match=f"extra.txt:{first + 1}: "):
-        predictions.score_prediction_file("conll2003", str(data), str(path))
+        postprocess.score_prediction_file("conll2003", str(data), str(path))
 
 
 @pytest.mark.parametrize("tag", ["X-PER", "S-PER"])
@@ -377,7 +377,7 @@ def test_bad_predicted_tag_names_its_line(conll_small, tmp_path, tag):
     lines[0] = lines[0].rsplit(" ", 1)[0] + " " + tag
     path = write_lines(tmp_path / "tag.txt", lines)
     with pytest.raises(TaggingDataError, match="tag.txt:1: "):
-        predictions.score_prediction_file("conll2003", str(conll_small["data"]), str(path))
+        postprocess.score_prediction_file("conll2003", str(conll_small["data"]), str(path))
 
 
 @pytest.mark.parametrize("label", [
@@ -392,16 +392,16 @@ def test_malformed_cluener_prediction_names_its_line(tmp_path, label):
     path = write_lines(tmp_path / "p.json", [json.dumps({"id": 0, "label": label},
                                                         ensure_ascii=False)])
     with pytest.raises(TaggingDataError, match="p.json:1: "):
-        predictions.score_prediction_file("cluener", str(data), str(path))
+        postprocess.score_prediction_file("cluener", str(data), str(path))
 
 
 def test_a_space_character_word_round_trips(tmp_path):
     data = write_lines(tmp_path / "test.txt", ["中\tB-LOC", "国\tI-LOC", " \tO", "人\tO", ""])
     sentences = read("msra", str(data))
     assert sentences[0].words == ["中", "国", " ", "人"]
-    path = predictions.write_predictions(str(tmp_path), "msra", str(data), sentences,
+    path = postprocess.write_predictions(str(tmp_path), "msra", str(data), sentences,
                                          [s.tags for s in sentences], "iob2")
-    assert predictions.score_prediction_file("msra", str(data), path)["f1"] == 1.0
+    assert postprocess.score_prediction_file("msra", str(data), path)["f1"] == 1.0
 
 
 def test_missing_predictions_file_is_one_line_error(conll_small, tmp_path):

@@ -13,16 +13,21 @@
   entities.jsonl        custom JSON lines: `{"id", "text", "entities": [{"type", "start",
                         "end", "text"}]}` with exclusive ends.
 
+Which one a data set writes is its record's `prediction_format` (`datasets`): a
+`PredictionFormat` (the file's name, its text, the predicted tags read back) or, for custom
+files, `ByExtension` (entities.jsonl for JSON lines data, else predictions.txt).
 `score_prediction_file` reads a predictions file back against the gold data file
 (what `python -m albert_tf.tasks.tagging evaluate` runs).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-from typing import Dict, List, Sequence
+from typing import Callable, Dict, List, Sequence
 
 from albert_tf import fileio
+from albert_tf.tasks import registry
 from albert_tf.tasks.tagging import metrics, readers, schemes
 from albert_tf.tasks.tagging.readers import TaggedSentence, TaggingDataError
 
@@ -31,13 +36,16 @@ CLUENER_FILE = "cluener_predict.json"
 ENTITIES_FILE = "entities.jsonl"
 
 
+def prediction_format(task_name: str, data_path: str) -> "PredictionFormat":
+    """The predictions file format of `task_name`'s data set for the data file at
+    `data_path` (see the module docstring)."""
+    return registry.get(readers.FAMILY, task_name).settings["prediction_format"].for_file(
+        data_path)
+
+
 def prediction_file_name(task_name: str, data_path: str) -> str:
     """The predictions file a task writes (see the module docstring)."""
-    if task_name == "cluener":
-        return CLUENER_FILE
-    if task_name == "custom" and readers.is_json_file(data_path):
-        return ENTITIES_FILE
-    return PREDICTIONS_FILE
+    return prediction_format(task_name, data_path).file_name
 
 
 def column_word(word: str) -> str:
@@ -94,17 +102,23 @@ def write_predictions(output_dir: str, task_name: str, data_path: str,
 
     predicted: IOB2 tags per word per sentence; `scheme` is the data file's own.
     """
-    name = prediction_file_name(task_name, data_path)
-    if name == PREDICTIONS_FILE:
-        text = column_lines(sentences, predicted, scheme)
-    elif name == CLUENER_FILE:
-        text = cluener_lines(entity_records(sentences, predicted))
-    else:
-        text = "".join(json.dumps(record, ensure_ascii=False) + "\n"
-                       for record in entity_records(sentences, predicted))
-    path = os.path.join(output_dir, name)
-    fileio.atomic_write_text(path, text)
+    form = prediction_format(task_name, data_path)
+    path = os.path.join(output_dir, form.file_name)
+    fileio.atomic_write_text(path, form.text(sentences, predicted, scheme))
     return path
+
+
+def cluener_text(sentences: Sequence[TaggedSentence], predicted: Sequence[Sequence[str]],
+                 scheme: str) -> str:
+    """cluener_predict.json's text (`scheme` unused: entities have none)."""
+    return cluener_lines(entity_records(sentences, predicted))
+
+
+def entities_text(sentences: Sequence[TaggedSentence], predicted: Sequence[Sequence[str]],
+                  scheme: str) -> str:
+    """entities.jsonl's text (`scheme` unused: entities have none)."""
+    return "".join(json.dumps(record, ensure_ascii=False) + "\n"
+                   for record in entity_records(sentences, predicted))
 
 
 def _predicted_from_columns(path: str, gold: Sequence[TaggedSentence], scheme: str
@@ -212,10 +226,47 @@ def score_prediction_file(task_name: str, data_file: str, prediction_file: str,
     if any(sentence.tags is None for sentence in gold):
         raise TaggingDataError(f"{data_file}: unlabelled data: nothing to score against")
     scheme = schemes.detect_scheme([s.tags for s in gold])
-    name = prediction_file_name(task_name, data_file)
-    if name == PREDICTIONS_FILE:
-        predicted = _predicted_from_columns(prediction_file, gold, scheme)
-    else:
-        predicted = _predicted_from_entities(prediction_file, gold, name == CLUENER_FILE)
+    predicted = prediction_format(task_name, data_file).read(prediction_file, gold, scheme)
     gold_tags = [schemes.to_iob2(s.tags, scheme) for s in gold]
     return metrics.entity_scores(gold_tags, predicted)
+
+
+def _predicted_from_cluener(path: str, gold: Sequence[TaggedSentence], scheme: str
+                            ) -> List[List[str]]:
+    return _predicted_from_entities(path, gold, inclusive=True)
+
+
+def _predicted_from_entities_jsonl(path: str, gold: Sequence[TaggedSentence], scheme: str
+                                   ) -> List[List[str]]:
+    return _predicted_from_entities(path, gold, inclusive=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class PredictionFormat:
+    """One predictions file: its name in output_dir, `text(sentences, predicted IOB2
+    tags, the data file's scheme)` -> its contents, and `read(path, gold sentences,
+    scheme)` -> the predicted IOB2 tags per word (checked against the gold)."""
+
+    file_name: str
+    text: Callable[[Sequence[TaggedSentence], Sequence[Sequence[str]], str], str]
+    read: Callable[[str, Sequence[TaggedSentence], str], List[List[str]]]
+
+    def for_file(self, data_path: str) -> "PredictionFormat":
+        return self
+
+
+COLUMNS = PredictionFormat(PREDICTIONS_FILE, column_lines, _predicted_from_columns)
+CLUENER = PredictionFormat(CLUENER_FILE, cluener_text, _predicted_from_cluener)
+ENTITIES = PredictionFormat(ENTITIES_FILE, entities_text, _predicted_from_entities_jsonl)
+
+
+@dataclasses.dataclass(frozen=True)
+class ByExtension:
+    """The format by the data file's extension: `json` for JSON lines data, else
+    `columns` (custom files)."""
+
+    json: PredictionFormat = ENTITIES
+    columns: PredictionFormat = COLUMNS
+
+    def for_file(self, data_path: str) -> PredictionFormat:
+        return self.json if readers.is_json_file(data_path) else self.columns
