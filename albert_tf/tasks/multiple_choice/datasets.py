@@ -27,7 +27,9 @@ class MultipleChoiceData:
     (`features.LEVELS` / `features.SUBSETS`); choice_labels: the choices' names in the
     collapse warning; masked: the records carry `choice_mask` (questions with fewer
     than 4 options); uses_qa_length: --max_qa_length applies; ensure_ascii: how
-    predictions.jsonl writes non-ASCII text; submission_file: an extra prediction file.
+    predictions.jsonl writes non-ASCII text; submission_file: an extra prediction file;
+    level_field: the predictions.jsonl field naming the question's level (with `id` and
+    `question_index` it names the question: C3's document ids repeat across subsets).
     """
 
     display: str
@@ -37,6 +39,7 @@ class MultipleChoiceData:
     uses_qa_length: bool = False
     ensure_ascii: bool = True
     submission_file: Optional[str] = None
+    level_field: str = "level"
     default_rules: Tuple[str, ...] = ()  # `cli_defaults` rules of this data set
 
     def read(self, data_dir: str, split: str, options=None, tokenizer=None) -> List:
@@ -130,6 +133,7 @@ class C3Data(MultipleChoiceData):
     masked = True
     ensure_ascii = False  # C3's texts stay readable Chinese
     submission_file = postprocess.C3_SUBMISSION_FILE
+    level_field = "subset"
 
     def read(self, data_dir, split, options=None, tokenizer=None):
         return c3.read_examples(data_dir, split)  # the features normalise the texts

@@ -13,17 +13,20 @@ Output files in `output_dir` (see `write_predictions`):
                       the file's question order; id = the question's `id` when the file
                       has one (CLUE's test files), else "<document id>-<question index>"
 What differs by data set is asked of its record (`datasets.MultipleChoiceData`).
+`score_prediction_file` scores a predictions.jsonl against a split's answers (the
+`python -m albert_tf.tasks.multiple_choice evaluate` command).
 """
 from __future__ import annotations
 
 import json
 import os
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from absl import logging
 
 from albert_tf import fileio
+from albert_tf.errors import UserValueError
 from albert_tf.tasks import registry
 from albert_tf.tasks.multiple_choice import features
 
@@ -118,4 +121,76 @@ def write_predictions(output_dir: str, examples: Sequence, probabilities: np.nda
             f"{k} {v:.4g}" for k, v in sorted(accuracies.items()) if k.startswith("accuracy")))
     logging.info("wrote %d predictions to %s", len(records),
                  os.path.join(output_dir, PREDICTIONS_FILE))
+    return accuracies
+
+
+def question_key(record) -> tuple:
+    """(id, question_index, level) naming a question, of an example or a record's fields."""
+    return (str(record[0]), record[1], record[2])
+
+
+def read_predictions(path: str, data) -> Dict[tuple, Tuple[int, int]]:
+    """{(id, question_index, level): (chosen option index, line number)} of a
+    predictions.jsonl file; `data` (a `datasets.MultipleChoiceData`) reads each record's
+    choice and names its level field. UserValueError "<path>:<line>: ..." for a line that
+    is not such a record."""
+    import tensorflow as tf  # gfile: local paths and object stores alike
+
+    fields = ("id", "question_index", data.level_field)
+    chosen: Dict[tuple, Tuple[int, int]] = {}
+    with tf.io.gfile.GFile(path, "rb") as handle:
+        lines = handle.read().decode("utf-8", errors="replace").splitlines()
+    for line_no, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{line_no}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise UserValueError(f"{where}: not valid JSON ({err.msg} at column "
+                                 f"{err.colno})") from None
+        if not isinstance(record, dict) or not all(field in record for field in fields):
+            raise UserValueError(f"{where}: expected a predictions.jsonl record with "
+                                 f"{', '.join(fields)} and prediction")
+        try:
+            choice = data.prediction_index(record)
+        except ValueError as err:
+            raise UserValueError(f"{where}: {err}") from None
+        key = question_key([record[field] for field in fields])
+        if key in chosen:
+            raise UserValueError(f"{where}: a second prediction for question {_named(key)} "
+                                 f"(first at line {chosen[key][1]})")
+        chosen[key] = (choice, line_no)
+    return chosen
+
+
+def _named(key: tuple) -> str:
+    return f"{key[0]!r} #{key[1]} ({key[2]})"
+
+
+def score_prediction_file(task_name: str, data_dir: str, path: str, split: str = "dev"
+                          ) -> Dict[str, float]:
+    """The accuracies of a predictions.jsonl file on the gold answers of `split`, as
+    `write_predictions` computes them (`datasets.MultipleChoiceData.accuracy`).
+
+    Every question of the split needs one prediction and every prediction one question
+    (UserValueError naming the file, and the line of an unknown question)."""
+    data_set = registry.get("multiple_choice", task_name)
+    data = data_set.settings["data"]
+    examples = data_set.reader(data_dir, split)
+    chosen = read_predictions(path, data)
+    keys = [question_key((e.example_id, e.question_index, e.level)) for e in examples]
+    unknown = sorted(set(chosen) - set(keys), key=lambda key: chosen[key][1])
+    if unknown:
+        raise UserValueError(f"{path}:{chosen[unknown[0]][1]}: question {_named(unknown[0])} "
+                             f"is not in the {split} split of --data_dir {data_dir} "
+                             f"({len(unknown)} unknown questions)")
+    missing = [key for key in keys if key not in chosen]
+    if missing:
+        raise UserValueError(f"{path}: no prediction for question {_named(missing[0])} of the "
+                             f"{split} split ({len(missing)} of {len(keys)} questions missing)")
+    accuracies = data.accuracy(examples, [chosen[key][0] for key in keys])
+    if not accuracies:
+        raise UserValueError(f"--data_dir {data_dir}: the {split} split has no answers to "
+                             "score against")
     return accuracies
