@@ -78,6 +78,18 @@ def guard(main: Callable, argv, prog: str, interrupted: Interrupted = None):
         return errors.EXIT_INTERRUPTED
 
 
+def evaluate_command(prog: str, evaluate_main: Callable, argv=None) -> int:
+    """`<prog> evaluate ...`, a task family's scorer (`python -m albert_tf.tasks.<family>`):
+    `evaluate_main(args)` under `guard`; returns the exit status (2 and one
+    `<prog>: error:` line on stderr for another command or a user error)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] != "evaluate":
+        sys.stderr.write(f"{prog}: error: the command is `evaluate` (see "
+                         f"`{prog} evaluate --help`)\n")
+        return errors.EXIT_USER_ERROR
+    return guard(evaluate_main, argv[1:], f"{prog} evaluate")
+
+
 def _flags_parser(prog: str):
     def parse(argv):
         try:

@@ -20,7 +20,8 @@ The tokenizer is SentencePiece (`InGraphTokenizer`) or WordPiece
 
 C3 (`C3ServingModule`): the same graph-side repetition of C3's features
 (`albert_tf.tasks.multiple_choice.features.featurize_c3`: `[CLS] context [SEP] question
-[SEP] option [SEP]` with the baseline's three-way truncation, `truncate_lengths`), and an absent option is an empty string:
+[SEP] option [SEP]` with the baseline's three-way truncation, `truncate_lengths`), and
+an absent option is an empty string:
   serving_default(context [B], question [B], options [B, 4]: tf.string; "" = no option)
       -> probabilities float32 [B, 4] (exactly 0 for absent options),
          prediction_ids int32 [B] (never an absent option), predictions tf.string [B]

@@ -314,7 +314,8 @@ class MultipleChoiceJob(finetuning.FinetuningJob):
                                           options.max_qa_length, options.do_lower_case)
 
 
-def run_race(options: MultipleChoiceOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
+def run_race(options: MultipleChoiceOptions,
+             strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
     """Runs the job; returns run_finetuning's results plus `predict_accuracy` and `export_dir`."""
     return MultipleChoiceJob(options, strategy).run()
 
