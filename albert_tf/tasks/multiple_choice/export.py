@@ -40,7 +40,7 @@ import tensorflow as tf
 
 from albert_tf import export
 from albert_tf.modeling.models import MASKED_CHOICE_LOGIT
-from albert_tf.tasks.multiple_choice import datasets
+from albert_tf.tasks import registry
 from albert_tf.tasks.multiple_choice.features import (LABELS, NUM_CHOICES, validate_c3_length,
                                                    validate_race_lengths)
 
@@ -318,8 +318,8 @@ def export_saved_model(model, export_dir: str, spm_model_file: Optional[str],
 
     tokenizer = in_graph_tokenizer(vocab_file=vocab_file, spm_model_file=spm_model_file,
                                    do_lower_case=do_lower_case)
-    module = datasets.data_of(task_name).serving_module(model, tokenizer, max_seq_length,
-                                                        max_qa_length, layer_norm)
+    data = registry.get("multiple_choice", task_name).settings["data"]  # datasets.py's
+    module = data.serving_module(model, tokenizer, max_seq_length, max_qa_length, layer_norm)
     return export.save_serving_model(export_dir, module, module.signatures())
 
 
@@ -331,7 +331,7 @@ def portable_model(model, task_name: str, max_seq_length: int, max_qa_length: in
     -> `probabilities` float32 [B, 4] and `predictions` int32 [B] (the chosen option's
     index), as `serve_tokens` returns."""
     from albert_tf.export import onnx as onnx_export, portable
-    data = datasets.data_of(task_name)
+    data = registry.get("multiple_choice", task_name).settings["data"]
     signature = export.token_input_signature(max_seq_length, batch_dims=(None, NUM_CHOICES))
     if data.masked:
         signature["choice_mask"] = tf.TensorSpec([None, NUM_CHOICES], tf.int32,

@@ -24,25 +24,21 @@ A description `<file>.json` records the settings and a fingerprint of the exampl
 so a cache is reused only when it matches (`prepare_race_cache`, `prepare_c3_cache`,
 `finetuning.feature_cache`).
 
-The record layout's constants live here (the readers `race` and `c3` import them): the
-answer letters, the levels / subsets that `level_ids` number, the cache formats.
+The record layout's constants live here (the readers `race` and `c3` import them, so this
+module imports neither): the answer letters, the levels / subsets that `level_ids` number,
+the cache formats. `examples` are `race.RaceExample`s (RACE) or `c3.C3Example`s (C3).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import random
-from typing import (TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
-                    Tuple)
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 from absl import logging
 
 from albert_tf.errors import UserValueError
-
-if TYPE_CHECKING:  # the readers import this module
-    from albert_tf.tasks.multiple_choice.c3 import C3Example
-    from albert_tf.tasks.multiple_choice.race import RaceExample
 
 LABELS = ("A", "B", "C", "D")  # RACE's answer letters; choice c of a record is LABELS[c]
 NUM_CHOICES = len(LABELS)
@@ -109,7 +105,7 @@ def example_features(rows, label: Optional[int], level_id: int, index: int,
     return features
 
 
-def featurize_race(examples: Sequence["RaceExample"], tokenizer, max_seq_length: int,
+def featurize_race(examples: Sequence, tokenizer, max_seq_length: int,
               max_qa_length: int, order: Optional[Sequence[int]] = None,
               chunk_size: int = 512, log_examples: int = 1
               ) -> Iterator[Dict[str, np.ndarray]]:
@@ -152,7 +148,7 @@ def featurize_race(examples: Sequence["RaceExample"], tokenizer, max_seq_length:
             logging.info("RACE features: %d of %d examples", start + len(chunk), len(order))
 
 
-def _log_race_example(example: "RaceExample", features, tokenizer) -> None:
+def _log_race_example(example, features, tokenizer) -> None:
     logging.info("*** Example *** id %s question %d (%s)", example.example_id,
                  example.question_index, example.source)
     for choice in range(NUM_CHOICES):
@@ -221,7 +217,7 @@ def padded_options(options: Sequence[str]) -> List[str]:
     return list(options) + [""] * (NUM_CHOICES - len(options))
 
 
-def featurize_c3(examples: Sequence["C3Example"], tokenizer, max_seq_length: int,
+def featurize_c3(examples: Sequence, tokenizer, max_seq_length: int,
               order: Optional[Sequence[int]] = None, chunk_size: int = 512,
               log_examples: int = 1) -> Iterator[Dict[str, np.ndarray]]:
     """Features of `examples[i]` for each i of `order` (default: all, in order).
@@ -262,7 +258,7 @@ def featurize_c3(examples: Sequence["C3Example"], tokenizer, max_seq_length: int
             yield features
 
 
-def _log_c3_example(example: "C3Example", features, tokenizer) -> None:
+def _log_c3_example(example, features, tokenizer) -> None:
     logging.info("*** Example *** %s", example.source)
     for choice in range(NUM_CHOICES):
         length = int(features["input_mask"][choice].sum())
@@ -272,7 +268,7 @@ def _log_c3_example(example: "C3Example", features, tokenizer) -> None:
     logging.info("label: %s", example.label)
 
 
-def c3_fingerprint(examples: Iterable["C3Example"]) -> str:
+def c3_fingerprint(examples: Iterable) -> str:
     """sha256 over every field that features depend on (texts, labels, subsets, order)."""
     digest = hashlib.sha256()
     for e in examples:
@@ -282,7 +278,7 @@ def c3_fingerprint(examples: Iterable["C3Example"]) -> str:
     return digest.hexdigest()
 
 
-def prepare_c3_cache(path: str, examples: Sequence["C3Example"], tokenizer, max_seq_length: int,
+def prepare_c3_cache(path: str, examples: Sequence, tokenizer, max_seq_length: int,
                   shuffle_seed: Optional[int] = None, owned: bool = False) -> Dict:
     """Writes the TFRecord `path` (+ `path.json`) unless a matching cache exists
     (as `prepare_race_cache`)."""
@@ -329,7 +325,7 @@ def serialize(features: Dict[str, np.ndarray]) -> bytes:
         feature={name: ints(value) for name, value in features.items()})).SerializeToString()
 
 
-def race_fingerprint(examples: Iterable["RaceExample"]) -> str:
+def race_fingerprint(examples: Iterable) -> str:
     """sha256 over every field that features depend on (texts, labels, levels, order)."""
     digest = hashlib.sha256()
     for e in examples:
@@ -338,7 +334,7 @@ def race_fingerprint(examples: Iterable["RaceExample"]) -> str:
     return digest.hexdigest()
 
 
-def cache_identity(examples: Sequence["RaceExample"], tokenizer, max_seq_length: int,
+def cache_identity(examples: Sequence, tokenizer, max_seq_length: int,
                    max_qa_length: int, shuffle_seed: Optional[int]) -> Dict:
     """What a cache must match to be reused (the vocabulary: `spm_model_sha256` for a
     SentencePiece model, `vocabulary` for a WordPiece one)."""
@@ -364,7 +360,7 @@ def record_order(num_examples: int, shuffle_seed: Optional[int]) -> List[int]:
     return order
 
 
-def prepare_race_cache(path: str, examples: Sequence["RaceExample"], tokenizer, max_seq_length: int,
+def prepare_race_cache(path: str, examples: Sequence, tokenizer, max_seq_length: int,
                   max_qa_length: int, shuffle_seed: Optional[int] = None,
                   owned: bool = False) -> Dict:
     """Writes the TFRecord `path` (+ `path.json`) unless a matching cache exists

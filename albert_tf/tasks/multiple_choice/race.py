@@ -36,7 +36,7 @@ from albert_tf.tokenization import preprocess_text
 # The record layout's constants, and the features' and metrics' old names here.
 from albert_tf.tasks.multiple_choice.features import (  # noqa: F401
     LABELS, LEVELS, NUM_CHOICES, RACE_CACHE_FORMAT as CACHE_FORMAT, TRAIN_SHUFFLE_SEED,
-    _padding_features, cache_identity, dataset, example_features, feature_spec, pack_row,
+    cache_identity, dataset, example_features, feature_spec, pack_row,
     race_choice_ids as choice_ids, featurize_race as featurize, race_fingerprint as
     examples_fingerprint, prepare_race_cache as prepare_cache, record_order, serialize,
     validate_race_lengths as validate_lengths, write_cache)
