@@ -90,6 +90,11 @@ def command_main(prog: str, command: str, main: Callable, argv=None) -> int:
     return guard(main, argv[1:], f"{prog} {command}")
 
 
+def evaluate_command(prog: str, evaluate_main: Callable, argv=None) -> int:
+    """`<prog> evaluate ...`, a task family's scorer (`python -m albert_tf.tasks.<family>`)."""
+    return command_main(prog, "evaluate", evaluate_main, argv)
+
+
 def _flags_parser(prog: str):
     def parse(argv):
         try:

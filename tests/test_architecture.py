@@ -38,6 +38,7 @@ RANKS = {
     "albert_tf.cli_finetuning": 7, "albert_tf.convert": 7, "albert_tf.fill_mask": 7,
     "albert_tf.tasks.squad": 7, "albert_tf.tasks.span_qa.__main__": 7,
     "albert_tf.tasks.tagging.__main__": 7, "albert_tf.tasks.classification.__main__": 7,
+    "albert_tf.tasks.multiple_choice.__main__": 7,
 }
 TASK_FAMILIES = ("classification", "span_qa", "multiple_choice", "tagging")
 

@@ -1,7 +1,7 @@
 """`python -m albert_tf.tasks.classification evaluate`: the task's metrics of a predictions file.
 
   python -m albert_tf.tasks.classification evaluate --task_name mrpc --data_dir glue \\
-      --predictions submit_results.tsv [--split dev]
+      --prediction_file submit_results.tsv [--split dev]
 
 scores an `index<TAB>prediction` file (with that header: the job's submit_results.tsv
 format; the prediction is a label, or a float for STS-B) against the gold labels of
@@ -31,7 +31,7 @@ def _parser():
                         help="A run_classifier.py data set (mrpc, sts-b, afqmc, ..., custom).")
     parser.add_argument("--data_dir", required=True,
                         help="The task's data, as run_classifier.py's --data_dir.")
-    parser.add_argument("--predictions", required=True,
+    parser.add_argument("--prediction_file", required=True,
                         help="`index<TAB>prediction` file (header first), e.g. "
                              "submit_results.tsv.")
     parser.add_argument("--split", default="dev", choices=("train", "dev"),
@@ -67,11 +67,12 @@ def _evaluate_main(argv) -> int:
             raise UserValueError("--task_name=custom needs --text_a_column and --label_column")
         args.custom = glue.CustomTaskOptions(**{
             name: getattr(args, name) for name in field_specs(glue.CustomTaskOptions)})
-    check_file(args.predictions, "--predictions", "predictions file")
+    check_file(args.prediction_file, "--prediction_file", "predictions file")
     task = data_set.reader(args)
     examples = task.read(args.split)
     predicted = postprocess.predicted_values(
-        task.spec, examples, postprocess.read_predictions(args.predictions), args.predictions)
+        task.spec, examples, postprocess.read_predictions(args.prediction_file),
+        args.prediction_file)
     result = metrics.prediction_metrics(task.spec, predicted,
                                         metrics.gold_label_ids(task.spec, examples))
     result["eval_examples"] = len(examples)
@@ -83,7 +84,7 @@ def main(argv=None) -> int:
     """Returns the exit status (2 and one `<prog>: error:` line on stderr for a user error)."""
     from albert_tf import cli
 
-    return cli.command_main(PROG, "evaluate", _evaluate_main, argv)
+    return cli.evaluate_command(PROG, _evaluate_main, argv)
 
 
 if __name__ == "__main__":

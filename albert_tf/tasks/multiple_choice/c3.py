@@ -1,4 +1,4 @@
-"""C3 multiple-choice reading comprehension (Chinese): reading and features for run_race.py.
+"""C3 multiple-choice reading comprehension (Chinese): reading the files for run_race.py.
 
 Data (nlpdata/c3, also in CLUE): `c3-m-{train,dev,test}.json` (C3-M, mixed
 genre) and `c3-d-{...}.json` (C3-D, dialogue), each one JSON list of
@@ -10,44 +10,33 @@ file of the split). A split may have only one of the two subsets (a warning
 names the one missing). Every question is one example. Malformed input raises
 `C3DataError` naming the file, the document (position and id) and the question.
 
-Features, as C3's own baseline (nlpdata/c3 bert/run_classifier.py, copied by
-CLUE's run_c3.py): the context lines are joined with "\\n"; for each option the
-row is `[CLS] context [SEP] question [SEP] option [SEP]` (segment 0 up to and
-including the first [SEP], 1 after), where context, option and question are
-cut to fit `max_seq_length - 4` tokens by the baseline's `_truncate_seq_tuple`
-(one token at a time from the end of the longest; ties cut the context, then
-the option, then the question). Texts go through `tokenizer.preprocess` (the
-identity for WordPiece, `preprocess_text` for SentencePiece). Questions with
-fewer than 4 options are padded to 4 with empty options, whose rows are the
-baseline's `[CLS] context [SEP] question [SEP] [SEP]`, and `choice_mask`
-marks them 0: the model masks their logits (`AlbertMultipleChoice`'s `choice_mask`) in the
-loss, the metrics, the predictions and the SavedModel, so they can never be
-chosen. An answer is the index of its text among the choices (the first one
-when a text appears twice).
-
-TFRecords: RACE's schema (`albert_tf.tasks.multiple_choice.race`) with `level_ids` 0 = C3-M,
-1 = C3-D, plus `choice_mask` int64 [4].
+The features (C3's baseline's, with the padding options masked by `choice_mask`) are in
+`albert_tf.tasks.multiple_choice.features`, the per-subset accuracy in
+`albert_tf.tasks.multiple_choice.metrics` (their old names here still work). An answer
+is the index of its text among the choices (the last one when a text appears twice, as
+the baseline).
 """
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 from absl import logging
 
-from albert_tf.errors import UserValueError
 from albert_tf.tasks.multiple_choice import race
+# The record layout's constants, and the features' and metrics' old names here.
+from albert_tf.tasks.multiple_choice.features import (  # noqa: F401
+    C3_CACHE_FORMAT as CACHE_FORMAT, NUM_CHOICES, SUBSETS, c3_choice_ids as choice_ids,
+    c3_fingerprint as examples_fingerprint, featurize_c3 as featurize, padded_options,
+    prepare_c3_cache as prepare_cache, truncate_lengths, validate_c3_length as validate_length)
+from albert_tf.tasks.multiple_choice.metrics import accuracy_by_subset  # noqa: F401
 
-SUBSETS = ("m", "d")  # level_ids 0 and 1: C3-M (mixed genre), C3-D (dialogue)
 SUBSET_NAMES = {"m": "C3-M", "d": "C3-D"}
-NUM_CHOICES = race.NUM_CHOICES
 MIN_CHOICES = 2
 CONTEXT_SEPARATOR = "\n"  # C3's and CLUE's baselines: "\n".join(context lines)
-CACHE_FORMAT = "albert_tf.c3.v1"
 SEARCHED_FOLDERS = ("", "c3", "data")
 
 
@@ -208,147 +197,3 @@ def read_examples(data_dir: str, split: str) -> List[C3Example]:
     if not examples:
         raise C3DataError(f"{data_dir}: no C3 question in the {split} split (--data_dir)")
     return examples
-
-
-# --- features ------------------------------------------------------------------------------------
-
-
-def validate_length(max_seq_length: int) -> None:
-    if max_seq_length < 5:
-        raise ValueError(f"--max_seq_length must be at least 5 for C3 ([CLS] and three [SEP] "
-                         f"plus one token), got {max_seq_length}")
-
-
-def truncate_lengths(lengths: Sequence[int], budget: int) -> List[int]:
-    """The lengths C3's baseline `_truncate_seq_tuple(a, b, c, budget)` leaves.
-
-    The baseline pops one token at a time from the longest list (ties: the
-    first of a, b, c) until the total fits. Equivalently: every list is cut to
-    a common level L (the smallest that removes at most the excess) and the
-    remaining r pops take one more token from the first r lists (in order)
-    that reach L. Computed here without the loop (`tests/tasks/multiple_choice/test_c3.py` checks it
-    against the loop).
-    """
-    lengths = [int(x) for x in lengths]
-    excess = sum(lengths) - budget
-    if excess <= 0:
-        return lengths
-    lo, hi = 0, max(lengths)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if sum(max(x - mid, 0) for x in lengths) <= excess:
-            hi = mid
-        else:
-            lo = mid + 1
-    rest = excess - sum(max(x - lo, 0) for x in lengths)
-    out = []
-    for x in lengths:
-        if x >= lo and rest > 0:
-            out.append(lo - 1)
-            rest -= 1
-        else:
-            out.append(min(x, lo))
-    return out
-
-
-def choice_ids(context_ids: Sequence[int], question_ids: Sequence[int],
-               option_ids: Sequence[int], max_seq_length: int, cls_id: int, sep_id: int
-               ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One option's (input_ids, input_mask, segment_ids), int32 [S] each:
-    `[CLS] context [SEP] question [SEP] option [SEP]`, truncated as the baseline."""
-    n_context, n_option, n_question = truncate_lengths(
-        [len(context_ids), len(option_ids), len(question_ids)], max_seq_length - 4)
-    tokens = ([cls_id] + list(context_ids[:n_context]) + [sep_id]
-              + list(question_ids[:n_question]) + [sep_id] + list(option_ids[:n_option])
-              + [sep_id])
-    return race.pack_row(tokens, n_context + 2, max_seq_length)
-
-
-def padded_options(options: Sequence[str]) -> List[str]:
-    """The options padded to 4 with empty texts (their rows are masked)."""
-    return list(options) + [""] * (NUM_CHOICES - len(options))
-
-
-def featurize(examples: Sequence[C3Example], tokenizer, max_seq_length: int,
-              order: Optional[Sequence[int]] = None, chunk_size: int = 512,
-              log_examples: int = 1) -> Iterator[Dict[str, np.ndarray]]:
-    """Features of `examples[i]` for each i of `order` (default: all, in order).
-
-    Yields dicts of int32 arrays `input_ids`, `input_mask`, `segment_ids` [4, S],
-    `choice_mask` [4] (1 for a real option) and scalars `label_ids` (0 when
-    unlabelled), `is_real_example`, `level_ids` (0 = C3-M, 1 = C3-D),
-    `example_index` (= i). `tokenizer` is either kind (`tokenization.Tokenizer`).
-    """
-    validate_length(max_seq_length)
-    cls_id, sep_id = tokenizer.cls_id, tokenizer.sep_id
-    if cls_id < 0 or sep_id < 0:
-        raise UserValueError(f"{tokenizer.vocab_file} has no [CLS]/[SEP] token")
-    prep = tokenizer.preprocess
-    order = list(range(len(examples))) if order is None else list(order)
-    contexts = list(dict.fromkeys(e.context for e in examples))
-    context_ids: Dict[str, List[int]] = {}
-    for start in range(0, len(contexts), chunk_size):
-        batch = contexts[start:start + chunk_size]
-        context_ids.update(zip(batch, tokenizer.encode_ids([prep(t) for t in batch])))
-    for start in range(0, len(order), chunk_size):
-        chunk = order[start:start + chunk_size]
-        texts = []
-        for i in chunk:
-            texts.append(prep(examples[i].question))
-            texts.extend(prep(o) for o in padded_options(examples[i].options))
-        ids = tokenizer.encode_ids(texts)
-        for offset, index in enumerate(chunk):
-            example = examples[index]
-            base = offset * (NUM_CHOICES + 1)
-            rows = [choice_ids(context_ids[example.context], ids[base], ids[base + 1 + c],
-                               max_seq_length, cls_id, sep_id) for c in range(NUM_CHOICES)]
-            features = race.example_features(
-                rows, example.label, SUBSETS.index(example.subset), index,
-                choice_mask=(np.arange(NUM_CHOICES) < len(example.options)).astype(np.int32))
-            if start + offset < log_examples:
-                _log_example(example, features, tokenizer)
-            yield features
-
-
-def _log_example(example: C3Example, features, tokenizer) -> None:
-    logging.info("*** Example *** %s", example.source)
-    for choice in range(NUM_CHOICES):
-        length = int(features["input_mask"][choice].sum())
-        tokens = tokenizer.convert_ids_to_tokens(features["input_ids"][choice][:length])
-        masked = "" if features["choice_mask"][choice] else " (padding, masked)"
-        logging.info("choice %d%s: %s", choice, masked, " ".join(tokens))
-    logging.info("label: %s", example.label)
-
-
-def examples_fingerprint(examples: Iterable[C3Example]) -> str:
-    """sha256 over every field that features depend on (texts, labels, subsets, order)."""
-    digest = hashlib.sha256()
-    for e in examples:
-        digest.update(json.dumps([e.example_id, e.question_index, e.subset, e.context,
-                                  e.question, list(e.options), e.label],
-                                 ensure_ascii=False).encode("utf-8"))
-    return digest.hexdigest()
-
-
-def prepare_cache(path: str, examples: Sequence[C3Example], tokenizer, max_seq_length: int,
-                  shuffle_seed: Optional[int] = None, owned: bool = False) -> Dict:
-    """Writes the TFRecord `path` (+ `path.json`) unless a matching cache exists
-    (as `race.prepare_cache`)."""
-    from albert_tf import tokenization
-
-    identity = {"format": CACHE_FORMAT, "max_seq_length": max_seq_length,
-                "do_lower_case": tokenizer.do_lower_case,
-                "vocabulary": tokenization.vocabulary_fingerprint(tokenizer),
-                "shuffle_seed": shuffle_seed, "num_examples": len(examples),
-                "examples_sha256": examples_fingerprint(examples)}
-    return race.write_cache(
-        path, identity, len(examples), shuffle_seed,
-        lambda order: featurize(examples, tokenizer, max_seq_length, order), what="C3",
-        owned=owned)
-
-
-def accuracy_by_subset(examples: Sequence[C3Example], predictions: Sequence[int]
-                       ) -> Dict[str, float]:
-    """Accuracy over both subsets and each one present (labelled examples only).
-    Keys: accuracy, accuracy_m, accuracy_d, examples, examples_m, examples_d."""
-    return race.accuracy_by_level(examples, predictions, SUBSETS)

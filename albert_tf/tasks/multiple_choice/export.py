@@ -18,9 +18,10 @@ Signatures (see `RaceServingModule`):
 The tokenizer is SentencePiece (`InGraphTokenizer`) or WordPiece
 (`InGraphWordPieceTokenizer`), as `tokenization.in_graph_tokenizer` builds it.
 
-C3 (`C3ServingModule`): the same graph-side repetition of `albert_tf.tasks.multiple_choice.c3`'s
-features (`[CLS] context [SEP] question [SEP] option [SEP]` with the baseline's
-three-way truncation, `truncate_lengths`), and an absent option is an empty string:
+C3 (`C3ServingModule`): the same graph-side repetition of C3's features
+(`albert_tf.tasks.multiple_choice.features.featurize_c3`: `[CLS] context [SEP] question
+[SEP] option [SEP]` with the baseline's three-way truncation, `truncate_lengths`), and
+an absent option is an empty string:
   serving_default(context [B], question [B], options [B, 4]: tf.string; "" = no option)
       -> probabilities float32 [B, 4] (exactly 0 for absent options),
          prediction_ids int32 [B] (never an absent option), predictions tf.string [B]
@@ -39,7 +40,9 @@ import tensorflow as tf
 
 from albert_tf import export
 from albert_tf.modeling.models import MASKED_CHOICE_LOGIT
-from albert_tf.tasks.multiple_choice import race
+from albert_tf.tasks import registry
+from albert_tf.tasks.multiple_choice.features import (LABELS, NUM_CHOICES, validate_c3_length,
+                                                   validate_race_lengths)
 
 # A masked choice's logit: exp() of it underflows to exactly 0 in float32, while a
 # finite value keeps log_softmax finite for the real choices.
@@ -114,14 +117,14 @@ def _dense_choices(ids, segments, max_seq_length: int, num_choices: int):
 
 def pack_choices(article_ids: tf.RaggedTensor, qa_ids: tf.RaggedTensor, max_seq_length: int,
                  max_qa_length: int, cls_id: int, sep_id: int,
-                 num_choices: int = race.NUM_CHOICES) -> Dict[str, tf.Tensor]:
-    """`[CLS] article [SEP] qa [SEP]` per choice, as `race.choice_ids`.
+                 num_choices: int = NUM_CHOICES) -> Dict[str, tf.Tensor]:
+    """`[CLS] article [SEP] qa [SEP]` per choice, as `features.race_choice_ids`.
 
     article_ids: int32 ragged [B, (T)]; qa_ids: int32 ragged [B * C, (T)] (row
     b * C + c is choice c of example b). Returns int32 `input_ids`,
     `input_mask`, `segment_ids` [B, C, S].
     """
-    race.validate_lengths(max_seq_length, max_qa_length)
+    validate_race_lengths(max_seq_length, max_qa_length)
     qa_ids = tf.cast(qa_ids, tf.int32).with_row_splits_dtype(tf.int64)
     article_ids = tf.cast(article_ids, tf.int32).with_row_splits_dtype(tf.int64)
     batch = article_ids.nrows()
@@ -149,23 +152,23 @@ class RaceServingModule(tf.Module):
     def __init__(self, model, tokenizer, max_seq_length: int, max_qa_length: int,
                  name: Optional[str] = None, layer_norm: str = "auto"):
         super().__init__(name=name)
-        race.validate_lengths(max_seq_length, max_qa_length)
+        validate_race_lengths(max_seq_length, max_qa_length)
         self.model = model
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
         self.max_qa_length = max_qa_length
-        self.letters = tf.constant(list(race.LABELS), tf.string)
+        self.letters = tf.constant(list(LABELS), tf.string)
         self._outputs = export.model_outputs(model, ["probabilities", "predictions"],
                                              layer_norm)
         self.serving_default = tf.function(self._serve_text, input_signature=[
             tf.TensorSpec([None], tf.string, "article"),
             tf.TensorSpec([None], tf.string, "question"),
-            tf.TensorSpec([None, race.NUM_CHOICES], tf.string, "options")])
+            tf.TensorSpec([None, NUM_CHOICES], tf.string, "options")])
         self.serve_tokens = tf.function(self._serve_tokens, input_signature=[
-            export.token_input_signature(max_seq_length, batch_dims=(None, race.NUM_CHOICES))])
+            export.token_input_signature(max_seq_length, batch_dims=(None, NUM_CHOICES))])
 
     def features(self, article, question, options) -> Dict[str, tf.Tensor]:
-        """Raw strings -> int32 features [B, 4, S] (equal to `race.featurize`'s)."""
+        """Raw strings -> int32 features [B, 4, S] (equal to `features.featurize_race`'s)."""
         tok = self.tokenizer
         texts = qa_texts(tok.preprocess(question), tok.preprocess(options))
         qa_ids = tok.encode_preprocessed(tf.reshape(texts, [-1]))
@@ -190,7 +193,7 @@ class RaceServingModule(tf.Module):
 
 
 def truncate_lengths(lengths, budget):
-    """`c3.truncate_lengths` on int64 [N, K] lengths (K segments in tie order), budget a
+    """`features.truncate_lengths` on int64 [N, K] lengths (K segments in tie order), budget a
     Python int: the same level search, vectorised (a bounded binary search)."""
     lengths = tf.cast(lengths, tf.int64)
     excess = tf.reduce_sum(lengths, axis=1) - budget                              # [N]
@@ -217,8 +220,8 @@ def truncate_lengths(lengths, budget):
 
 def pack_c3_choices(context_ids: tf.RaggedTensor, question_ids: tf.RaggedTensor,
                     option_ids: tf.RaggedTensor, max_seq_length: int, cls_id: int, sep_id: int,
-                    num_choices: int = race.NUM_CHOICES) -> Dict[str, tf.Tensor]:
-    """`[CLS] context [SEP] question [SEP] option [SEP]` per choice, as `c3.choice_ids`.
+                    num_choices: int = NUM_CHOICES) -> Dict[str, tf.Tensor]:
+    """`[CLS] context [SEP] question [SEP] option [SEP]` per choice, as `features.c3_choice_ids`.
 
     context_ids, question_ids: int ragged [B, (T)]; option_ids: int ragged [B * C, (T)]
     (row b * C + c is option c of example b). Returns int32 `input_ids`,
@@ -255,9 +258,7 @@ class C3ServingModule(tf.Module):
     def __init__(self, model, tokenizer, max_seq_length: int, name: Optional[str] = None,
                  layer_norm: str = "auto"):
         super().__init__(name=name)
-        from albert_tf.tasks.multiple_choice import c3
-
-        c3.validate_length(max_seq_length)
+        validate_c3_length(max_seq_length)
         self.model = model
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
@@ -267,16 +268,16 @@ class C3ServingModule(tf.Module):
         self.serving_default = tf.function(self._serve_text, input_signature=[
             tf.TensorSpec([None], tf.string, "context"),
             tf.TensorSpec([None], tf.string, "question"),
-            tf.TensorSpec([None, race.NUM_CHOICES], tf.string, "options")])
+            tf.TensorSpec([None, NUM_CHOICES], tf.string, "options")])
         token_signature = export.token_input_signature(max_seq_length,
-                                                       batch_dims=(None, race.NUM_CHOICES))
-        token_signature["choice_mask"] = tf.TensorSpec([None, race.NUM_CHOICES], tf.int32,
+                                                       batch_dims=(None, NUM_CHOICES))
+        token_signature["choice_mask"] = tf.TensorSpec([None, NUM_CHOICES], tf.int32,
                                                        "choice_mask")
         self.serve_tokens = tf.function(self._serve_tokens, input_signature=[token_signature])
 
     def features(self, context, question, options) -> Dict[str, tf.Tensor]:
         """Raw strings -> int32 features [B, 4, S] and `choice_mask` [B, 4] (equal to
-        `c3.featurize`'s for the same texts)."""
+        `features.featurize_c3`'s for the same texts)."""
         tok = self.tokenizer
         option_ids = tok.encode_preprocessed(tok.preprocess(tf.reshape(options, [-1])))
         features = pack_c3_choices(tok.encode_preprocessed(tok.preprocess(context)),
@@ -317,11 +318,8 @@ def export_saved_model(model, export_dir: str, spm_model_file: Optional[str],
 
     tokenizer = in_graph_tokenizer(vocab_file=vocab_file, spm_model_file=spm_model_file,
                                    do_lower_case=do_lower_case)
-    if task_name == "c3":
-        module = C3ServingModule(model, tokenizer, max_seq_length, layer_norm=layer_norm)
-    else:
-        module = RaceServingModule(model, tokenizer, max_seq_length, max_qa_length,
-                                   layer_norm=layer_norm)
+    data = registry.get("multiple_choice", task_name).settings["data"]  # datasets.py's
+    module = data.serving_module(model, tokenizer, max_seq_length, max_qa_length, layer_norm)
     return export.save_serving_model(export_dir, module, module.signatures())
 
 
@@ -333,16 +331,15 @@ def portable_model(model, task_name: str, max_seq_length: int, max_qa_length: in
     -> `probabilities` float32 [B, 4] and `predictions` int32 [B] (the chosen option's
     index), as `serve_tokens` returns."""
     from albert_tf.export import onnx as onnx_export, portable
-
-    c3_task = task_name == "c3"
-    signature = export.token_input_signature(max_seq_length, batch_dims=(None, race.NUM_CHOICES))
-    if c3_task:
-        signature["choice_mask"] = tf.TensorSpec([None, race.NUM_CHOICES], tf.int32,
+    data = registry.get("multiple_choice", task_name).settings["data"]
+    signature = export.token_input_signature(max_seq_length, batch_dims=(None, NUM_CHOICES))
+    if data.masked:
+        signature["choice_mask"] = tf.TensorSpec([None, NUM_CHOICES], tf.int32,
                                                  "choice_mask")
     fn = onnx_export.model_function(model, ["probabilities", "predictions"],
-                                    argmax_of="probabilities", choice_mask=c3_task)
+                                    argmax_of="probabilities", choice_mask=data.masked)
     metadata = {"task": "multiple_choice", "task_name": task_name,
-                "num_choices": race.NUM_CHOICES, "max_seq_length": max_seq_length,
-                "max_qa_length": None if c3_task else max_qa_length,
+                "num_choices": NUM_CHOICES, "max_seq_length": max_seq_length,
+                "max_qa_length": max_qa_length if data.uses_qa_length else None,
                 "do_lower_case": do_lower_case}
     return portable.PortableModel(fn, signature, metadata)

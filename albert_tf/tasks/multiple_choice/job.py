@@ -1,8 +1,8 @@
 """The RACE and C3 fine-tuning job behind run_race.py: train, evaluate, predict, export.
 
-`run_race(options, strategy)` (a `MultipleChoiceJob`) reads the data (`race`, or `c3` with
-task_name "c3"), builds TFRecord caches, fine-tunes an `AlbertMultipleChoice` with
-`finetuning.run_finetuning` (best checkpoint by dev
+`run_race(options, strategy)` (a `MultipleChoiceJob`) reads the data set --task_name
+names (`datasets`: `race` or `c3`), builds TFRecord caches, fine-tunes an
+`AlbertMultipleChoice` with `finetuning.run_finetuning` (best checkpoint by dev
 `eval_accuracy`, kept as `model.ckpt-best` in the official TF1 format), reports
 accuracy for middle, high and all (C3: C3-M, C3-D and both), writes
 predictions with the best weights and optionally exports a SavedModel that
@@ -11,47 +11,38 @@ takes raw text (`export`). C3's questions with fewer than
 the loss, the metrics, the predictions and the export.
 
 Output files in `output_dir` (besides run_finetuning's checkpoints/, train/,
-eval_results.txt, best_eval.json, best_trial.txt, model.ckpt-best.*):
-  predictions.jsonl   one JSON object per question of the predicted split:
-                      {"id", "question_index", "level", "prediction" (A-D),
-                       "probabilities" [4], "answer" (A-D or null)}
-  predict_results.txt `key = value` accuracies of the predicted split when it has
-                      answers (the original's file name)
-C3 writes instead of RACE's predictions.jsonl:
-  predictions.jsonl   {"id" (document id), "question_index", "subset" ("m"/"d"),
-                       "prediction" (option index), "prediction_text",
-                       "probabilities" [number of options], "answer" (index or null)}
-  c3_predict.json     CLUE's submission lines {"id", "label" (option index)}, in the
-                      file's question order; id = the question's `id` when the file has
-                      one (CLUE's test files), else "<document id>-<question index>"
+eval_results.txt, best_eval.json, best_trial.txt, model.ckpt-best.*): predictions.jsonl,
+predict_results.txt and C3's c3_predict.json (`postprocess`). What differs between RACE
+and C3 is asked of the data set's record (`datasets`).
 """
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-from typing import ClassVar, Dict, List, Optional, Sequence
+from typing import ClassVar, Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import fileio, finetuning, training
-from albert_tf.finetuning import collapse, predict
-from albert_tf.errors import UserValueError
+from albert_tf import finetuning, training
 from albert_tf.finetuning.command_line import CommandLine
 from albert_tf.finetuning.options import TaskOptions
 from albert_tf.option_fields import check_fields, option
 from albert_tf.training import run_dir
 from albert_tf.config import AlbertConfig
 from albert_tf.modeling.models import AlbertMultipleChoice, multiple_choice_losses
-from albert_tf.tasks.multiple_choice import c3, race, export as race_export
+from albert_tf.tasks import registry
+from albert_tf.tasks.multiple_choice import datasets, race, export as race_export
+from albert_tf.tasks.multiple_choice.features import (LABELS, LEVELS, NUM_CHOICES,
+                                                   TRAIN_SHUFFLE_SEED, dataset)
+# Moved to postprocess / metrics; their old names here still work.
+from albert_tf.tasks.multiple_choice.metrics import METRIC, metrics_from_sums
+from albert_tf.tasks.multiple_choice.postprocess import (  # noqa: F401
+    C3_SUBMISSION_FILE, PREDICT_RESULTS_FILE, PREDICTIONS_FILE, c3_prediction_records,
+    predict_probabilities, prediction_records, write_predictions)
 
-METRIC = "eval_accuracy"
-PREDICTIONS_FILE = "predictions.jsonl"
-PREDICT_RESULTS_FILE = "predict_results.txt"
-C3_SUBMISSION_FILE = "c3_predict.json"
-TASKS = ("race", "c3")
+TASKS = registry.names(datasets.FAMILY)  # ("race", "c3"): --task_name's choices
 
 
 class MultipleChoiceObjective(training.Objective):
@@ -69,8 +60,8 @@ class MultipleChoiceObjective(training.Objective):
     its warning, `choice_labels` the choices).
     """
 
-    def __init__(self, levels=race.LEVELS, masked: bool = False, name: str = "RACE",
-                 choice_labels=race.LABELS):
+    def __init__(self, levels=LEVELS, masked: bool = False, name: str = "RACE",
+                 choice_labels=LABELS):
         self.levels = tuple(levels)
         self.masked = masked
         self.name = name
@@ -78,7 +69,7 @@ class MultipleChoiceObjective(training.Objective):
         self.metric_names = ("loss_total", "examples", "correct") + tuple(
             f"{kind}_{level}" for level in self.levels for kind in ("examples", "correct"))
         self.choice_count_names = tuple(f"{kind}_{choice}" for kind in ("predicted", "gold")
-                                        for choice in range(race.NUM_CHOICES))
+                                        for choice in range(NUM_CHOICES))
         self.eval_metric_names = self.metric_names + self.choice_count_names
 
     def normalizers(self, features):
@@ -101,28 +92,13 @@ class MultipleChoiceObjective(training.Objective):
             for kind, ids in (("predicted", outputs["predictions"]),
                               ("gold", features["label_ids"])):
                 counts = tf.reduce_sum(tf.one_hot(tf.reshape(tf.cast(ids, tf.int32), [-1]),
-                                                  race.NUM_CHOICES) * weights[:, None], axis=0)
-                for choice in range(race.NUM_CHOICES):
+                                                  NUM_CHOICES) * weights[:, None], axis=0)
+                for choice in range(NUM_CHOICES):
                     sums[f"{kind}_{choice}"] = counts[choice]
         return tf.math.divide_no_nan(total, normalizers["examples"]), sums
 
     def finalize(self, sums: Dict[str, float]) -> Dict[str, float]:
-        examples = max(sums["examples"], 1.0)
-        metrics = {"eval_loss": sums["loss_total"] / examples,
-                   "eval_accuracy": sums["correct"] / examples,
-                   "eval_examples": int(sums["examples"])}
-        for level in self.levels:
-            if sums["examples_" + level] > 0:
-                metrics["eval_accuracy_" + level] = (sums["correct_" + level]
-                                                     / sums["examples_" + level])
-                metrics["eval_examples_" + level] = int(sums["examples_" + level])
-        if all(name in sums for name in self.choice_count_names):  # an evaluation
-            counts = {kind: [sums[f"{kind}_{choice}"] for choice in range(race.NUM_CHOICES)]
-                      for kind in ("predicted", "gold")}
-            collapse.mark(metrics, collapse.label_collapse_from_counts(
-                counts["predicted"], counts["gold"], labels=self.choice_labels,
-                what="dev questions"), self.name)
-        return metrics
+        return metrics_from_sums(sums, self.levels, self.name, self.choice_labels)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -173,14 +149,7 @@ class MultipleChoiceOptions(TaskOptions):
             raise ValueError(f"--task_name must be one of {', '.join(TASKS)}, got "
                              f"{self.task_name!r}")
         self.check_vocabulary_given()
-        if self.task_name == "c3":
-            if self.high_only or self.middle_only:
-                raise ValueError("--high_only and --middle_only are RACE's levels; C3 reads "
-                                 "C3-M and C3-D (remove a file from --data_dir to read one)")
-            c3.validate_length(self.max_seq_length)
-        else:
-            race.levels_for(self.high_only, self.middle_only)
-            race.validate_lengths(self.max_seq_length, self.max_qa_length)
+        datasets.data_of(self.task_name).validate(self)
         self.check_max_seq_length()
         check_fields(self, ("classifier_dropout",))
         self.check_batch_sizes()
@@ -215,105 +184,21 @@ class MultipleChoiceOptions(TaskOptions):
 def build_model(config: AlbertConfig, dropout_prob: float,
                 dtype_policy: str = "float32") -> AlbertMultipleChoice:
     """run_race's model: 4 choices, `dropout_prob` on the pooled output."""
-    return AlbertMultipleChoice(config, num_choices=race.NUM_CHOICES, dropout_rate=dropout_prob,
+    return AlbertMultipleChoice(config, num_choices=NUM_CHOICES, dropout_rate=dropout_prob,
                                 dtype=dtype_policy)
-
-
-def predict_probabilities(strategy: tf.distribute.Strategy, model, path: str,
-                          max_seq_length: int, batch_size: int, num_examples: int,
-                          masked: bool = False) -> np.ndarray:
-    """Probabilities float32 [num_examples, 4] of a cached split, in example order
-    (`masked`: C3's records, whose `choice_mask` gives padding options probability 0)."""
-    ds = race.dataset(path, max_seq_length, batch_size, is_training=False,
-                      num_examples=num_examples, choice_mask=masked)
-
-    def outputs_of(model, features):
-        probabilities = model(features, training=False)["probabilities"]
-        return {"index": features["example_index"],
-                "probabilities": tf.cast(probabilities, tf.float32)}
-
-    outputs = predict.predict_outputs(strategy, model, ds, outputs_of, "questions")
-    result = np.full((num_examples, race.NUM_CHOICES), np.nan, np.float32)
-    real = outputs["index"] >= 0  # the padding examples of the last batch have index -1
-    result[outputs["index"][real]] = outputs["probabilities"][real]
-    missing = np.isnan(result).any(axis=1)
-    if missing.any():
-        raise RuntimeError(f"{path}: no prediction for {int(missing.sum())} of {num_examples} "
-                           "examples (is the cache complete?)")
-    return result
-
-
-def prediction_records(examples: Sequence[race.RaceExample], probabilities: np.ndarray
-                       ) -> List[Dict]:
-    """One predictions.jsonl record per example (see the module docstring)."""
-    records = []
-    for example, probs in zip(examples, probabilities):
-        records.append({
-            "id": example.example_id, "question_index": example.question_index,
-            "level": example.level, "prediction": race.LABELS[int(np.argmax(probs))],
-            "probabilities": [float(p) for p in probs],
-            "answer": race.LABELS[example.label] if example.label is not None else None})
-    return records
-
-
-def c3_prediction_records(examples: Sequence[c3.C3Example], probabilities: np.ndarray
-                          ) -> List[Dict]:
-    """One C3 predictions.jsonl record per example (see the module docstring)."""
-    records = []
-    for example, probs in zip(examples, probabilities):
-        probs = probs[:len(example.options)]
-        choice = int(np.argmax(probs))
-        records.append({
-            "id": example.example_id, "question_index": example.question_index,
-            "subset": example.subset, "prediction": choice,
-            "prediction_text": example.options[choice],
-            "probabilities": [float(p) for p in probs], "answer": example.label})
-    return records
-
-
-def write_predictions(output_dir: str, examples: Sequence, probabilities: np.ndarray,
-                      task_name: str = "race") -> Dict[str, float]:
-    """Writes predictions.jsonl (C3: and c3_predict.json), and predict_results.txt when
-    the split has answers, atomically; returns the accuracies (empty without answers)."""
-    if task_name == "c3":
-        records = c3_prediction_records(examples, probabilities)
-        fileio.atomic_write_text(
-            os.path.join(output_dir, C3_SUBMISSION_FILE),
-            "".join(json.dumps({"id": e.submission_id, "label": r["prediction"]},
-                               ensure_ascii=False) + "\n"
-                    for e, r in zip(examples, records)))
-        accuracies = c3.accuracy_by_subset(examples, [r["prediction"] for r in records])
-    else:
-        records = prediction_records(examples, probabilities)
-        accuracies = race.accuracy_by_level(examples, np.argmax(probabilities, axis=1))
-    # C3's texts stay readable Chinese; RACE's file is as before.
-    fileio.atomic_write_text(os.path.join(output_dir, PREDICTIONS_FILE),
-                             "".join(json.dumps(r, ensure_ascii=task_name != "c3") + "\n"
-                                     for r in records))
-    if accuracies:
-        lines = [f"{key} = {accuracies[key]}" for key in sorted(accuracies)]
-        fileio.atomic_write_text(os.path.join(output_dir, PREDICT_RESULTS_FILE),
-                                 "\n".join(lines) + "\n")
-        logging.info("prediction accuracy: %s", " | ".join(
-            f"{k} {v:.4g}" for k, v in sorted(accuracies.items()) if k.startswith("accuracy")))
-    logging.info("wrote %d predictions to %s", len(records),
-                 os.path.join(output_dir, PREDICTIONS_FILE))
-    return accuracies
 
 
 def _default_rules(values) -> List[str]:
     """run_race.py's `cli_defaults` rules: the warmup follows the steps unless epochs give
-    them; --max_qa_length is RACE's."""
+    them; the data set's own (RACE: --max_qa_length follows --max_seq_length)."""
     steps_given = values.num_train_epochs is None and values.warmup_proportion is None
     return (["eval_batch_size:8", "predict_batch_size:8"]
             + (["warmup_step:race"] if steps_given else [])
-            + (["max_qa_length:race"] if values.task_name == "race" else []))
+            + list(datasets.data_of(values.task_name).default_rules))
 
 
 def _check_flags(values) -> None:
-    if values.task_name == "c3" and values["max_qa_length"].present:
-        raise UserValueError("--max_qa_length is RACE's; --task_name=c3 truncates context, "
-                             "question and option together as C3's baseline")
+    datasets.data_of(values.task_name).check_flags(values)
 
 
 class MultipleChoiceJob(finetuning.FinetuningJob):
@@ -330,10 +215,11 @@ class MultipleChoiceJob(finetuning.FinetuningJob):
 
     def __init__(self, options: MultipleChoiceOptions, strategy=None):
         super().__init__(options, strategy)
-        self.is_c3 = options.task_name == "c3"
-        self.task = MultipleChoiceObjective(c3.SUBSETS, masked=True, name="C3", choice_labels=[
-            f"option {choice}" for choice in range(race.NUM_CHOICES)]) if self.is_c3 \
-            else MultipleChoiceObjective()
+        self.data_set = registry.get(datasets.FAMILY, options.task_name)
+        self.data = self.data_set.settings["data"]  # a datasets.MultipleChoiceData
+        self.task = MultipleChoiceObjective(self.data.levels, masked=self.data.masked,
+                                            name=self.data.display,
+                                            choice_labels=self.data.choice_labels)
 
     def identity(self):
         return run_dir.RunIdentity.of(run_dir.FINETUNING, self.options.task_name,
@@ -359,25 +245,16 @@ class MultipleChoiceJob(finetuning.FinetuningJob):
         options, tokenizer = self.options, self.tokenizer
         split, path = options.split_of(purpose), options.cache_path(purpose)
         owned = not options.given_cache_path(purpose)
-        shuffle_seed = race.TRAIN_SHUFFLE_SEED if purpose == "train" else None
-        if self.is_c3:
-            examples = c3.read_examples(options.data_dir, split)
-            c3.prepare_cache(path, examples, tokenizer, options.max_seq_length, shuffle_seed,
-                             owned)
-        else:
-            examples = race.read_examples(options.data_dir, split, options.do_lower_case,
-                                          high_only=options.high_only,
-                                          middle_only=options.middle_only,
-                                          normalize=tokenizer.preprocess)
-            race.prepare_cache(path, examples, tokenizer, options.max_seq_length,
-                               options.max_qa_length, shuffle_seed, owned)
+        shuffle_seed = TRAIN_SHUFFLE_SEED if purpose == "train" else None
+        examples = self.data_set.reader(options.data_dir, split, options, tokenizer)
+        self.data.prepare_cache(path, examples, tokenizer, options, shuffle_seed, owned)
         return examples, path
 
     def prepare(self) -> None:
         options = self.options
         if options.do_train:
             logging.info("%s training: %d examples, batch %d, %d steps",
-                         "C3" if self.is_c3 else "RACE", self.num_train_examples(),
+                         self.data.display, self.num_train_examples(),
                          options.train_batch_size, self.finetuning_options().train_step)
         if options.do_eval:
             self.cached("eval")
@@ -389,16 +266,16 @@ class MultipleChoiceJob(finetuning.FinetuningJob):
 
     def train_dataset(self, input_context):
         options = self.options
-        return race.dataset(self.cached("train")[1], options.max_seq_length,
-                            self.per_replica_train_batch(input_context), is_training=True,
-                            input_context=input_context, seed=options.seed,
-                            choice_mask=self.is_c3, batch_is_per_replica=True)
+        return dataset(self.cached("train")[1], options.max_seq_length,
+                       self.per_replica_train_batch(input_context), is_training=True,
+                       input_context=input_context, seed=options.seed,
+                       choice_mask=self.data.masked, batch_is_per_replica=True)
 
     def dev_dataset(self, input_context=None):
         examples, path = self.cached("eval")
-        return race.dataset(path, self.options.max_seq_length, self.options.eval_batch_size,
-                            is_training=False, num_examples=len(examples),
-                            input_context=input_context, choice_mask=self.is_c3)
+        return dataset(path, self.options.max_seq_length, self.options.eval_batch_size,
+                       is_training=False, num_examples=len(examples),
+                       input_context=input_context, choice_mask=self.data.masked)
 
     def evaluate(self, model, step):
         return training.evaluate(self.strategy, model, self.task, self.dev_dataset,
@@ -409,14 +286,14 @@ class MultipleChoiceJob(finetuning.FinetuningJob):
             return None
         return finetuning.real_features(
             self.dev_dataset(), ("input_ids", "input_mask", "segment_ids") +
-            (("choice_mask",) if self.is_c3 else ()))
+            (("choice_mask",) if self.data.masked else ()))
 
     def predict(self, model):
         examples, path = self.cached("predict")
         options = self.options
         return self.write_predictions(examples, predict_probabilities(
             self.strategy, model, path, options.max_seq_length, options.predict_batch_size,
-            len(examples), masked=self.is_c3))
+            len(examples), masked=self.data.masked))
 
     def write_predictions(self, examples, probabilities: np.ndarray) -> np.ndarray:
         if self.chief:
@@ -437,7 +314,8 @@ class MultipleChoiceJob(finetuning.FinetuningJob):
                                           options.max_qa_length, options.do_lower_case)
 
 
-def run_race(options: MultipleChoiceOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
+def run_race(options: MultipleChoiceOptions,
+             strategy: Optional[tf.distribute.Strategy] = None) -> Dict:
     """Runs the job; returns run_finetuning's results plus `predict_accuracy` and `export_dir`."""
     return MultipleChoiceJob(options, strategy).run()
 

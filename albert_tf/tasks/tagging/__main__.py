@@ -53,12 +53,7 @@ def main(argv=None) -> int:
     """Returns the exit status (2 and one `<prog>: error:` line on stderr for a user error)."""
     from albert_tf import cli
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] != "evaluate":
-        sys.stderr.write(f"{PROG}: error: the command is `evaluate` (see "
-                         f"`{PROG} evaluate --help`)\n")
-        return 2
-    return cli.guard(_evaluate_main, argv[1:], f"{PROG} evaluate")
+    return cli.evaluate_command(PROG, _evaluate_main, argv)
 
 
 if __name__ == "__main__":

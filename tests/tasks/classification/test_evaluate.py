@@ -60,7 +60,7 @@ def test_mrpc_accuracy_and_f1_are_scikit_learns(glue_dir, tmp_path, capsys):
     predicted = noisy(gold, ("0", "1"), seed=1)
     path = write(tmp_path / "submit_results.tsv", zip([e.guid for e in dev], predicted))
     result = scored(capsys, "--task_name", "MRPC", "--data_dir", glue_dir,
-                    "--predictions", path)
+                    "--prediction_file", path)
     assert set(result) == {"eval_accuracy", "f1", "eval_examples"}
     assert result["eval_examples"] == 408
     assert result["eval_accuracy"] == pytest.approx(
@@ -76,7 +76,7 @@ def test_cola_matthews_is_scikit_learns_and_rows_may_come_in_any_order(glue_dir,
     predicted = noisy(gold, ("0", "1"), seed=2, keep=0.6)
     rows = list(zip([e.guid for e in dev], predicted))[::-1]
     path = write(tmp_path / "CoLA.tsv", rows)
-    result = scored(capsys, "--task_name", "cola", "--data_dir", glue_dir, "--predictions", path)
+    result = scored(capsys, "--task_name", "cola", "--data_dir", glue_dir, "--prediction_file", path)
     assert result["matthew_corr"] == pytest.approx(
         sklearn_metrics.matthews_corrcoef(gold, predicted), abs=1e-12)
     assert result["eval_accuracy"] == pytest.approx(
@@ -89,7 +89,7 @@ def test_stsb_float_predictions_give_scipys_correlations(glue_dir, tmp_path, cap
     scores = np.round(gold + np.random.default_rng(3).normal(0, 1, len(gold)), 3)
     path = write(tmp_path / "STS-B.tsv", zip([e.guid for e in dev], scores))
     result = scored(capsys, "--task_name", "sts-b", "--data_dir", glue_dir,
-                    "--predictions", path)
+                    "--prediction_file", path)
     assert result["pearson"] == pytest.approx(stats.pearsonr(scores, gold)[0], abs=1e-12)
     assert result["spearman"] == pytest.approx(stats.spearmanr(scores, gold)[0], abs=1e-12)
     mse = sklearn_metrics.mean_squared_error(gold, scores)
@@ -107,7 +107,7 @@ def test_the_jobs_own_prediction_file_gives_the_jobs_metrics(glue_dir, tmp_path,
     logits = np.random.default_rng(4).normal(0, 2, [len(dev), width]).astype(np.float32)
     postprocess.write_predictions(str(tmp_path), spec, dev, logits)
     result = scored(capsys, "--task_name", name, "--data_dir", glue_dir,
-                    "--predictions", tmp_path / "submit_results.tsv")
+                    "--prediction_file", tmp_path / "submit_results.tsv")
     expected = metrics.compute_metrics(spec, logits, metrics.gold_label_ids(spec, dev))
     if not spec.is_regression:
         del expected["eval_loss"]
@@ -125,7 +125,7 @@ def test_a_clue_dev_set_is_scored(shared_data, tmp_path, capsys):
     gold = [json.loads(line)["label"] for line in lines]
     predicted = noisy(gold, ("0", "1"), seed=5)
     path = write(tmp_path / "p.tsv", ((f"dev-{i}", p) for i, p in enumerate(predicted)))
-    result = scored(capsys, "--task_name", "afqmc", "--data_dir", tmp_path, "--predictions", path)
+    result = scored(capsys, "--task_name", "afqmc", "--data_dir", tmp_path, "--prediction_file", path)
     assert result == {"eval_accuracy": pytest.approx(
         sklearn_metrics.accuracy_score(gold, predicted), abs=1e-12), "eval_examples": 50}
 
@@ -135,11 +135,11 @@ def test_a_custom_task_is_read_with_the_column_flags(tmp_path, capsys):
     (tmp_path / "dev.csv").write_text("id,text,label\nx,fine,pos\ny,awful,neg\nz,ok,pos\n")
     path = write(tmp_path / "p.tsv", [("x", "pos"), ("y", "pos"), ("z", "pos")])
     result = scored(capsys, "--task_name", "custom", "--data_dir", tmp_path,
-                    "--predictions", path, "--text_a_column", "text", "--label_column",
+                    "--prediction_file", path, "--text_a_column", "text", "--label_column",
                     "label", "--id_column", "id")
     assert result == {"eval_accuracy": pytest.approx(2 / 3), "eval_examples": 3}
     status, _, err = run(capsys, "--task_name", "custom", "--data_dir", tmp_path,
-                         "--predictions", path)
+                         "--prediction_file", path)
     assert status == 2 and err == ("python -m albert_tf.tasks.classification evaluate: error: "
                                    "--task_name=custom needs --text_a_column and "
                                    "--label_column\n")
@@ -166,18 +166,18 @@ PREFIX = "python -m albert_tf.tasks.classification evaluate: error: "
     (lambda p, rows: write(p, rows[1:] + [("test-1", "0")]),
      "{p}: its indices do not match the 408 examples of mrpc: 1 unknown (first ['test-1']), "
      "1 without a prediction (first ['dev-1'])"),
-    (lambda p, rows: p, "--predictions={p}: no such predictions file"),
+    (lambda p, rows: p, "--prediction_file={p}: no such predictions file"),
 ])
 def test_bad_files_are_one_line_errors(glue_dir, mrpc_rows, tmp_path, capsys, make, message):
     path = make(tmp_path / "bad.tsv", mrpc_rows)
     status, out, err = run(capsys, "--task_name", "mrpc", "--data_dir", glue_dir,
-                           "--predictions", tmp_path / "bad.tsv")
+                           "--prediction_file", tmp_path / "bad.tsv")
     assert (status, out) == (2, "")
     assert err == PREFIX + message.format(p=path) + "\n"
 
 
 def test_unknown_task_and_command_are_refused(capsys):
-    status, _, err = run(capsys, "--task_name", "sts", "--data_dir", "d", "--predictions", "p")
+    status, _, err = run(capsys, "--task_name", "sts", "--data_dir", "d", "--prediction_file", "p")
     assert status == 2 and err.startswith(PREFIX + "--task_name 'sts' is not one of cola, ")
     assert evaluate_command.main(["score"]) == 2
     assert "the command is `evaluate`" in capsys.readouterr().err
@@ -187,7 +187,7 @@ def test_python_m_prints_the_metrics_as_json(glue_dir, mrpc_rows, tmp_path):
     path = write(tmp_path / "p.tsv", mrpc_rows)
     done = subprocess.run([sys.executable, "-m", "albert_tf.tasks.classification", "evaluate",
                            "--task_name", "mrpc", "--data_dir", str(glue_dir),
-                           "--predictions", str(path)],
+                           "--prediction_file", str(path)],
                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {
