@@ -15,6 +15,7 @@ those flags are defined or read, so the data-preparation CLIs use `run` without 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -90,8 +91,16 @@ def command_main(prog: str, command: str, main: Callable, argv=None) -> int:
     return guard(main, argv[1:], f"{prog} {command}")
 
 
-def evaluate_command(prog: str, evaluate_main: Callable, argv=None) -> int:
-    """`<prog> evaluate ...`, a task family's scorer (`python -m albert_tf.tasks.<family>`)."""
+def evaluate_command(prog: str, evaluate: Callable, argv=None) -> int:
+    """`<prog> evaluate ...`, a task family's scorer (`python -m albert_tf.tasks.<family>`):
+    `evaluate(the arguments after the command)` returns the scores, printed as one JSON
+    object (or None, having printed them itself); returns the exit status."""
+    def evaluate_main(arguments) -> int:
+        scores = evaluate(arguments)
+        if scores is not None:
+            print(json.dumps(scores, sort_keys=True))
+        return 0
+
     return command_main(prog, "evaluate", evaluate_main, argv)
 
 

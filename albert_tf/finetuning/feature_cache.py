@@ -96,3 +96,32 @@ def prepare(cache_path: str, identity: Mapping, write_records: Callable[[Callabl
     fileio.atomic_write_text(description_path(cache_path),
                              json.dumps(description, indent=2, sort_keys=True) + "\n")
     return description
+
+
+def cached_dataset(path: str, parse: Callable, batch_size: int, is_training: bool,
+                   num_examples: int, padding_row: Callable[[], Mapping],
+                   seed: Optional[int] = None, input_context=None):
+    """tf.data over a feature cache of `num_examples` records, each `parse`d to a dict.
+
+    Training: sharded per input pipeline under distribution (`input_context`), shuffled
+    (buffer min(num_examples, 100000), seeded), repeated, whole batches of `batch_size`.
+    Evaluation: in file order, padded up to a multiple of `batch_size` with copies of
+    `padding_row()` (a dict of tensors shaped as one parsed record, `is_real_example`
+    0), as the original pads for TPUs; whole batches.
+    """
+    import tensorflow as tf
+
+    data = tf.data.TFRecordDataset(path)
+    if is_training:
+        if input_context and input_context.num_input_pipelines > 1:
+            data = data.shard(input_context.num_input_pipelines,
+                              input_context.input_pipeline_id)
+        data = data.shuffle(max(1, min(num_examples, 100000)), seed=seed,
+                            reshuffle_each_iteration=True).repeat()
+        return data.map(parse, num_parallel_calls=tf.data.AUTOTUNE).batch(
+            batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    data = data.map(parse)
+    padding = (-num_examples) % batch_size
+    if padding:
+        data = data.concatenate(tf.data.Dataset.from_tensors(padding_row()).repeat(padding))
+    return data.batch(batch_size, drop_remainder=True)

@@ -250,9 +250,10 @@ class FinetuningJob:
       export_saved_model(model)    the SavedModel in --export_dir
       portable_model(model)        the token-id function, signature and metadata of its
                                    ONNX and LiteRT files (export.portable)
-      prepare()                    (optional) builds the caches the run's --do_* read,
-                                   in order, so that a data error stops the run before
-                                   training starts
+      data(purpose)                the data "train", "eval" or "predict" reads, built
+                                   once (`prepare` builds what the run's --do_* read
+                                   before training starts, so a data error stops it
+                                   first)
     and sets `exports_without_training` when --export_dir alone (no --do_*) is a run.
     """
 
@@ -317,9 +318,24 @@ class FinetuningJob:
     def eval_features(self) -> Optional[Mapping[str, np.ndarray]]:
         return None
 
+    def data(self, purpose: str):
+        """The data of `purpose` ("train", "eval", "predict": what --do_train, --do_eval,
+        --do_predict read), its feature cache built on first use and kept (`once`)."""
+        raise NotImplementedError
+
     def prepare(self) -> None:
-        """Builds the caches the run reads before it starts (the hooks build them on first
-        use too)."""
+        """Builds the data the run's --do_* read, in that order, so that a data error stops
+        the run before training starts (the hooks build it on first use too), and logs
+        the training's size."""
+        options = self.options
+        for purpose in ("train", "eval", "predict"):
+            if getattr(options, f"do_{purpose}"):
+                self.data(purpose)
+        if options.do_train:
+            steps = self.finetuning_options()
+            logging.info("training on %d examples: batch %d, %d steps (%d warmup)",
+                         self.num_train_examples(), options.train_batch_size,
+                         steps.train_step, steps.warmup_step)
 
     def export_saved_model(self, model: keras.Model) -> Optional[Dict]:
         raise NotImplementedError(f"{type(self).__name__} exports no SavedModel")

@@ -11,19 +11,19 @@ metrics the job reports on dev (`metrics.prediction_metrics`, which the job's
 MSE, eval_loss), without the classification eval_loss a label file cannot give, plus
 `eval_examples`. A custom task is read with the same column flags as the job.
 """
-import json
+import functools
 import os
 import sys
 
 if __name__ == "__main__":  # keep TensorFlow's startup lines off stderr
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from albert_tf import cli  # noqa: E402  (after the variable above)
+
 PROG = "python -m albert_tf.tasks.classification"
 
 
 def _parser():
-    from albert_tf import cli
-
     parser = cli.ArgumentParser(prog=f"{PROG} evaluate",
                                 description="A task's metrics of a submit_results.tsv-style "
                                             "predictions file against a split's gold labels.")
@@ -54,7 +54,7 @@ def _boolean(text: str) -> bool:
     return text.lower() in ("true", "1")
 
 
-def _evaluate_main(argv) -> int:
+def _evaluate_main(argv) -> dict:
     from albert_tf.errors import UserValueError, check_file
     from albert_tf.option_fields import field_specs
     from albert_tf.tasks.classification import datasets, glue, metrics, postprocess
@@ -76,15 +76,12 @@ def _evaluate_main(argv) -> int:
     result = metrics.prediction_metrics(task.spec, predicted,
                                         metrics.gold_label_ids(task.spec, examples))
     result["eval_examples"] = len(examples)
-    print(json.dumps(result, sort_keys=True))
-    return 0
+    return result
 
 
-def main(argv=None) -> int:
-    """Returns the exit status (2 and one `<prog>: error:` line on stderr for a user error)."""
-    from albert_tf import cli
-
-    return cli.evaluate_command(PROG, _evaluate_main, argv)
+# main(argv=None) -> the exit status (2 and one `<prog>: error:` line on stderr for a
+# user error).
+main = functools.partial(cli.evaluate_command, PROG, _evaluate_main)
 
 
 if __name__ == "__main__":

@@ -187,22 +187,12 @@ def dataset(path: str, max_seq_length: int, regression: bool, batch_size: int,
         return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
                 for k, v in parsed.items()}
 
-    data = tf.data.TFRecordDataset(path)
-    if is_training:
-        if input_context and input_context.num_input_pipelines > 1:
-            data = data.shard(input_context.num_input_pipelines,
-                              input_context.input_pipeline_id)
-        data = data.shuffle(min(num_examples, 100000), seed=seed,
-                            reshuffle_each_iteration=True).repeat()
-        return data.map(parse, num_parallel_calls=tf.data.AUTOTUNE).batch(
-            batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
-    data = data.map(parse)
-    padding = (-num_examples) % batch_size
-    if padding:
-        pad = {"input_ids": tf.zeros([max_seq_length], tf.int32),
-               "input_mask": tf.zeros([max_seq_length], tf.int32),
-               "segment_ids": tf.zeros([max_seq_length], tf.int32),
-               "label_ids": tf.zeros([], tf.float32 if regression else tf.int32),
-               "is_real_example": tf.zeros([], tf.int32)}
-        data = data.concatenate(tf.data.Dataset.from_tensors(pad).repeat(padding))
-    return data.batch(batch_size, drop_remainder=True)
+    def padding_row():
+        return {"input_ids": tf.zeros([max_seq_length], tf.int32),
+                "input_mask": tf.zeros([max_seq_length], tf.int32),
+                "segment_ids": tf.zeros([max_seq_length], tf.int32),
+                "label_ids": tf.zeros([], tf.float32 if regression else tf.int32),
+                "is_real_example": tf.zeros([], tf.int32)}
+
+    return feature_cache.cached_dataset(path, parse, batch_size, is_training, num_examples,
+                                        padding_row, seed, input_context)

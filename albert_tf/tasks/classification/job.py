@@ -21,7 +21,6 @@ from typing import ClassVar, Dict, Optional
 
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 from albert_tf import export, finetuning, tokenization
 from albert_tf.finetuning import collapse, predict
@@ -219,16 +218,8 @@ class ClassificationJob(finetuning.FinetuningJob):
         return features.dataset(path, self.options.max_seq_length, self.regression, batch_size,
                             is_training, num_examples, seed, input_context)
 
-    def prepare(self) -> None:
-        options = self.options
-        if options.do_train:
-            logging.info("training on %d examples, batch %d, %d steps",
-                         self.num_train_examples(), options.train_batch_size,
-                         self.finetuning_options().train_step)
-        if options.do_eval:
-            self.split("dev")
-        if options.do_predict:
-            self.split("test")
+    def data(self, purpose: str):
+        return self.split({"train": "train", "eval": "dev", "predict": "test"}[purpose])
 
     def num_train_examples(self) -> int:
         return len(self.split("train")[0])

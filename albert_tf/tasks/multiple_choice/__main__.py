@@ -12,17 +12,18 @@ predict_results.txt holds. Every question of the split needs one prediction; a f
 is missing, a line that is not a record, an unknown or a missing question is one error
 line naming the file (and the line), exit status 2.
 """
-import json
+import functools
 import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from albert_tf import cli  # noqa: E402  (after the variable above)
+
 PROG = "python -m albert_tf.tasks.multiple_choice"
 
 
-def _evaluate_main(argv) -> int:
-    from albert_tf import cli
+def _evaluate_main(argv) -> dict:
     from albert_tf.errors import check_file
     from albert_tf.tasks import registry
     from albert_tf.tasks.multiple_choice import postprocess
@@ -44,15 +45,12 @@ def _evaluate_main(argv) -> int:
     check_file(args.prediction_file, "--prediction_file", "predictions file")
     result = postprocess.score_prediction_file(args.task_name, args.data_dir,
                                                args.prediction_file, args.split)
-    print(json.dumps(result, sort_keys=True))
-    return 0
+    return result
 
 
-def main(argv=None) -> int:
-    """Returns the exit status (2 and one `<prog>: error:` line on stderr for a user error)."""
-    from albert_tf import cli
-
-    return cli.evaluate_command(PROG, _evaluate_main, argv)
+# main(argv=None) -> the exit status (2 and one `<prog>: error:` line on stderr for a
+# user error).
+main = functools.partial(cli.evaluate_command, PROG, _evaluate_main)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ from typing import ClassVar, Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 from albert_tf import finetuning, training
 from albert_tf.finetuning.command_line import CommandLine
@@ -216,10 +215,10 @@ class MultipleChoiceJob(finetuning.FinetuningJob):
     def __init__(self, options: MultipleChoiceOptions, strategy=None):
         super().__init__(options, strategy)
         self.data_set = registry.get(datasets.FAMILY, options.task_name)
-        self.data = self.data_set.settings["data"]  # a datasets.MultipleChoiceData
-        self.task = MultipleChoiceObjective(self.data.levels, masked=self.data.masked,
-                                            name=self.data.display,
-                                            choice_labels=self.data.choice_labels)
+        self.source = self.data_set.settings["data"]  # a datasets.MultipleChoiceData
+        self.task = MultipleChoiceObjective(self.source.levels, masked=self.source.masked,
+                                            name=self.source.display,
+                                            choice_labels=self.source.choice_labels)
 
     def identity(self):
         return run_dir.RunIdentity.of(run_dir.FINETUNING, self.options.task_name,
@@ -247,19 +246,11 @@ class MultipleChoiceJob(finetuning.FinetuningJob):
         owned = not options.given_cache_path(purpose)
         shuffle_seed = TRAIN_SHUFFLE_SEED if purpose == "train" else None
         examples = self.data_set.reader(options.data_dir, split, options, tokenizer)
-        self.data.prepare_cache(path, examples, tokenizer, options, shuffle_seed, owned)
+        self.source.prepare_cache(path, examples, tokenizer, options, shuffle_seed, owned)
         return examples, path
 
-    def prepare(self) -> None:
-        options = self.options
-        if options.do_train:
-            logging.info("%s training: %d examples, batch %d, %d steps",
-                         self.data.display, self.num_train_examples(),
-                         options.train_batch_size, self.finetuning_options().train_step)
-        if options.do_eval:
-            self.cached("eval")
-        if options.do_predict:
-            self.cached("predict")
+    def data(self, purpose: str):
+        return self.cached(purpose)
 
     def num_train_examples(self) -> int:
         return len(self.cached("train")[0])
@@ -269,13 +260,13 @@ class MultipleChoiceJob(finetuning.FinetuningJob):
         return dataset(self.cached("train")[1], options.max_seq_length,
                        self.per_replica_train_batch(input_context), is_training=True,
                        input_context=input_context, seed=options.seed,
-                       choice_mask=self.data.masked, batch_is_per_replica=True)
+                       choice_mask=self.source.masked, batch_is_per_replica=True)
 
     def dev_dataset(self, input_context=None):
         examples, path = self.cached("eval")
         return dataset(path, self.options.max_seq_length, self.options.eval_batch_size,
                        is_training=False, num_examples=len(examples),
-                       input_context=input_context, choice_mask=self.data.masked)
+                       input_context=input_context, choice_mask=self.source.masked)
 
     def evaluate(self, model, step):
         return training.evaluate(self.strategy, model, self.task, self.dev_dataset,
@@ -286,14 +277,14 @@ class MultipleChoiceJob(finetuning.FinetuningJob):
             return None
         return finetuning.real_features(
             self.dev_dataset(), ("input_ids", "input_mask", "segment_ids") +
-            (("choice_mask",) if self.data.masked else ()))
+            (("choice_mask",) if self.source.masked else ()))
 
     def predict(self, model):
         examples, path = self.cached("predict")
         options = self.options
         return self.write_predictions(examples, predict_probabilities(
             self.strategy, model, path, options.max_seq_length, options.predict_batch_size,
-            len(examples), masked=self.data.masked))
+            len(examples), masked=self.source.masked))
 
     def write_predictions(self, examples, probabilities: np.ndarray) -> np.ndarray:
         if self.chief:

@@ -16,7 +16,6 @@ official CMRC 2018 definitions instead (`cmrc_metrics`): `{"exact_match",
 evaluate`, the command's former name, runs this one.
 """
 import functools
-import json
 import os
 import sys
 
@@ -29,7 +28,7 @@ from albert_tf.tasks.span_qa.scoring import METRICS, evaluate_files  # noqa: E40
 PROG = "python -m albert_tf.tasks.span_qa"
 
 
-def _evaluate_main(argv, prog: str = PROG) -> int:
+def _evaluate_main(argv, prog: str = PROG) -> dict:
     from albert_tf import cli
 
     parser = cli.ArgumentParser(
@@ -61,8 +60,7 @@ def _evaluate_main(argv, prog: str = PROG) -> int:
         print(f"missing prediction for question id {qid}: scored 0", file=sys.stderr)
     if missing:
         print(f"{len(missing)} questions had no prediction", file=sys.stderr)
-    print(json.dumps(result))
-    return 0
+    return result
 
 
 def main(argv=None, prog: str = PROG) -> int:
@@ -71,63 +69,6 @@ def main(argv=None, prog: str = PROG) -> int:
     from albert_tf import cli
 
     return cli.evaluate_command(prog, functools.partial(_evaluate_main, prog=prog), argv)
-
-if __name__ == "__main__":  # keep TensorFlow's startup lines off stderr
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from albert_tf.errors import UserValueError  # noqa: E402
-from albert_tf.tasks.span_qa.scoring import METRICS, evaluate_files  # noqa: E402
-
-PROG = "python -m albert_tf.tasks.span_qa"
-
-
-def _evaluate_main(argv, prog: str = PROG) -> int:
-    from albert_tf import cli
-
-    parser = cli.ArgumentParser(
-        prog=f"{prog} evaluate",
-        description="Official SQuAD v1.1 / v2.0 or CMRC 2018 metrics.")
-    parser.add_argument("--data_file", required=True, help="SQuAD JSON with gold answers.")
-    parser.add_argument("--prediction_file", required=True,
-                        help="JSON object {question id: answer text}.")
-    parser.add_argument("--na_prob_file", default=None,
-                        help="v2.0: JSON object {question id: no-answer score} "
-                             "(e.g. null_odds.json).")
-    parser.add_argument("--na_prob_thresh", type=float, default=None,
-                        help="v2.0: predict no answer when the score is above this "
-                             "(official default 1.0).")
-    parser.add_argument("--version", type=int, choices=(1, 2), default=None,
-                        help="Metric version (default: from the data file).")
-    parser.add_argument("--metric", choices=METRICS, default="squad",
-                        help="squad: official SQuAD v1.1/v2.0 metrics; cmrc2018: the official "
-                             "CMRC 2018 metric (Chinese; mixed segmentation, LCS F1).")
-    args = parser.parse_args(argv)
-    if args.metric == "cmrc2018" and args.na_prob_thresh is not None:
-        raise UserValueError("--na_prob_thresh is a SQuAD v2.0 option; --metric cmrc2018 does "
-                             "not take it")
-    thresh = 1.0 if args.na_prob_thresh is None else args.na_prob_thresh
-    result = evaluate_files(args.data_file, args.prediction_file, args.na_prob_file,
-                            thresh, args.version, args.metric)
-    missing = result.pop("missing")
-    for qid in missing:
-        print(f"missing prediction for question id {qid}: scored 0", file=sys.stderr)
-    if missing:
-        print(f"{len(missing)} questions had no prediction", file=sys.stderr)
-    print(json.dumps(result))
-    return 0
-
-
-def main(argv=None, prog: str = PROG) -> int:
-    """`<prog> evaluate ...`; returns the exit status (2 and one `<prog>: error:` line on
-    stderr for a user error)."""
-    from albert_tf import cli
-
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] != "evaluate":
-        sys.stderr.write(f"{prog}: error: the command is `evaluate` (see "
-                         f"`{prog} evaluate --help`)\n")
-        return 2
-    return cli.guard(functools.partial(_evaluate_main, prog=prog), argv[1:], f"{prog} evaluate")
 
 
 if __name__ == "__main__":

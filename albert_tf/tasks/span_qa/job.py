@@ -361,14 +361,12 @@ class SpanQaJob(finetuning.FinetuningJob):
 
     def prepare(self) -> None:
         self.check_weights_to_predict_with()
-        options = self.options
-        if options.do_train:
-            steps = self.finetuning_options()
-            logging.info("SQuAD training: %d examples, batch %d, %d steps (%d warmup)",
-                         self.num_train_examples(), options.train_batch_size,
-                         steps.train_step, steps.warmup_step)
-        if options.do_predict:
-            self.predict_split()
+        super().prepare()
+
+    def data(self, purpose: str):
+        """train: (examples, cache path) of --train_file; predict: --predict_file's
+        `PredictSplit` (which evaluation reads too)."""
+        return {"train": self.train_split, "predict": self.predict_split}[purpose]()
 
     def train_split(self):
         """(number of examples, feature cache path) of --train_file, the cache built if

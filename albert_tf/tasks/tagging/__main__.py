@@ -9,17 +9,18 @@ entities, as seqeval 1.2.2's default mode), `support`, `predicted`, `correct`,
 file is the one run_ner.py writes for the task (`predictions.txt`, `cluener_predict.json`
 or `entities.jsonl`, see `albert_tf.tasks.tagging.postprocess`).
 """
-import json
+import functools
 import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from albert_tf import cli  # noqa: E402  (after the variable above)
+
 PROG = "python -m albert_tf.tasks.tagging"
 
 
-def _evaluate_main(argv) -> int:
-    from albert_tf import cli
+def _evaluate_main(argv) -> dict:
     from albert_tf.errors import check_file
     from albert_tf.tasks.tagging import postprocess, readers
 
@@ -45,15 +46,12 @@ def _evaluate_main(argv) -> int:
                if getattr(args, name) is not None}
     result = postprocess.score_prediction_file(args.task_name, args.data_file,
                                                args.prediction_file, **options)
-    print(json.dumps(result, sort_keys=True))
-    return 0
+    return result
 
 
-def main(argv=None) -> int:
-    """Returns the exit status (2 and one `<prog>: error:` line on stderr for a user error)."""
-    from albert_tf import cli
-
-    return cli.evaluate_command(PROG, _evaluate_main, argv)
+# main(argv=None) -> the exit status (2 and one `<prog>: error:` line on stderr for a
+# user error).
+main = functools.partial(cli.evaluate_command, PROG, _evaluate_main)
 
 
 if __name__ == "__main__":

@@ -432,29 +432,22 @@ def dataset(path: str, max_seq_length: int, batch_size: int, is_training: bool,
     """
     import tensorflow as tf
 
+    from albert_tf.finetuning import feature_cache
+
     def parse(record):
         return dict(parse_features(record, max_seq_length),
                     is_real_example=tf.ones([], tf.int32))
 
-    data = tf.data.TFRecordDataset(path)
-    if is_training:
-        if input_context and input_context.num_input_pipelines > 1:
-            data = data.shard(input_context.num_input_pipelines,
-                              input_context.input_pipeline_id)
-        data = data.shuffle(max(1, min(num_features, 100000)), seed=seed,
-                            reshuffle_each_iteration=True).repeat()
-        return data.map(parse, num_parallel_calls=tf.data.AUTOTUNE).batch(
-            batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
-    data = data.map(parse)
-    padding = (-num_features) % batch_size
-    if padding:
-        pad = {name: tf.fill([max_seq_length], tf.constant(
+    def padding_row():
+        row = {name: tf.fill([max_seq_length], tf.constant(
             0 if name in ("input_ids", "input_mask", "segment_ids", "max_context") else IGNORE))
             for name in SEQUENCE_FIELDS}
-        pad.update({name: tf.constant(IGNORE) for name in SCALAR_FIELDS},
+        row.update({name: tf.constant(IGNORE) for name in SCALAR_FIELDS},
                    is_real_example=tf.constant(0))
-        data = data.concatenate(tf.data.Dataset.from_tensors(pad).repeat(padding))
-    return data.batch(batch_size, drop_remainder=True)
+        return row
+
+    return feature_cache.cached_dataset(path, parse, batch_size, is_training, num_features,
+                                        padding_row, seed, input_context)
 
 
 def read_feature_arrays(path: str, max_seq_length: int) -> Dict[str, np.ndarray]:

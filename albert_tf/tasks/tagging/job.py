@@ -302,12 +302,14 @@ class TaggingJob(finetuning_job.FinetuningJob):
                ([("predict", options.predict_split)] if options.do_predict else [])
 
     def prepare(self) -> None:
+        super().prepare()
         options = self.options
-        for purpose, _ in self.wanted_splits():
-            self.featurized(purpose)
         if self.chief and options.do_train:
             fileio.atomic_write_text(os.path.join(options.output_dir, LABELS_FILE),
                                      "".join(label + "\n" for label in self.labels))
+
+    def data(self, purpose: str) -> SplitData:
+        return self.featurized({"eval": "dev"}.get(purpose, purpose))
 
     def num_train_examples(self) -> int:
         return len(self.read("train").sentences)
