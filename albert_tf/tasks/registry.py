@@ -34,8 +34,10 @@ class DataSet:
         are read from the training files (CLUE, custom tasks) or there are none
         (regression, span QA).
     metric: the dev metric that picks the best checkpoint (higher is better).
-    defaults: flag defaults of this data set where they differ from the family's
-        (flag name -> value).
+    default_rules: the `albert_tf.cli_defaults` rules this data set adds to its family's:
+        its flag defaults, computed from the other flags (RACE's `max_qa_length:race`).
+        Published hyperparameters (`--hparams=paper`) are `finetuning.hparams`' table,
+        keyed by the same names.
     language: "en" or "zh": which official checkpoints and tokenizer it goes with.
     settings: what else the family's code needs to know about it (family-specific
         keys: a GLUE `TaskSpec`, C3's option mask, the reader's scheme, ...).
@@ -46,7 +48,7 @@ class DataSet:
     reader: Callable
     metric: str
     labels: Optional[Tuple[str, ...]] = None
-    defaults: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    default_rules: Tuple[str, ...] = ()
     language: str = "en"
     settings: Mapping[str, object] = dataclasses.field(default_factory=dict)
     description: str = ""

@@ -61,3 +61,25 @@ def test_every_family_has_an_evaluate_command(family):
                             timeout=120)
     assert result.returncode == 0, result.stderr
     assert "--predictions" in result.stdout or "prediction" in result.stdout.lower()
+
+
+def test_the_clis_task_names_are_the_registered_data_sets():
+    from albert_tf.tasks.classification import clue, glue
+    from albert_tf.tasks.multiple_choice.job import MultipleChoiceOptions
+    from albert_tf.tasks.tagging import readers
+    from albert_tf.option_fields import field_specs
+
+    assert field_specs(MultipleChoiceOptions)["task_name"].choices == \
+        registry.names("multiple_choice")
+    assert readers.TASKS == registry.names("tagging")
+    assert set(registry.names("classification")) == \
+        set(glue.TASKS) | set(clue.TASKS) | {glue.CUSTOM_TASK}
+    assert registry.names("span_qa") == ("squad_v1", "squad_v2", "cmrc2018")
+
+
+def test_every_data_set_with_published_hyperparameters_is_registered():
+    """--hparams=paper's table names data sets the families know (by name or alias)."""
+    from albert_tf.finetuning import hparams
+
+    known = {data_set.name for data_set in registry.all_data_sets()}
+    assert set(hparams.TABLE) <= known, set(hparams.TABLE) - known

@@ -40,7 +40,6 @@ class MultipleChoiceData:
     ensure_ascii: bool = True
     submission_file: Optional[str] = None
     level_field: str = "level"
-    default_rules: Tuple[str, ...] = ()  # `cli_defaults` rules of this data set
 
     def read(self, data_dir: str, split: str, options=None, tokenizer=None) -> List:
         """The examples of `split` (`options`: the job's, None for the defaults;
@@ -89,7 +88,6 @@ class RaceData(MultipleChoiceData):
     levels = features.LEVELS
     choice_labels = features.LABELS
     uses_qa_length = True
-    default_rules = ("max_qa_length:race",)
 
     def read(self, data_dir, split, options=None, tokenizer=None):
         return race.read_examples(
@@ -174,14 +172,16 @@ class C3Data(MultipleChoiceData):
 
 
 def _register(data: MultipleChoiceData, name: str, labels, language: str,
-              description: str) -> registry.DataSet:
+              description: str, default_rules: Tuple[str, ...] = ()) -> registry.DataSet:
     return registry.register(registry.DataSet(
         name=name, family=FAMILY, reader=data.read, metric=metrics.METRIC, labels=labels,
-        language=language, settings={"data": data}, description=description))
+        language=language, settings={"data": data}, description=description,
+        default_rules=default_rules))
 
 
 RACE = _register(RaceData(), "race", features.LABELS, "en",
-                 "RACE: English exam reading comprehension, 4 options (A-D) per question.")
+                 "RACE: English exam reading comprehension, 4 options (A-D) per question.",
+                 default_rules=("max_qa_length:race",))  # it follows --max_seq_length
 C3 = _register(C3Data(), "c3", None, "zh",
                "C3: Chinese reading comprehension (C3-M, C3-D), 2-4 options per question.")
 

@@ -193,7 +193,7 @@ def _default_rules(values) -> List[str]:
     steps_given = values.num_train_epochs is None and values.warmup_proportion is None
     return (["eval_batch_size:8", "predict_batch_size:8"]
             + (["warmup_step:race"] if steps_given else [])
-            + list(datasets.data_of(values.task_name).default_rules))
+            + list(registry.get(datasets.FAMILY, values.task_name).default_rules))
 
 
 def _check_flags(values) -> None:

@@ -27,7 +27,7 @@ def test_glue_records_carry_the_task_spec(name):
     assert (record.family, record.language, record.settings["task"]) == (
         "classification", "en", spec)
     assert (record.labels, record.metric) == (spec.labels, spec.metric)
-    assert record.defaults == {}
+    assert record.default_rules == ()
 
 
 def test_glue_labels_and_metrics_are_the_originals():

@@ -24,8 +24,7 @@ def test_the_names_are_the_flag_choices():
 def test_records(name, labels, language, levels, choices, masked, display):
     data_set = registry.get("multiple_choice", name.upper())  # any case
     assert (data_set.name, data_set.family, data_set.labels, data_set.metric,
-            data_set.language, dict(data_set.defaults)) == (
-        name, "multiple_choice", labels, "eval_accuracy", language, {})
+            data_set.language) == (name, "multiple_choice", labels, "eval_accuracy", language)
     assert data_set.metric == job.METRIC == job.MultipleChoiceJob.metric
     data = data_set.settings["data"]
     assert data is datasets.data_of(name)
@@ -43,8 +42,8 @@ def test_per_data_set_settings_are_the_old_constants():
     assert datasets.RACE.labels == race.LABELS
     assert datasets.data_of("race").levels == race.LEVELS
     assert datasets.data_of("c3").levels == c3.SUBSETS
-    assert datasets.data_of("race").default_rules == ("max_qa_length:race",)
-    assert datasets.data_of("c3").default_rules == ()
+    assert registry.get("multiple_choice", "race").default_rules == ("max_qa_length:race",)
+    assert registry.get("multiple_choice", "c3").default_rules == ()
     assert datasets.data_of("c3").submission_file == postprocess.C3_SUBMISSION_FILE == \
         "c3_predict.json"
     assert datasets.data_of("race").submission_file is None

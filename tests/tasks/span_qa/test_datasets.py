@@ -43,7 +43,7 @@ def test_every_data_set_resolves(name, language, scoring_class, metric_flag):
     # Best checkpoint by f1 (the job's metric), the SQuAD JSON reader for all three.
     assert data_set.metric == job.METRIC == "f1"
     assert data_set.reader is squad_data.read_squad_examples
-    assert data_set.labels is None and dict(data_set.defaults) == {}
+    assert data_set.labels is None and data_set.default_rules == ()
     assert type(data_set.settings["scoring"]) is scoring_class
     assert data_set.settings["scoring"].name == metric_flag
 

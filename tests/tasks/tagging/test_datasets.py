@@ -29,7 +29,7 @@ def test_fixed_layout_data_sets(name, language, reader, word_split, form, files)
     assert (data_set.family, data_set.language, data_set.metric) == ("tagging", language,
                                                                      job.METRIC)
     assert data_set.reader is reader
-    assert data_set.labels is None and dict(data_set.defaults) == {}
+    assert data_set.labels is None and data_set.default_rules == ()
     assert dict(data_set.settings["split_files"]) == files
     assert data_set.settings["word_split"] == word_split
     assert data_set.settings["column_options"] is False
