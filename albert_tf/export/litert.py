@@ -118,12 +118,15 @@ def _conversion_failure(err: Exception) -> str:
 def _quiet_converter():
     """Saving and converting log each stage through absl (and warn that the frozen
     function has no gradients, which serving never asks for): kept to errors."""
-    verbosity = logging.get_verbosity()
-    logging.set_verbosity(logging.ERROR)
+    # The absl logger's own level, restored as it was (NOTSET included: absl's
+    # get_verbosity would answer the root's level, and restoring that would pin it).
+    absl_logger = logging.get_absl_logger()
+    level = absl_logger.level
+    absl_logger.setLevel(logging.converter.absl_to_standard(logging.ERROR))
     try:
         yield
     finally:
-        logging.set_verbosity(verbosity)
+        absl_logger.setLevel(level)
 
 
 def _schema():

@@ -131,7 +131,9 @@ def test_a_table_value_that_does_not_fit_gives_way_to_the_rule():
 
 def test_a_moved_default_is_logged_once_with_what_it_follows(caplog):
     import logging
-    with caplog.at_level(logging.INFO):
+    # The absl logger's own level too: TensorFlow's SavedModel saving sets absl's verbosity
+    # and restores it as the root's level, so after an export in this process it is WARNING.
+    with caplog.at_level(logging.INFO), caplog.at_level(logging.INFO, logger="absl"):
         cli_defaults.apply(["doc_stride:ner"], 1, parsed("--max_seq_length=64"))
     lines = [r.getMessage() for r in caplog.records if "--doc_stride" in r.getMessage()]
     assert lines == ["--doc_stride 31 (its default follows --max_seq_length 64: 64, or half "

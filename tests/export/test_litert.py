@@ -315,3 +315,21 @@ def test_tagging_constraints_survive_conversion(exported):
         tags = [labels[i] for i, on in zip(row, mask) if on]
         assert schemes.is_valid(tags, "bioes"), tags
     assert len(set(got[case["features"]["word_mask"] == 1].tolist())) > 1  # not all one tag
+
+
+@pytest.mark.parametrize("before", [0, 20])  # NOTSET (the default) and an INFO the user set
+def test_the_quiet_converter_gives_the_absl_logger_its_own_level_back(before):
+    """The converter's chatter is kept to errors while it runs, and the absl logger's level
+    is restored as it was: pinned at the root's WARNING, a library user's later INFO
+    lines (and pytest's caplog) would be silenced."""
+    from absl import logging as absl_logging
+
+    absl_logger = absl_logging.get_absl_logger()
+    saved = absl_logger.level
+    absl_logger.setLevel(before)
+    try:
+        with litert._quiet_converter():
+            assert absl_logger.level == 40
+        assert absl_logger.level == before
+    finally:
+        absl_logger.setLevel(saved)
