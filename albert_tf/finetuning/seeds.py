@@ -71,10 +71,13 @@ def run_seeds(make_job: Callable, options: TaskOptions, seeds: Sequence[int],
         records.append(record)
     summary = _summarise(records, metric, higher_is_better, options.output_dir)
     if options.export_dir:
+        # No training, and export_trained neither evaluates nor predicts; --do_predict is
+        # kept as given: run_squad.py's job needs it (or --do_train) to be a job at all, and
+        # its int8 check reads the predict file's features.
         best = make_job(dataclasses.replace(
             _seed_options(options, summary["best_seed"]), export_dir=options.export_dir,
             export_format=options.export_format, export_int8=options.export_int8,
-            export_fp16=options.export_fp16, do_train=False, do_predict=False), strategy)
+            export_fp16=options.export_fp16, do_train=False), strategy)
         exported = best.export_trained()
         summary.update({key: value for key, value in exported.items()
                         if key == "export_dir" or key.startswith(("onnx", "tflite"))})

@@ -163,3 +163,18 @@ def test_cli_trains_predicts_evaluates_exports(shared_data, tmp_path, v2):
                           "--spm_model_file=x", f"--output_dir={tmp_path}/o2", "--do_train"],
                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
     assert bad.returncode != 0 and "--do_train needs --train_file" in bad.stderr
+
+
+@pytest.mark.slow  # ~40 s
+def test_two_seeds_export_the_best_seed(shared_data, tmp_path):
+    """--num_seeds with --export_dir: each seed trains and scores predict_file, then the best
+    seed's weights are exported (the export job keeps --do_predict: run_squad.py refuses a
+    job without --do_train or --do_predict)."""
+    (tmp_path / "config.json").write_text(CONFIG.to_json_string())
+    path = subset(shared_data, tmp_path, "dev-v1.1.json", paragraphs=2)
+    out = tmp_path / "out"
+    done = cli(tmp_path, path, out, "--num_seeds=2", "--export_format=saved_model")
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads((out / "seed_results.json").read_text())
+    assert [record["seed"] for record in summary["seeds"]] == [1, 2]
+    assert (out / "export" / "saved_model.pb").exists()
