@@ -320,8 +320,9 @@ class FinetuningJob:
 
     def data(self, purpose: str):
         """The data of `purpose` ("train", "eval", "predict": what --do_train, --do_eval,
-        --do_predict read), its feature cache built on first use and kept (`once`)."""
-        raise NotImplementedError
+        --do_predict read), its feature cache built on first use and kept (`once`); None
+        where the family builds nothing ahead for it (the default)."""
+        return None
 
     def prepare(self) -> None:
         """Builds the data the run's --do_* read, in that order, so that a data error stops
@@ -333,9 +334,9 @@ class FinetuningJob:
                 self.data(purpose)
         if options.do_train:
             steps = self.finetuning_options()
-            logging.info("training on %d examples: batch %d, %d steps (%d warmup)",
-                         self.num_train_examples(), options.train_batch_size,
-                         steps.train_step, steps.warmup_step)
+            logging.info("%s training: %d examples, batch %d, %d steps (%d warmup)",
+                         self.identity().task, self.num_train_examples(),
+                         options.train_batch_size, steps.train_step, steps.warmup_step)
 
     def export_saved_model(self, model: keras.Model) -> Optional[Dict]:
         raise NotImplementedError(f"{type(self).__name__} exports no SavedModel")

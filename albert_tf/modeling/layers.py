@@ -95,7 +95,6 @@ def _layer_norm_float32(x, gamma, beta, epsilon):
     return normalized * gamma + beta, grad
 
 
-@keras.saving.register_keras_serializable(package="albert_tf")
 class ConfiguredLayer(keras.layers.Layer):
     """A layer whose config (`get_config`) is its base's plus the attributes named in
     `CONFIG`, each the `__init__` argument of the same name (so `from_config` rebuilds it)."""
@@ -113,6 +112,7 @@ class ConfiguredLayer(keras.layers.Layer):
         return {**super().get_config(), **{name: getattr(self, name) for name in self.CONFIG}}
 
 
+@keras.saving.register_keras_serializable(package="albert_tf")
 class LayerNorm(keras.layers.LayerNormalization):
     """keras LayerNormalization (same `gamma`/`beta` variables) over the last axis,
     computed in float32 with `_layer_norm_float32`'s backward; in SavedModels that ask

@@ -103,3 +103,29 @@ def test_eval_only_uses_latest_checkpoint_and_errors(tmp_path):
         run(tmp_path / "x", do_train=False, do_eval=False, do_predict=False)
     with pytest.raises(FileNotFoundError, match="nothing to evaluate"):
         run(tmp_path / "y", do_train=False)
+
+
+def test_a_family_without_data_prepares_nothing_ahead_and_logs_the_training(caplog):
+    """FinetuningJob.prepare builds `data(purpose)` for each --do_*; a subclass that does
+    not supply `data` (built before the hook existed) still runs: nothing is built ahead."""
+    import logging
+    from types import SimpleNamespace
+
+    from albert_tf.training import run_dir
+
+    class Minimal(finetuning.FinetuningJob):
+        def identity(self):
+            return run_dir.RunIdentity.of(run_dir.FINETUNING, "toy", CONFIG)
+
+        def num_train_examples(self):
+            return 256
+
+    options = SimpleNamespace(
+        do_train=True, do_eval=True, do_predict=True, train_batch_size=16,
+        num_train_epochs=None,
+        finetuning_options=lambda examples: SimpleNamespace(train_step=60, warmup_step=6))
+    job = Minimal(options)
+    assert job.data("train") is None
+    with caplog.at_level(logging.INFO), caplog.at_level(logging.INFO, logger="absl"):
+        job.prepare()
+    assert "toy training: 256 examples, batch 16, 60 steps (6 warmup)" in caplog.messages

@@ -222,3 +222,17 @@ def test_every_layer_config_holds_its_constructor_arguments(make):
                  if name not in ("self", "kwargs")]
     assert set(arguments) <= set(config)
     assert type(layer).from_config(config).get_config() == config
+
+
+def test_every_public_layer_is_registered_for_keras_loading():
+    """ConfiguredLayer is an abstract base: the layers themselves carry the registration
+    (`albert_tf>Name`), LayerNorm included, so a saved model holding one loads."""
+    import keras
+
+    for cls in (layers.LayerNorm, layers.FactorizedEmbedding, layers.AttentionSublayer,
+                layers.FeedForwardSublayer, heads.MaskedLMHead, heads.SentenceOrderHead,
+                heads.ClassificationHead, heads.SpanHead, heads.SquadV2Head):
+        assert keras.saving.get_registered_name(cls) == f"albert_tf>{cls.__name__}"
+    norm = layers.LayerNorm(name="LayerNorm")
+    assert type(keras.saving.deserialize_keras_object(
+        keras.saving.serialize_keras_object(norm))) is layers.LayerNorm

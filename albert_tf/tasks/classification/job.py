@@ -8,10 +8,11 @@ pearson for STS-B, eval_accuracy otherwise, as the original) is kept as
   eval_results.txt, best_eval.json, best_trial.txt, model.ckpt-best.*  (finetuning)
   test_results.tsv, submit_results.tsv, {TASK}.tsv, {task}_predict.json  (postprocess.py)
   *.tf_record (+.json) feature caches (in cached_dir, default output_dir; features.py)
-The data set (`--task_name`) is a record of `datasets.py`, whose reader gives the task's
-spec, examples and submission writer.
 and, with `export_dir`, a SavedModel with `serving_default` (raw text) and
 `serve_tokens` signatures, or ONNX / LiteRT files (albert_tf.tasks.classification.export).
+
+The data set (`--task_name`) is a record of `datasets.py`, whose reader gives the task's
+spec, examples and submission writer.
 """
 from __future__ import annotations
 
@@ -172,6 +173,13 @@ class ClassificationJob(finetuning.FinetuningJob):
         """--task_name's spec, split -> examples and submission writer (the labels of a
         CLUE or custom task read from its files)."""
         return datasets.open_task(self.options)
+
+    @property
+    def resolved(self):
+        """(TaskSpec, split -> examples, CLUE data set or None): the older spelling of
+        `task`, for old callers."""
+        clue_task = getattr(self.task.submission, "__self__", None)
+        return self.task.spec, self.task.read, clue_task
 
     @property
     def spec(self) -> glue.TaskSpec:

@@ -41,11 +41,14 @@ def probabilities_and_labels(spec: glue.TaskSpec, logits: np.ndarray
 
 def write_predictions(output_dir: str, spec: glue.TaskSpec,
                       examples: List[glue.InputExample], logits: np.ndarray,
-                      submission: Optional[SubmissionWriter] = None) -> Dict:
+                      submission: Optional[SubmissionWriter] = None, *,
+                      clue_task=None) -> Dict:
     """test_results.tsv, submit_results.tsv, the GLUE `{TASK}.tsv` (with
     `spec.submission_name`) and the data set's own `submission` file (CLUE's
-    `{task}_predict.json`; a `clue.ClueDataSet`, the older argument, writes it too);
-    returns {"probabilities", "labels", "files": the names written}."""
+    `{task}_predict.json`; a `clue.ClueDataSet`, the older argument, writes it too, also
+    as the older keyword `clue_task`); returns {"probabilities", "labels", "files": the
+    names written}."""
+    submission = submission if submission is not None else clue_task
     probabilities, labels = probabilities_and_labels(spec, logits)
     fileio.atomic_write_text(os.path.join(output_dir, "test_results.tsv"), "".join(
         "\t".join(str(float(p)) for p in row) + "\n" for row in probabilities))

@@ -18,6 +18,7 @@ and C3 is asked of the data set's record (`datasets`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from typing import ClassVar, Dict, List, Optional
 
@@ -212,13 +213,26 @@ class MultipleChoiceJob(finetuning.FinetuningJob):
         default_rules=_default_rules, check=_check_flags,
         renamed_flags={"dropout_prob": "classifier_dropout"})
 
-    def __init__(self, options: MultipleChoiceOptions, strategy=None):
-        super().__init__(options, strategy)
-        self.data_set = registry.get(datasets.FAMILY, options.task_name)
-        self.source = self.data_set.settings["data"]  # a datasets.MultipleChoiceData
-        self.task = MultipleChoiceObjective(self.source.levels, masked=self.source.masked,
-                                            name=self.source.display,
-                                            choice_labels=self.source.choice_labels)
+    # Looked up on first use, not at construction: an unknown --task_name is the options'
+    # one-line error when the job runs (validate), as before the registry.
+    @functools.cached_property
+    def data_set(self) -> registry.DataSet:
+        return registry.get(datasets.FAMILY, self.options.task_name)
+
+    @property
+    def source(self) -> "datasets.MultipleChoiceData":
+        """The data set's behaviour (reading, caches, prediction files)."""
+        return self.data_set.settings["data"]
+
+    @property
+    def is_c3(self) -> bool:  # for old callers; the job itself asks `source`
+        return self.options.task_name == "c3"
+
+    @functools.cached_property
+    def task(self) -> MultipleChoiceObjective:
+        source = self.source
+        return MultipleChoiceObjective(source.levels, masked=source.masked,
+                                       name=source.display, choice_labels=source.choice_labels)
 
     def identity(self):
         return run_dir.RunIdentity.of(run_dir.FINETUNING, self.options.task_name,

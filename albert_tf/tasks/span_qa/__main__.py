@@ -16,6 +16,7 @@ official CMRC 2018 definitions instead (`cmrc_metrics`): `{"exact_match",
 evaluate`, the command's former name, runs this one.
 """
 import functools
+import json
 import os
 import sys
 
@@ -28,7 +29,7 @@ from albert_tf.tasks.span_qa.scoring import METRICS, evaluate_files  # noqa: E40
 PROG = "python -m albert_tf.tasks.span_qa"
 
 
-def _evaluate_main(argv, prog: str = PROG) -> dict:
+def _evaluate_main(argv, prog: str = PROG) -> None:
     from albert_tf import cli
 
     parser = cli.ArgumentParser(
@@ -60,7 +61,8 @@ def _evaluate_main(argv, prog: str = PROG) -> dict:
         print(f"missing prediction for question id {qid}: scored 0", file=sys.stderr)
     if missing:
         print(f"{len(missing)} questions had no prediction", file=sys.stderr)
-    return result
+    print(json.dumps(result))  # in the official scripts' key order
+    return None
 
 
 def main(argv=None, prog: str = PROG) -> int:

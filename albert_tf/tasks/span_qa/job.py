@@ -366,7 +366,8 @@ class SpanQaJob(finetuning.FinetuningJob):
     def data(self, purpose: str):
         """train: (examples, cache path) of --train_file; predict: --predict_file's
         `PredictSplit` (which evaluation reads too)."""
-        return {"train": self.train_split, "predict": self.predict_split}[purpose]()
+        build = {"train": self.train_split, "predict": self.predict_split}.get(purpose)
+        return build() if build is not None else None  # no "eval": predict_file scores
 
     def train_split(self):
         """(number of examples, feature cache path) of --train_file, the cache built if

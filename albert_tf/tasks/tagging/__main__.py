@@ -13,7 +13,8 @@ import functools
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+if __name__ == "__main__":  # keep TensorFlow's startup lines off stderr
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from albert_tf import cli  # noqa: E402  (after the variable above)
 

@@ -428,7 +428,8 @@ def dataset(path: str, max_seq_length: int, batch_size: int, is_training: bool,
     Training: sharded per input pipeline under distribution, shuffled (buffer
     min(num_features, 100000), seeded), repeated, whole batches. Evaluation: in file
     order, padded up to a multiple of batch_size with rows whose labels, word_index,
-    sentence_index and window_index are -1 and is_real_example 0 (as glue.dataset).
+    sentence_index and window_index are -1 and is_real_example 0
+    (`finetuning.feature_cache.cached_dataset`).
     """
     import tensorflow as tf
 

@@ -5,11 +5,12 @@ error run_classifier.py has always given."""
 import json
 import types
 
+import numpy as np
 import pytest
 
 from albert_tf.errors import UserValueError
 from albert_tf.tasks import registry
-from albert_tf.tasks.classification import clue, datasets, glue
+from albert_tf.tasks.classification import clue, datasets, glue, postprocess
 
 GLUE = ("cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli", "mismnli", "qnli", "rte", "wnli")
 CLUE = ("afqmc", "tnews", "iflytek", "ocnli", "cmnli", "csl")
@@ -101,6 +102,13 @@ def test_a_clue_task_takes_its_labels_from_labels_json(shared_data, tmp_path):
         "tnews_predict.json"
     assert json.loads((tmp_path / "tnews_predict.json").read_text()) == {
         "id": rows[0]["id"], "label": "100"}
+    # The older keyword of write_predictions, clue_task, writes the same file.
+    (tmp_path / "tnews_predict.json").unlink()
+    logits = np.zeros([1, len(task.spec.labels)], np.float32)
+    written = postprocess.write_predictions(str(tmp_path), task.spec, task.read("dev")[:1],
+                                            logits, clue_task=clue.TASKS["tnews"])
+    assert written["files"][-1] == "tnews_predict.json"
+    assert (tmp_path / "tnews_predict.json").exists()
 
 
 def test_a_custom_task_takes_its_labels_from_the_training_file(tmp_path):

@@ -63,6 +63,21 @@ def test_unknown_name():
     with pytest.raises(ValueError, match=r"--task_name must be one of race, c3, got 'dream'"):
         job.MultipleChoiceOptions(data_dir="d", output_dir="o", task_name="dream",
                                   albert_config=CONFIG, spm_model_file="x.model").validate()
+    # The job is built with it, and refuses it when it runs, with the options' message.
+    options = job.MultipleChoiceOptions(data_dir="d", output_dir="o", task_name="dream",
+                                        albert_config=CONFIG, spm_model_file="x.model")
+    unknown = job.MultipleChoiceJob(options)
+    with pytest.raises(ValueError, match=r"--task_name must be one of race, c3, got 'dream'"):
+        unknown.validate(1)
+
+
+def test_the_job_reads_its_data_set_from_the_registry():
+    options = job.MultipleChoiceOptions(data_dir="d", output_dir="o", task_name="c3",
+                                        albert_config=CONFIG, vocab_file="vocab.txt")
+    c3_job = job.MultipleChoiceJob(options)
+    assert c3_job.data_set is registry.get("multiple_choice", "c3")
+    assert c3_job.source is datasets.data_of("c3") and c3_job.is_c3
+    assert c3_job.objective().masked and c3_job.objective().levels == ("m", "d")
 
 
 @pytest.mark.parametrize("name, probabilities, prediction", [
