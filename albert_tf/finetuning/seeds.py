@@ -81,6 +81,7 @@ def run_seeds(make_job: Callable, options: TaskOptions, seeds: Sequence[int],
         exported = best.export_trained()
         summary.update({key: value for key, value in exported.items()
                         if key == "export_dir" or key.startswith(("onnx", "tflite"))})
+        _write_summary(options.output_dir, summary)  # now with what was exported
     return summary
 
 
@@ -180,6 +181,10 @@ def _summarise(records: List[Dict], metric: str, higher_is_better: bool,
     logging.info("%d seeds%s: median %s %.4g; best seed %d (%.4g) in %s", len(records),
                  diverged, metric, summary["median"], best["seed"], best["value"],
                  best["output_dir"])
+    _write_summary(output_dir, summary)
+    return summary
+
+
+def _write_summary(output_dir: str, summary: Dict) -> None:
     fileio.atomic_write_text(os.path.join(output_dir, SEED_RESULTS),
                              json.dumps(summary, indent=2) + "\n")
-    return summary

@@ -177,4 +177,5 @@ def test_two_seeds_export_the_best_seed(shared_data, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads((out / "seed_results.json").read_text())
     assert [record["seed"] for record in summary["seeds"]] == [1, 2]
+    assert summary["export_dir"] == f"{out}/export"
     assert (out / "export" / "saved_model.pb").exists()
