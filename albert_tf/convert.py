@@ -26,7 +26,8 @@ from albert_tf.errors import (UserFileNotFoundError, UserValueError,  # noqa: E4
                               check_file)
 
 FORMATS = ["auto", "tf1", "hf", "keras_h5", "tf_checkpoint"]
-MODELS = ["pretrainer", "encoder", "classifier", "span_labeler", "squad_v2", "multiple_choice"]
+MODELS = ["pretrainer", "encoder", "classifier", "span_labeler", "squad_v2", "multiple_choice",
+          "token_classifier"]
 
 
 def define_flags() -> None:
@@ -43,7 +44,10 @@ def define_flags() -> None:
     flags.DEFINE_string("albert_config_file", None, "albert_config.json (default: the one "
                         "in the input directory, or config.json of a Hugging Face input).")
     flags.DEFINE_enum("model", "pretrainer", MODELS, "Model (and so heads) to convert.")
-    flags.DEFINE_integer("num_labels", 2, "Labels of --model=classifier (1 = regression).")
+    flags.DEFINE_integer("num_labels", 2, "Labels of --model=classifier (1 = regression) or "
+                         "--model=token_classifier (the tags, softmax head).")
+    flags.DEFINE_list("labels", None, "--output_format=hf: the label names of the outputs, in "
+                      "order (config.json's id2label; default LABEL_0, LABEL_1, ...).")
     flags.DEFINE_integer("num_choices", 4, "Choices of --model=multiple_choice.")
     flags.DEFINE_bool("init_from_group0", False, "Initialise every group from group 0.")
     flags.DEFINE_integer("global_step", None, "global_step to store in a TF1 output.")
@@ -54,6 +58,7 @@ def build_model(name: str, config, num_labels: int = 2, num_choices: int = 4):
     """The model for a `--model` value."""
     from albert_tf.modeling import models
     from albert_tf.modeling.encoder import AlbertEncoder
+    from albert_tf.modeling.token_classifier import AlbertTokenClassifier
 
     builders = {
         "pretrainer": lambda: models.AlbertPretrainer(config),
@@ -62,6 +67,7 @@ def build_model(name: str, config, num_labels: int = 2, num_choices: int = 4):
         "span_labeler": lambda: models.AlbertSpanLabeler(config),
         "squad_v2": lambda: models.AlbertSquadV2(config),
         "multiple_choice": lambda: models.AlbertMultipleChoice(config, num_choices),
+        "token_classifier": lambda: AlbertTokenClassifier(config, num_labels),
     }
     model = builders[name]()
     model.build()
@@ -105,8 +111,9 @@ def load(model, path: str, fmt: str = "auto", init_from_group0: bool = False):
     return checkpoints.restore_for_training(model, path)
 
 
-def save(model, path: str, fmt: str = "auto", global_step=None) -> str:
-    """Writes `model` to `path` in `fmt`; returns a one-line description."""
+def save(model, path: str, fmt: str = "auto", global_step=None, labels=None) -> str:
+    """Writes `model` to `path` in `fmt` (`labels`: a Hugging Face output's label names);
+    returns a one-line description."""
     import tensorflow as tf
 
     from albert_tf import checkpoints
@@ -121,7 +128,7 @@ def save(model, path: str, fmt: str = "auto", global_step=None) -> str:
             model.config.to_json_file(config_path)
         return f"TF1 checkpoint {path} (config: {config_path})"
     if fmt == "hf":
-        left_out = hf_weights.save_hf_checkpoint(model, path)
+        left_out = hf_weights.save_hf_checkpoint(model, path, labels)
         if left_out:
             raise UserValueError(f"these variables have no Hugging Face name: {left_out}")
         return f"Hugging Face directory {path}"
@@ -158,7 +165,7 @@ def main(argv):
     model = build_model(args.model, config, args.num_labels, args.num_choices)
     report = load(model, args.input, args.input_format, args.init_from_group0)
     print(report.summary())
-    print("Wrote", save(model, args.output, args.output_format, args.global_step))
+    print("Wrote", save(model, args.output, args.output_format, args.global_step, args.labels))
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -237,8 +237,8 @@ def load_hf_checkpoint(model, directory: str,
                        init_from_group0: bool = False) -> assign.LoadReport:
     """Loads Hugging Face ALBERT weights (`model.safetensors`) into any model of this project.
 
-    Encoder and heads (MLM, SOP, sequence classification, QA, multiple choice)
-    are read; the config in `config.json` must agree with the model's (checked
+    Encoder and heads (MLM, SOP, sequence and token classification, QA, multiple
+    choice) are read; the config in `config.json` must agree with the model's (checked
     field by field). Hugging Face task models drop the pooler, so a missing
     pooler is reported, not raised. Returns the LoadReport (names are TF1 names;
     unused Hugging Face keys are listed under `unused`).
@@ -308,9 +308,45 @@ def _all_group_names(names, groups: int) -> List[str]:
 # --- writing --------------------------------------------------------------------------------------
 
 
-def _architecture(model) -> Tuple[str, Dict]:
+# Hugging Face builds these without the pooler (`AlbertModel(config, add_pooling_layer=False)`):
+# their files hold no `albert.pooler.*`.
+_WITHOUT_POOLER = ("AlbertForTokenClassification",)
+
+
+def label_maps(num_labels: int, labels: Optional[Sequence[str]] = None) -> Dict:
+    """config.json's `id2label` / `label2id` for `labels` (in the order of the model's
+    outputs; default Hugging Face's `LABEL_<i>`)."""
+    names = list(labels) if labels is not None else [f"LABEL_{i}" for i in range(num_labels)]
+    if len(names) != num_labels or len(set(names)) != num_labels:
+        raise UserValueError(f"labels {names}: the model has {num_labels} outputs; give "
+                             f"{num_labels} distinct label names")
+    return {"id2label": {str(i): name for i, name in enumerate(names)},
+            "label2id": {name: i for i, name in enumerate(names)}}
+
+
+def labels_from_hf_config(values: Mapping, source: str = "config.json"
+                          ) -> Optional[List[str]]:
+    """The label names of a Hugging Face config (`id2label`, in output order), or None when
+    it has none or only Hugging Face's placeholders `LABEL_<i>`."""
+    id2label = values.get("id2label")
+    if not id2label:
+        return None
+    try:
+        indices = sorted(int(i) for i in id2label)
+    except ValueError:
+        raise UserValueError(f"{source}: id2label keys must be output indices, got "
+                             f"{sorted(id2label)}") from None
+    if indices != list(range(len(indices))):
+        raise UserValueError(f"{source}: id2label must number the outputs 0..{len(indices) - 1}, "
+                             f"got {indices}")
+    names = [str(id2label[str(i)] if str(i) in id2label else id2label[i]) for i in indices]
+    return None if names == [f"LABEL_{i}" for i in indices] else names
+
+
+def _architecture(model, labels: Optional[Sequence[str]] = None) -> Tuple[str, Dict]:
     from albert_tf.modeling import models
     from albert_tf.modeling.encoder import AlbertEncoder
+    from albert_tf.modeling.token_classifier import AlbertTokenClassifier
 
     if isinstance(model, models.AlbertPretrainer):
         return "AlbertForPreTraining", {}
@@ -318,10 +354,15 @@ def _architecture(model) -> Tuple[str, Dict]:
         return "AlbertForMultipleChoice", {}
     if isinstance(model, models.AlbertClassifier):
         k = model.num_labels
-        return "AlbertForSequenceClassification", {
-            "id2label": {str(i): f"LABEL_{i}" for i in range(k)},
-            "label2id": {f"LABEL_{i}": i for i in range(k)},
-            "problem_type": "regression" if k == 1 else "single_label_classification"}
+        return "AlbertForSequenceClassification", dict(
+            label_maps(k, labels),
+            problem_type="regression" if k == 1 else "single_label_classification")
+    if isinstance(model, AlbertTokenClassifier):
+        if model.crf is not None:
+            raise UserValueError("a CRF tagging head (--use_crf) has no Hugging Face "
+                                 "counterpart: AlbertForTokenClassification decodes each token "
+                                 "on its own")
+        return "AlbertForTokenClassification", label_maps(model.num_labels, labels)
     if isinstance(model, models.AlbertSpanLabeler):
         return "AlbertForQuestionAnswering", {}
     if isinstance(model, AlbertEncoder):
@@ -330,16 +371,20 @@ def _architecture(model) -> Tuple[str, Dict]:
                          "(the SQuAD v2 beam head has none)")
 
 
-def save_hf_checkpoint(model, directory: str) -> List[str]:
+def save_hf_checkpoint(model, directory: str,
+                       labels: Optional[Sequence[str]] = None) -> List[str]:
     """Writes `config.json` + `model.safetensors` that Hugging Face's ALBERT classes load.
 
-    Returns the TF1 names that have no Hugging Face parameter (none for the
-    supported models). Both files are written atomically.
+    `labels`: the label names of a classifier's or token classifier's outputs, in order
+    (config.json's `id2label`; default `LABEL_<i>`). Returns the TF1 names that have no
+    Hugging Face parameter (none for the supported models; a token classifier's pooler,
+    which it never reads, is left out as Hugging Face's model has none). Both files are
+    written atomically.
     """
     from safetensors.numpy import save
 
     config = assign.model_config(model)
-    architecture, extra = _architecture(model)
+    architecture, extra = _architecture(model, labels)
     names = tf1_names.variables_for(model)
     tensors, left_out = {}, []
     for name, variable in names.items():
@@ -354,6 +399,9 @@ def save_hf_checkpoint(model, directory: str) -> List[str]:
             config.hidden_size, dtype=np.float32)
         tensors["albert.encoder.embedding_hidden_mapping_in.bias"] = np.zeros(
             config.hidden_size, np.float32)
+    if architecture in _WITHOUT_POOLER:  # the task never reads it
+        tensors = {k: v for k, v in tensors.items()
+                   if not k.startswith(HF_BASE_PREFIX + "pooler.")}
     if architecture == "AlbertModel":  # the bare model's keys carry no `albert.` prefix
         tensors = {k[len(HF_BASE_PREFIX):]: v for k, v in tensors.items()}
     os.makedirs(directory, exist_ok=True)

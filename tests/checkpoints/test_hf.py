@@ -13,6 +13,8 @@ from albert_tf import (AlbertClassifier, AlbertEncoder, AlbertMultipleChoice, Al
                        AlbertSpanLabeler, AlbertSquadV2, checkpoints)
 from albert_tf.checkpoints import hf as hf_weights, names as tf1_names
 from albert_tf.checkpoints import CheckpointMismatchError
+from albert_tf.errors import UserValueError
+from albert_tf.modeling.token_classifier import AlbertTokenClassifier
 from tests.helpers import numpy_reference as ref
 from tests.checkpoints.test_tf1 import POSITIONS, official_weights, write_tf1_checkpoint
 from tests.modeling.test_numerics import random_batch, randomize, tiny_config
@@ -123,6 +125,8 @@ def test_hf_pretraining_dir_equals_tf1_path_and_numpy(tmp_path):
     (("classifier",), lambda c: AlbertClassifier(c, num_labels=3), True),
     (("squad",), lambda c: AlbertSpanLabeler(c), False),   # AlbertForQuestionAnswering: no pooler
     (("race",), lambda c: AlbertMultipleChoice(c), True),
+    # AlbertForTokenClassification: the classifier on every token, no pooler.
+    (("classifier",), lambda c: AlbertTokenClassifier(c, num_labels=3), False),
 ])
 def test_hf_task_heads(tmp_path, heads, factory, pooler):
     weights = official_weights(CONFIG.to_dict(), heads=heads, seed=21)
@@ -181,6 +185,7 @@ def test_hf_truncated_file(tmp_path):
     (lambda c: AlbertSpanLabeler(c), "AlbertForQuestionAnswering"),
     (lambda c: AlbertMultipleChoice(c), "AlbertForMultipleChoice"),
     (lambda c: AlbertEncoder(c), "AlbertModel"),
+    (lambda c: AlbertTokenClassifier(c, num_labels=5), "AlbertForTokenClassification"),
 ])
 def test_hf_export_round_trip_bit_exact(tmp_path, factory, architecture):
     source = factory(CONFIG)
@@ -193,18 +198,55 @@ def test_hf_export_round_trip_bit_exact(tmp_path, factory, architecture):
     state = load_file(str(tmp_path / "model.safetensors"))
     weights = {name: var.numpy() for name, var in names.items()}
     prefix = "" if architecture == "AlbertModel" else "albert."
-    expected = hf_state(weights, CONFIG.to_dict(), base_prefix=prefix)
+    pooler = architecture != "AlbertForTokenClassification"  # Hugging Face's has none
+    expected = hf_state(weights, CONFIG.to_dict(), pooler=pooler, base_prefix=prefix)
     expected.pop(prefix + "embeddings.position_ids")
     expected.pop("predictions.decoder.bias", None)
     assert sorted(state) == sorted(expected)
     for key, value in expected.items():
         np.testing.assert_array_equal(state[key], value, err_msg=key)
     target = factory(CONFIG)
-    hf_weights.load_hf_checkpoint(target, str(tmp_path))
+    report = hf_weights.load_hf_checkpoint(target, str(tmp_path))
     for name, var in tf1_names.variables_for(target).items():
-        np.testing.assert_array_equal(var.numpy(), weights[name], err_msg=name)
+        if name not in report.missing:
+            np.testing.assert_array_equal(var.numpy(), weights[name], err_msg=name)
+    assert report.missing == ([] if pooler else ["bert/pooler/dense/kernel",
+                                                 "bert/pooler/dense/bias"])
 
 
 def test_hf_export_of_squad_v2_lists_the_head(tmp_path):
     with pytest.raises(ValueError, match="no Hugging Face counterpart"):
         hf_weights.save_hf_checkpoint(AlbertSquadV2(CONFIG), str(tmp_path))
+
+
+def test_hf_label_names_round_trip_through_config_json(tmp_path):
+    """id2label / label2id carry the label names (Hugging Face's placeholders LABEL_<i> by
+    default, which read back as no names)."""
+    tags = ["O", "B-PER", "I-PER"]
+    hf_weights.save_hf_checkpoint(AlbertTokenClassifier(CONFIG, num_labels=3), str(tmp_path),
+                                  labels=tags)
+    written = json.loads((tmp_path / "config.json").read_text())
+    assert written["id2label"] == {"0": "O", "1": "B-PER", "2": "I-PER"}
+    assert written["label2id"] == {"O": 0, "B-PER": 1, "I-PER": 2}
+    assert hf_weights.labels_from_hf_config(written) == tags
+    hf_weights.save_hf_checkpoint(AlbertClassifier(CONFIG, num_labels=2), str(tmp_path / "c"))
+    plain = json.loads((tmp_path / "c" / "config.json").read_text())
+    assert plain["id2label"] == {"0": "LABEL_0", "1": "LABEL_1"}
+    assert plain["problem_type"] == "single_label_classification"
+    assert hf_weights.labels_from_hf_config(plain) is None
+    assert hf_weights.labels_from_hf_config({}) is None
+    assert hf_weights.labels_from_hf_config({"id2label": {1: "b", 0: "a"}}) == ["a", "b"]
+
+
+def test_hf_label_and_head_mistakes_are_one_line(tmp_path):
+    with pytest.raises(UserValueError, match=r"the model has 3 outputs; give 3 distinct"):
+        hf_weights.save_hf_checkpoint(AlbertTokenClassifier(CONFIG, num_labels=3),
+                                      str(tmp_path), labels=["O", "B-PER"])
+    with pytest.raises(UserValueError, match="a CRF tagging head .* has no Hugging Face"):
+        hf_weights.save_hf_checkpoint(AlbertTokenClassifier(CONFIG, num_labels=3, use_crf=True),
+                                      str(tmp_path))
+    with pytest.raises(UserValueError, match=r"config.json: id2label must number the outputs "
+                                             r"0..1, got \[0, 2\]"):
+        hf_weights.labels_from_hf_config({"id2label": {"0": "a", "2": "b"}})
+    with pytest.raises(UserValueError, match="id2label keys must be output indices"):
+        hf_weights.labels_from_hf_config({"id2label": {"a": "b"}})

@@ -82,6 +82,40 @@ def test_fine_tuned_classifier_to_hf(official_download, tmp_path):
                                       tf1_names.variables_for(model)[name].numpy())
 
 
+@pytest.mark.slow  # 8 s
+def test_cli_writes_a_ner_run_as_hugging_face_token_classification(tmp_path):
+    """run_ner.py's softmax model (TF1, `output_weights` [K, H] on every token) ->
+    AlbertForTokenClassification with the tag names, and back."""
+    from albert_tf.modeling.token_classifier import AlbertTokenClassifier
+
+    source = AlbertTokenClassifier(CONFIG, num_labels=3)
+    source.build()
+    for variable in source.weights:
+        variable.assign(np.random.default_rng(31).normal(size=variable.shape) * 0.02)
+    checkpoints.save_tf1_checkpoint(source, str(tmp_path / "ner" / "model.ckpt-best"))
+    CONFIG.to_json_file(str(tmp_path / "ner" / "albert_config.json"))
+    done = run_convert(f"--input={tmp_path / 'ner' / 'model.ckpt-best'}",
+                       f"--output={tmp_path / 'hf'}", "--output_format=hf",
+                       "--model=token_classifier", "--num_labels=3", "--labels=O,B-PER,I-PER")
+    assert done.returncode == 0, done.stderr[-2000:]
+    import json
+    written = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert written["architectures"] == ["AlbertForTokenClassification"]
+    assert written["id2label"] == {"0": "O", "1": "B-PER", "2": "I-PER"}
+    back = convert.build_model("token_classifier", CONFIG, num_labels=3)
+    convert.load(back, str(tmp_path / "hf"), "hf")
+    for name, var in tf1_names.variables_for(back).items():
+        if "pooler" not in name:
+            np.testing.assert_array_equal(var.numpy(),
+                                          tf1_names.variables_for(source)[name].numpy())
+    wrong = run_convert(f"--input={tmp_path / 'ner' / 'model.ckpt-best'}",
+                        f"--output={tmp_path / 'hf2'}", "--output_format=hf",
+                        "--model=token_classifier", "--num_labels=3", "--labels=O,B-PER")
+    assert wrong.returncode == 2
+    assert wrong.stderr.strip().splitlines()[-1].endswith(
+        "labels ['O', 'B-PER']: the model has 3 outputs; give 3 distinct label names")
+
+
 def test_tf_checkpoint_output_is_verified(tmp_path):
     model = AlbertPretrainer(CONFIG)
     model.build()
