@@ -12,7 +12,8 @@ Examples:
       --model=classifier --num_labels=3 --output=/tmp/hf_mnli --output_format=hf
 
 The model class (`--model`) decides which heads are converted; a head absent
-from the input is reported and written with its initial values.
+from the input is reported and written with its initial values. The default, auto, is a
+Hugging Face input's class and labels (config.json), else the pretrainer.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from albert_tf.errors import (UserFileNotFoundError, UserValueError,  # noqa: E4
                               check_file)
 
 FORMATS = ["auto", "tf1", "hf", "keras_h5", "tf_checkpoint"]
-MODELS = ["pretrainer", "encoder", "classifier", "span_labeler", "squad_v2", "multiple_choice",
+MODELS = ["auto", "pretrainer", "encoder", "classifier", "span_labeler", "squad_v2", "multiple_choice",
           "token_classifier"]
 
 
@@ -43,9 +44,12 @@ def define_flags() -> None:
                       ".weights.h5 -> keras_h5, otherwise tf1).")
     flags.DEFINE_string("albert_config_file", None, "albert_config.json (default: the one "
                         "in the input directory, or config.json of a Hugging Face input).")
-    flags.DEFINE_enum("model", "pretrainer", MODELS, "Model (and so heads) to convert.")
+    flags.DEFINE_enum("model", "auto", MODELS, "Model (and so heads) to convert; auto: a "
+                      "Hugging Face input's class (config.json's architectures), else "
+                      "pretrainer.")
     flags.DEFINE_integer("num_labels", 2, "Labels of --model=classifier (1 = regression) or "
-                         "--model=token_classifier (the tags, softmax head).")
+                         "--model=token_classifier (the tags, softmax head); with --model=auto "
+                         "a Hugging Face input's id2label gives it.")
     flags.DEFINE_list("labels", None, "--output_format=hf: the label names of the outputs, in "
                       "order (config.json's id2label; default LABEL_0, LABEL_1, ...).")
     flags.DEFINE_integer("num_choices", 4, "Choices of --model=multiple_choice.")
@@ -72,6 +76,28 @@ def build_model(name: str, config, num_labels: int = 2, num_choices: int = 4):
     model = builders[name]()
     model.build()
     return model
+
+
+def resolve_model(name: str, input_path: str, num_labels: int, num_labels_given: bool
+                  ) -> tuple:
+    """(--model, --num_labels, label names or None) of a conversion: --model=auto is a
+    Hugging Face input's class and label count (unless --num_labels is given) and its label
+    names, else the pretrainer."""
+    from albert_tf import checkpoints
+    from albert_tf.checkpoints import hf as hf_weights
+
+    if checkpoints.detect_format(input_path) != "huggingface":
+        return ("pretrainer" if name == "auto" else name), num_labels, None
+    values = hf_weights.read_hf_config(input_path)
+    source = os.path.join(input_path, "config.json")
+    labels = hf_weights.labels_from_hf_config(values, source)
+    if name != "auto":
+        return name, num_labels, labels
+    name, stored = hf_weights.model_of_hf_config(values, source)
+    num_labels = num_labels if num_labels_given else stored
+    if labels is not None and len(labels) != num_labels:  # --num_labels chose another head
+        labels = None
+    return name, num_labels, labels
 
 
 def find_config(input_path: str, config_file=None):
@@ -162,10 +188,13 @@ def main(argv):
         raise UserFileNotFoundError(f"--input={args.input}: no such file, directory or "
                                     "checkpoint prefix")
     config = find_config(args.input, args.albert_config_file)
-    model = build_model(args.model, config, args.num_labels, args.num_choices)
+    name, num_labels, labels = resolve_model(args.model, args.input, args.num_labels,
+                                             args["num_labels"].present)
+    model = build_model(name, config, num_labels, args.num_choices)
     report = load(model, args.input, args.input_format, args.init_from_group0)
     print(report.summary())
-    print("Wrote", save(model, args.output, args.output_format, args.global_step, args.labels))
+    print("Wrote", save(model, args.output, args.output_format, args.global_step,
+                        args.labels or labels))
 
 
 if __name__ == "__main__":

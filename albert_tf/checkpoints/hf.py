@@ -313,6 +313,29 @@ def _all_group_names(names, groups: int) -> List[str]:
 _WITHOUT_POOLER = ("AlbertForTokenClassification",)
 
 
+# What each Hugging Face ALBERT class is in convert's --model terms.
+ARCHITECTURE_MODELS = {
+    "AlbertForPreTraining": "pretrainer", "AlbertForMaskedLM": "pretrainer",
+    "AlbertModel": "encoder", "AlbertForSequenceClassification": "classifier",
+    "AlbertForTokenClassification": "token_classifier",
+    "AlbertForQuestionAnswering": "span_labeler", "AlbertForMultipleChoice": "multiple_choice",
+}
+
+
+def model_of_hf_config(values: Mapping, source: str = "config.json") -> Tuple[str, int]:
+    """(convert's --model, its number of labels) of a Hugging Face config: from its
+    `architectures` (a config without one is the bare `encoder`) and `id2label` (or
+    `num_labels`; 2 when neither is given, as Hugging Face's default)."""
+    architectures = values.get("architectures") or ["AlbertModel"]
+    model = ARCHITECTURE_MODELS.get(architectures[0])
+    if model is None:
+        raise UserValueError(f"{source}: architectures {architectures} is not an ALBERT class "
+                             f"this library reads ({', '.join(ARCHITECTURE_MODELS)})")
+    num_labels = len(values["id2label"]) if values.get("id2label") else int(
+        values.get("num_labels", 2))
+    return model, num_labels
+
+
 def label_maps(num_labels: int, labels: Optional[Sequence[str]] = None) -> Dict:
     """config.json's `id2label` / `label2id` for `labels` (in the order of the model's
     outputs; default Hugging Face's `LABEL_<i>`)."""

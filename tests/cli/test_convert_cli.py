@@ -138,3 +138,48 @@ def test_run_scripts_accept_init_flags(script):
                             capture_output=True, text=True, cwd=REPO_ROOT)
     assert "--init_checkpoint" in helped.stdout and "init_from_group0" in helped.stdout
     assert "Hugging Face" in helped.stdout
+
+
+def test_model_auto_is_a_hugging_face_inputs_class_and_labels(official_download, tmp_path):
+    from albert_tf.checkpoints import hf as hf_weights
+    from albert_tf.modeling.token_classifier import AlbertTokenClassifier
+
+    hf_weights.save_hf_checkpoint(AlbertTokenClassifier(CONFIG, num_labels=3),
+                                  str(tmp_path / "ner"), labels=["O", "B-LOC", "I-LOC"])
+    assert convert.resolve_model("auto", str(tmp_path / "ner"), 2, False) == (
+        "token_classifier", 3, ["O", "B-LOC", "I-LOC"])
+    # --num_labels given wins (and the stored names, for another count, are dropped).
+    assert convert.resolve_model("auto", str(tmp_path / "ner"), 5, True) == (
+        "token_classifier", 5, None)
+    hf_weights.save_hf_checkpoint(AlbertClassifier(CONFIG, num_labels=1), str(tmp_path / "sts"))
+    assert convert.resolve_model("auto", str(tmp_path / "sts"), 2, False) == ("classifier", 1,
+                                                                              None)
+    assert convert.resolve_model("encoder", str(tmp_path / "sts"), 2, False)[0] == "encoder"
+    hf_weights.save_hf_checkpoint(AlbertPretrainer(CONFIG), str(tmp_path / "pre"))
+    assert convert.resolve_model("auto", str(tmp_path / "pre"), 2, False)[:2] == (
+        "pretrainer", 2)
+    # A TF1 (or any other) input keeps the former default, the pretrainer.
+    directory, _ = official_download
+    assert convert.resolve_model("auto", str(directory), 2, False) == ("pretrainer", 2, None)
+    with pytest.raises(ValueError, match=r"architectures \['BertForMaskedLM'\] is not an "
+                                         r"ALBERT class"):
+        hf_weights.model_of_hf_config({"architectures": ["BertForMaskedLM"]})
+
+
+@pytest.mark.slow  # 7 s
+def test_cli_converts_a_hugging_face_classifier_with_its_label_names(tmp_path):
+    """Default --model: the Hugging Face input's class, label count and names, kept in a
+    Hugging Face output."""
+    import json
+
+    from albert_tf.checkpoints import hf as hf_weights
+
+    source = AlbertClassifier(CONFIG, num_labels=3)
+    hf_weights.save_hf_checkpoint(source, str(tmp_path / "in"),
+                                  labels=["contradiction", "entailment", "neutral"])
+    done = run_convert(f"--input={tmp_path / 'in'}", f"--output={tmp_path / 'out'}",
+                       "--output_format=hf")
+    assert done.returncode == 0, done.stderr[-2000:]
+    written = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert written["architectures"] == ["AlbertForSequenceClassification"]
+    assert list(written["label2id"]) == ["contradiction", "entailment", "neutral"]
