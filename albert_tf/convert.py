@@ -27,8 +27,8 @@ from albert_tf.errors import (UserFileNotFoundError, UserValueError,  # noqa: E4
                               check_file)
 
 FORMATS = ["auto", "tf1", "hf", "keras_h5", "tf_checkpoint"]
-MODELS = ["auto", "pretrainer", "encoder", "classifier", "span_labeler", "squad_v2", "multiple_choice",
-          "token_classifier"]
+MODELS = ["auto", "pretrainer", "encoder", "classifier", "span_labeler", "squad_v2",
+          "multiple_choice", "token_classifier"]
 
 
 def define_flags() -> None:
@@ -91,10 +91,9 @@ def resolve_model(name: str, input_path: str, num_labels: int, num_labels_given:
     values = hf_weights.read_hf_config(input_path)
     source = os.path.join(input_path, "config.json")
     labels = hf_weights.labels_from_hf_config(values, source)
-    if name != "auto":
-        return name, num_labels, labels
-    name, stored = hf_weights.model_of_hf_config(values, source)
-    num_labels = num_labels if num_labels_given else stored
+    if name == "auto":
+        name, stored = hf_weights.model_of_hf_config(values, source)
+        num_labels = num_labels if num_labels_given else stored
     if labels is not None and len(labels) != num_labels:  # --num_labels chose another head
         labels = None
     return name, num_labels, labels
