@@ -79,29 +79,24 @@ def guard(main: Callable, argv, prog: str, interrupted: Interrupted = None):
         return errors.EXIT_INTERRUPTED
 
 
-def command_main(prog: str, command: str, main: Callable, argv=None) -> int:
-    """`<prog> <command> ...` (a `python -m` scorer's one command): `main(the arguments
-    after it)` under `guard`; returns the exit status (2 and one `<prog>: error:` line on
-    stderr for another command or a user error)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] != command:
-        sys.stderr.write(f"{prog}: error: the command is `{command}` (see "
-                         f"`{prog} {command} --help`)\n")
-        return errors.EXIT_USER_ERROR
-    return guard(main, argv[1:], f"{prog} {command}")
-
-
 def evaluate_command(prog: str, evaluate: Callable, argv=None) -> int:
     """`<prog> evaluate ...`, a task family's scorer (`python -m albert_tf.tasks.<family>`):
     `evaluate(the arguments after the command)` returns the scores, printed as one JSON
-    object (or None, having printed them itself); returns the exit status."""
+    object (or None, having printed them itself), under `guard`. Returns the exit status
+    (2 and one `<prog>: error:` line on stderr for another command or a user error)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] != "evaluate":
+        sys.stderr.write(f"{prog}: error: the command is `evaluate` (see "
+                         f"`{prog} evaluate --help`)\n")
+        return errors.EXIT_USER_ERROR
+
     def evaluate_main(arguments) -> int:
         scores = evaluate(arguments)
         if scores is not None:
             print(json.dumps(scores, sort_keys=True))
         return 0
 
-    return command_main(prog, "evaluate", evaluate_main, argv)
+    return guard(evaluate_main, argv[1:], f"{prog} evaluate")
 
 
 def _flags_parser(prog: str):

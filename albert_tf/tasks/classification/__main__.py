@@ -55,18 +55,12 @@ def _boolean(text: str) -> bool:
 
 
 def _evaluate_main(argv) -> dict:
-    from albert_tf.errors import UserValueError, check_file
-    from albert_tf.option_fields import field_specs
-    from albert_tf.tasks.classification import datasets, glue, metrics, postprocess
+    from albert_tf.errors import check_file
+    from albert_tf.tasks.classification import datasets, metrics, postprocess
 
     args = _parser().parse_args(argv)
     data_set = datasets.get(args.task_name)
-    args.custom = None
-    if data_set.settings.get("columns"):
-        if not (args.text_a_column and args.label_column):
-            raise UserValueError("--task_name=custom needs --text_a_column and --label_column")
-        args.custom = glue.CustomTaskOptions(**{
-            name: getattr(args, name) for name in field_specs(glue.CustomTaskOptions)})
+    args.custom = datasets.custom_options(args)
     check_file(args.prediction_file, "--prediction_file", "predictions file")
     task = data_set.reader(args)
     examples = task.read(args.split)

@@ -19,6 +19,7 @@ import functools
 from typing import Callable, List, Optional
 
 from albert_tf.errors import UserValueError
+from albert_tf.option_fields import field_specs
 from albert_tf.tasks import registry
 from albert_tf.tasks.classification import clue, glue
 
@@ -107,6 +108,19 @@ def get(name: str) -> registry.DataSet:
         raise UserValueError(f"--task_name {name!r} is not one of {', '.join(named)} or "
                              f"{', '.join(sorted(groups.get(None, [])))}")
     return registry.get(FAMILY, name)
+
+
+def custom_options(values) -> Optional[glue.CustomTaskOptions]:
+    """The custom-task column options of parsed flags or arguments `values` (anything with
+    `task_name` and `glue.CustomTaskOptions`' field names): None for a data set not read
+    with them (an unknown name included: the options' check names it); a UserValueError
+    when --text_a_column or --label_column is missing."""
+    if not known(values.task_name) or not get(values.task_name).settings.get("columns"):
+        return None
+    if not (values.text_a_column and values.label_column):
+        raise UserValueError("--task_name=custom needs --text_a_column and --label_column")
+    return glue.CustomTaskOptions(**{name: getattr(values, name)
+                                     for name in field_specs(glue.CustomTaskOptions)})
 
 
 def open_task(options) -> TaskData:

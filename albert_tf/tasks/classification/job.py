@@ -25,10 +25,9 @@ import tensorflow as tf
 
 from albert_tf import export, finetuning, tokenization
 from albert_tf.finetuning import collapse, predict
-from albert_tf.errors import UserValueError
 from albert_tf.finetuning.command_line import CommandLine
 from albert_tf.finetuning.options import FinetuningOptions, TaskOptions
-from albert_tf.option_fields import field_specs, option
+from albert_tf.option_fields import option
 from albert_tf.training import run_dir
 from albert_tf.export import portable
 from albert_tf.modeling.models import AlbertClassifier, classifier_losses
@@ -135,16 +134,8 @@ def load_tokenizer(options: ClassificationOptions):
     return options.load_tokenizer()
 
 
-def _takes_columns(values) -> bool:
-    """Whether --task_name is read with the custom-task column flags (an unknown name
-    is not: ClassificationOptions.validate names it)."""
-    return datasets.known(values.task_name) and bool(
-        datasets.get(values.task_name).settings.get("columns"))
-
-
 def _check_flags(values) -> None:
-    if _takes_columns(values) and not (values.text_a_column and values.label_column):
-        raise UserValueError("--task_name=custom needs --text_a_column and --label_column")
+    datasets.custom_options(values)  # a custom task's missing column flag, in one line
 
 
 class ClassificationJob(finetuning.FinetuningJob):
@@ -161,12 +152,9 @@ class ClassificationJob(finetuning.FinetuningJob):
 
     @classmethod
     def options_from_command_line(cls, values) -> Dict:
-        """`custom` from the custom-task flags, with --task_name=custom and both required
-        columns given (ClassificationOptions.validate names what is missing)."""
-        if not _takes_columns(values) or not (values.text_a_column and values.label_column):
-            return {}
-        return {"custom": glue.CustomTaskOptions(**{
-            name: getattr(values, name) for name in field_specs(glue.CustomTaskOptions)})}
+        """`custom` from the custom-task flags (`datasets.custom_options`)."""
+        custom = datasets.custom_options(values)
+        return {} if custom is None else {"custom": custom}
 
     @functools.cached_property
     def task(self) -> datasets.TaskData:
