@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 BEAM_VENV := .venv-beam
 BEAM_STAMP := $(BEAM_VENV)/.installed-stamp
 
-.PHONY: demo test test-onednn-off test-avx2-onednn test-slow test-beam bench clean-venv
+.PHONY: demo test test-onednn-off test-avx2-onednn test-slow test-beam test-oracle bench clean-venv
 
 $(STAMP): requirements.txt
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -62,6 +62,20 @@ $(BEAM_STAMP): requirements-beam.txt
 
 test-beam: $(BEAM_STAMP)
 	$(BEAM_VENV)/bin/python -m pytest -q tests/data_prep/test_beam_pipeline.py
+
+# albert-tf's pipelines against transformers' (torch CPU, its own venv: the oracle program
+# runs there; the test itself runs in .venv).
+ORACLE_VENV := .venv-oracle
+ORACLE_STAMP := $(ORACLE_VENV)/.installed-stamp
+
+$(ORACLE_STAMP): requirements-oracle.txt
+	test -x $(ORACLE_VENV)/bin/python || $(PYTHON) -m venv $(ORACLE_VENV)
+	$(ORACLE_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(ORACLE_VENV)/bin/python -m pip install --quiet -r requirements-oracle.txt
+	touch $(ORACLE_STAMP)
+
+test-oracle: $(STAMP) $(ORACLE_STAMP)
+	ALBERT_TF_ORACLE_PYTHON=$(abspath $(ORACLE_VENV))/bin/python $(VPY) -m pytest -q -m oracle tests/pipelines
 
 # Side-by-side performance against keras-hub and Hugging Face (optional peers, own venv).
 BENCH_VENV := .venv-bench

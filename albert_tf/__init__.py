@@ -10,6 +10,8 @@ Public API:
   load_tf1_checkpoint, save_tf1_checkpoint, from_official_dir, restore_for_training
                      official TF1 checkpoints in and out (albert_tf.checkpoints);
                      Hugging Face weights in albert_tf.checkpoints.hf
+  pipeline           text -> answers for every task, as transformers.pipeline
+                     (albert_tf.pipelines)
 """
 from albert_tf import _lazy, _moved
 
@@ -29,7 +31,7 @@ _EXPORTS = {
     "token_classifier_losses": "modeling.token_classifier",
     "LoadReport": "checkpoints", "load_tf1_checkpoint": "checkpoints",
     "save_tf1_checkpoint": "checkpoints", "from_official_dir": "checkpoints",
-    "restore_for_training": "checkpoints",
+    "restore_for_training": "checkpoints", "pipeline": "pipelines",
 }
 __all__ = list(_EXPORTS)
 

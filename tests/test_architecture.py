@@ -39,6 +39,8 @@ RANKS = {
     "albert_tf.tasks.squad": 7, "albert_tf.tasks.span_qa.__main__": 7,
     "albert_tf.tasks.tagging.__main__": 7, "albert_tf.tasks.classification.__main__": 7,
     "albert_tf.tasks.multiple_choice.__main__": 7,
+    # The pipelines: text to answers from any model source, over the programs' readers.
+    "albert_tf.pipelines": 7, "albert_tf.predict": 7,
 }
 TASK_FAMILIES = ("classification", "span_qa", "multiple_choice", "tagging")
 

@@ -394,9 +394,39 @@ def _architecture(model, labels: Optional[Sequence[str]] = None) -> Tuple[str, D
                          "(the SQuAD v2 beam head has none)")
 
 
+def save_hf_tokenizer(directory: str, spm_model_file: Optional[str] = None,
+                      vocab_file: Optional[str] = None, do_lower_case: bool = True,
+                      model_max_length: int = 512) -> Optional[str]:
+    """Copies the vocabulary as Hugging Face's tokenizers read it: a SentencePiece model as
+    `spiece.model` (AlbertTokenizer), a WordPiece vocabulary as `vocab.txt` (BertTokenizer,
+    as the Chinese ALBERT models on the Hub have), with `tokenizer_config.json` (casing,
+    `model_max_length`). Returns the file written (None when neither is given)."""
+    import shutil
+
+    source = spm_model_file or vocab_file
+    if not source:
+        return None
+    name = "spiece.model" if spm_model_file else "vocab.txt"
+    settings = {"tokenizer_class": "AlbertTokenizer" if spm_model_file else "BertTokenizer",
+                "do_lower_case": bool(do_lower_case), "model_max_length": int(model_max_length)}
+    if spm_model_file:
+        settings.update(keep_accents=False, remove_space=True)
+    target = os.path.join(directory, name)
+    os.makedirs(directory, exist_ok=True)
+    if os.path.abspath(source) != os.path.abspath(target):
+        with fileio.atomic_path(target) as tmp:
+            shutil.copyfile(source, tmp)
+    fileio.atomic_write_text(os.path.join(directory, "tokenizer_config.json"),
+                             json.dumps(settings, indent=2, sort_keys=True) + "\n")
+    return target
+
+
 def save_hf_checkpoint(model, directory: str,
-                       labels: Optional[Sequence[str]] = None) -> List[str]:
-    """Writes `config.json` + `model.safetensors` that Hugging Face's ALBERT classes load.
+                       labels: Optional[Sequence[str]] = None,
+                       spm_model_file: Optional[str] = None, vocab_file: Optional[str] = None,
+                       do_lower_case: bool = True) -> List[str]:
+    """Writes `config.json` + `model.safetensors` that Hugging Face's ALBERT classes load,
+    and the tokenizer when a vocabulary is given (`save_hf_tokenizer`).
 
     `labels`: the label names of a classifier's or token classifier's outputs, in order
     (config.json's `id2label`; default `LABEL_<i>`). Returns the TF1 names that have no
@@ -432,4 +462,6 @@ def save_hf_checkpoint(model, directory: str,
         handle.write(save(tensors, metadata={"format": "pt"}))
     fileio.atomic_write_text(os.path.join(directory, "config.json"), json.dumps(
         config_to_hf(config, [architecture], extra), indent=2, sort_keys=True) + "\n")
+    save_hf_tokenizer(directory, spm_model_file, vocab_file, do_lower_case,
+                      config.max_position_embeddings)
     return left_out

@@ -1,0 +1,154 @@
+"""What every pipeline shares: inputs one, many or streamed, rows batched through the model.
+
+A task subclasses `Pipeline` with two methods:
+
+  rows(item, options)  -> the model rows (`encoding.Packed`) one input needs (a text: one
+                          row; a long text: its windows; zero-shot: one row per label)
+  answer(item, rows, outputs, options) -> the result for that input, from its rows' outputs
+                          (a dict of numpy arrays, the rows in order)
+
+`Pipeline.__call__(inputs, **options)` takes one input, a list (results in a list, in order)
+or any other iterable (results yielded lazily, `batch_size` rows in the model at a time).
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Sequence
+
+import numpy as np
+
+from albert_tf.errors import UserValueError
+from albert_tf.pipelines.encoding import Packed, TextEncoder
+
+
+def pad_rows(rows: Sequence[Packed], pad_id: int) -> Dict[str, np.ndarray]:
+    """int32 `input_ids`, `input_mask`, `segment_ids` [len(rows), longest row]."""
+    length = max(len(row.input_ids) for row in rows)
+    ids = np.full((len(rows), length), pad_id, np.int32)
+    mask = np.zeros((len(rows), length), np.int32)
+    segments = np.zeros((len(rows), length), np.int32)
+    for index, row in enumerate(rows):
+        n = len(row.input_ids)
+        ids[index, :n] = row.input_ids
+        mask[index, :n] = 1
+        segments[index, :n] = row.segment_ids
+    return {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
+
+
+class Pipeline:
+    """A task over a `sources.ModelSource` (see the module docstring).
+
+    batch_size: model rows per call (padded to the longest row of the batch).
+    Options given to the constructor are defaults for every call.
+    """
+
+    task = ""
+    HEADS: Sequence[str] = ()  # the model heads the task reads
+    OPTIONS: Mapping[str, Any] = {}  # option -> default
+
+    def __init__(self, source, batch_size: int = 8, **options):
+        if self.HEADS and source.head not in self.HEADS:
+            raise UserValueError(
+                f"{source.path} is a {source.head} model; {self.task} needs a "
+                f"{' or '.join(self.HEADS)} model")
+        if batch_size < 1:
+            raise UserValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.source = source
+        self.tokenizer = source.tokenizer
+        self.encoder = TextEncoder(source.tokenizer)
+        self.batch_size = batch_size
+        self.defaults = self.check_options(options)
+
+    # --- what a task defines ------------------------------------------------------------------
+
+    def rows(self, item, options: Mapping) -> List[Packed]:
+        raise NotImplementedError
+
+    def answer(self, item, rows: List[Packed], outputs: Dict[str, np.ndarray],
+               options: Mapping):
+        raise NotImplementedError
+
+    def is_single(self, inputs) -> bool:
+        """Whether `inputs` is one input (a result, not a list of results)."""
+        return isinstance(inputs, (str, dict))
+
+    # --- options ------------------------------------------------------------------------------
+
+    def check_options(self, options: Mapping) -> Dict:
+        unknown = sorted(set(options) - set(self.OPTIONS))
+        if unknown:
+            raise UserValueError(f"{self.task}: unknown option {unknown[0]!r} (options: "
+                                 f"{', '.join(sorted(self.OPTIONS)) or 'none'})")
+        return dict(options)
+
+    def resolve_options(self, options: Mapping) -> Dict:
+        values = dict(self.OPTIONS)
+        values.update(self.defaults)
+        values.update(self.check_options(options))
+        return values
+
+    # --- running ------------------------------------------------------------------------------
+
+    def __call__(self, inputs, **options):
+        values = self.resolve_options(options)
+        if self.is_single(inputs):
+            return next(self._results([inputs], values))
+        if isinstance(inputs, (list, tuple)):
+            return list(self._results(inputs, values))
+        if isinstance(inputs, Iterable):
+            return self._results(inputs, values)
+        raise UserValueError(f"{self.task}: inputs must be a string, a list or an iterable, "
+                             f"not {type(inputs).__name__}")
+
+    def _results(self, items: Iterable, options: Mapping) -> Iterator:
+        """Results in input order; about `batch_size` rows go through the model at once."""
+        iterator = iter(items)
+        while True:
+            group = list(itertools.islice(iterator, self.batch_size))
+            if not group:
+                return
+            per_item = [self.rows(item, options) for item in group]
+            flat = [row for rows in per_item for row in rows]
+            outputs = self.run_rows(flat)
+            at = 0
+            for item, rows in zip(group, per_item):
+                part = {name: value[at:at + len(rows)] for name, value in outputs.items()}
+                at += len(rows)
+                yield self.answer(item, rows, part, options)
+
+    def run_rows(self, rows: Sequence[Packed]) -> Dict[str, np.ndarray]:
+        """The model's outputs for `rows`, `batch_size` at a time, concatenated."""
+        if not rows:
+            return {}
+        parts = [self.source.run(pad_rows(rows[i:i + self.batch_size], self.encoder.pad_id))
+                 for i in range(0, len(rows), self.batch_size)]
+        out = {}
+        for name in parts[0]:
+            arrays = [p[name] for p in parts]
+            if arrays[0].ndim >= 2 and any(a.shape[1] != arrays[0].shape[1] for a in arrays):
+                width = max(a.shape[1] for a in arrays)  # per-token outputs of unequal rows
+                arrays = [np.pad(a, [(0, 0), (0, width - a.shape[1])] + [(0, 0)] * (a.ndim - 2))
+                          for a in arrays]
+            out[name] = np.concatenate(arrays)
+        return out
+
+    # --- shared helpers -----------------------------------------------------------------------
+
+    @property
+    def max_length(self) -> int:
+        return self.source.max_length
+
+    def too_long(self, length: int, what: str = "the text") -> UserValueError:
+        return UserValueError(
+            f"{self.task}: {what} is {length} tokens with [CLS] and [SEP]; the model reads "
+            f"{self.max_length}: pass truncation=True (or split the text)")
+
+
+def softmax(values: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Hugging Face's pipelines' softmax (max-shifted, in the input's dtype)."""
+    shifted = np.exp(values - values.max(axis=axis, keepdims=True))
+    return shifted / shifted.sum(axis=axis, keepdims=True)
+
+
+def sigmoid(values: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-values))

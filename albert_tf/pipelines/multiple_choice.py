@@ -1,0 +1,66 @@
+"""multiple-choice: a question's choices ranked by the model (no Hugging Face pipeline has it).
+
+    choose = albert_tf.pipeline("multiple-choice", model="hf/albert-race")
+    choose(question="Where is Paris?", choices=["France", "Peru"],
+           context="Paris is the capital of France.")       # context is optional
+    # [{"index": 0, "choice": "France", "score": 0.93}, {"index": 1, ...}]
+
+Each choice is one row, `[CLS] question [SEP] choice [SEP]`, or with a `context` (RACE's
+layout) `[CLS] context [SEP] question choice [SEP]`; the longer part loses tokens first
+when a row exceeds `max_seq_len` (default the model's). The scores are the softmax of the
+choices' logits (AlbertForMultipleChoice's), best first.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Mapping
+
+import numpy as np
+
+from albert_tf.errors import UserValueError
+from albert_tf.pipelines import base
+from albert_tf.pipelines.encoding import Packed
+from albert_tf.pipelines.text_classification import truncate_pair
+
+
+class MultipleChoicePipeline(base.Pipeline):
+    task = "multiple-choice"
+    HEADS = ("multiple_choice",)
+    OPTIONS = {"max_seq_len": None}
+
+    def __call__(self, inputs=None, question=None, choices=None, context=None, **options):
+        if question is not None or choices is not None:
+            if inputs is not None:
+                raise UserValueError(f"{self.task}: give inputs or question= and choices=")
+            inputs = {"question": question, "choices": choices}
+            if context is not None:
+                inputs["context"] = context
+        return super().__call__(inputs, **options)
+
+    def rows(self, item, options: Mapping) -> List[Packed]:
+        if not (isinstance(item, dict) and isinstance(item.get("question"), str)
+                and isinstance(item.get("choices"), (list, tuple)) and item["choices"]
+                and all(isinstance(c, str) for c in item["choices"])):
+            raise UserValueError(f"{self.task}: an input is {{'question': str, 'choices': "
+                                 f"[str, ...], 'context': str (optional)}}, got {item!r:.80}")
+        max_seq_len = int(options["max_seq_len"] or self.max_length)
+        if not 4 <= max_seq_len <= self.max_length:
+            raise UserValueError(f"max_seq_len={max_seq_len}: between 4 and the model's "
+                                 f"{self.max_length}")
+        context = item.get("context")
+        rows = []
+        for choice in item["choices"]:
+            if context is None:
+                first = self.encoder.tokens(item["question"])
+                second = self.encoder.tokens(choice)
+            else:
+                first = self.encoder.tokens(context)
+                second = self.encoder.tokens(f"{item['question']} {choice}")
+            first, second = truncate_pair(first, second, max_seq_len - 3)
+            rows.append(self.encoder.pack(first, second))
+        return rows
+
+    def answer(self, item, rows, outputs: Dict[str, np.ndarray], options: Mapping):
+        scores = base.softmax(outputs["logits"].astype(np.float64))
+        order = np.argsort(-scores, kind="stable")
+        return [{"index": int(i), "choice": item["choices"][i], "score": float(scores[i])}
+                for i in order]

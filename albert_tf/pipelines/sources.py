@@ -1,0 +1,294 @@
+"""Model sources: what a pipeline runs, read from what a path holds.
+
+`load_source(path)` returns a `ModelSource`: the tokenizer, the head, the label names, the
+longest row the model takes, and `run(features)`: int32 token features [B, S] (numpy) in,
+the head's outputs (numpy) out. The paths it reads:
+
+  a Hugging Face ALBERT directory    config.json + model.safetensors + spiece.model (or
+                                     vocab.txt); the head is config.json's architectures
+  an official TF1 / TF-Hub directory albert_config.json + vocabulary + checkpoint: the
+                                     pretrained model (fill-mask, feature-extraction)
+  an albert-tf export                a fine-tuning run's --export_dir (or a run directory
+                                     with one in export/): model.onnx (ONNX Runtime),
+                                     model.tflite (LiteRT) or the SavedModel's
+                                     serve_tokens, described by albert_tf_export.json or
+                                     the ONNX/LiteRT file's own metadata
+
+Heads and their outputs (`run`; a Keras model's also `sequence_output` [B, S, H]):
+  masked_lm         mlm_logits [B, S, V]
+  encoder           (sequence_output only)
+  classifier        logits [B, K]
+  token_classifier  logits [B, S, K]
+  span              start_logits, end_logits [B, S]
+  multiple_choice   logits [B] (one score per row: a row is one choice)
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Callable, Dict, List, Mapping, Optional
+
+import numpy as np
+
+from albert_tf.errors import UserFileNotFoundError, UserValueError
+
+EXPORT_RECORD = "albert_tf_export.json"
+EXPORT_FILES = ("model.onnx", "model.tflite", "saved_model.pb")
+# convert's --model names (a Hugging Face class's, see checkpoints.hf.ARCHITECTURE_MODELS)
+# -> the pipeline head.
+MODEL_HEADS = {"pretrainer": "masked_lm", "encoder": "encoder", "classifier": "classifier",
+               "token_classifier": "token_classifier", "span_labeler": "span",
+               "multiple_choice": "multiple_choice"}
+# An export's metadata "task" -> the pipeline head.
+EXPORT_HEADS = {"classifier": "classifier", "tagging": "token_classifier", "squad_v1": "span"}
+TOKEN_FEATURES = ("input_ids", "input_mask", "segment_ids")
+
+
+@dataclasses.dataclass
+class ModelSource:
+    """A loaded model as the pipelines use it (see the module docstring).
+
+    labels: the output names of a classifier or token classifier (None: LABEL_<i>);
+    problem_type: Hugging Face's ("single_label_classification", "multi_label_classification",
+      "regression") or None; max_length: tokens per row, [CLS] and [SEP] included;
+    kind: what was read ("huggingface", "official", "onnx", "tflite", "saved_model").
+    """
+
+    tokenizer: object
+    head: str
+    run: Callable[[Mapping[str, np.ndarray]], Dict[str, np.ndarray]]
+    max_length: int
+    kind: str
+    path: str
+    labels: Optional[List[str]] = None
+    problem_type: Optional[str] = None
+    num_outputs: Optional[int] = None
+
+    def label(self, index: int) -> str:
+        return self.labels[index] if self.labels else f"LABEL_{index}"
+
+
+def load_source(path: str, do_lower_case: Optional[bool] = None) -> ModelSource:
+    """Reads `path` (see the module docstring); one line naming the path when it holds
+    none of them."""
+    from albert_tf.checkpoints import official
+    from albert_tf.checkpoints.restore import looks_like_hf_dir
+
+    if not os.path.exists(path):
+        raise UserFileNotFoundError(f"model={path}: no such file or directory")
+    export_dir = _export_dir(path)
+    if export_dir is not None:
+        return _export_source(export_dir, do_lower_case)
+    if os.path.isdir(path) and looks_like_hf_dir(path):
+        return _huggingface_source(path, do_lower_case)
+    if os.path.isdir(path):
+        try:
+            official.find_config_file(path)
+        except FileNotFoundError:
+            pass
+        else:
+            return _official_source(path, do_lower_case)
+    raise UserValueError(
+        f"model={path}: not a model this library reads: a Hugging Face ALBERT directory "
+        "(config.json + model.safetensors), an official directory (albert_config.json, "
+        f"vocabulary, checkpoint) or an albert-tf export ({', '.join(EXPORT_FILES)})")
+
+
+def _export_dir(path: str) -> Optional[str]:
+    if os.path.isfile(path) and os.path.basename(path) in EXPORT_FILES[:2]:
+        return os.path.dirname(path) or "."
+    for candidate in (path, os.path.join(path, "export")):
+        if os.path.isdir(candidate) and any(os.path.exists(os.path.join(candidate, name))
+                                            for name in EXPORT_FILES):
+            return candidate
+    return None
+
+
+# --- Keras models: Hugging Face and official directories -------------------------------------
+
+
+def keras_runner(model, head: str) -> Callable:
+    """`run` for a Keras model of this library (one tf.function; rows of any length)."""
+    import tensorflow as tf
+
+    if head == "multiple_choice":
+        def call(features):
+            encoded = model.encoder(features, training=False)
+            return {"logits": tf.cast(model.classifier(encoded["pooled_output"],
+                                                       training=False)[:, 0], tf.float32),
+                    "sequence_output": tf.cast(encoded["sequence_output"], tf.float32)}
+    else:
+        names = {"masked_lm": ("mlm_logits",), "encoder": (), "classifier": ("logits",),
+                 "token_classifier": ("logits",),
+                 "span": ("start_logits", "end_logits")}[head] + ("sequence_output",)
+
+        def call(features):
+            outputs = model(features, training=False)
+            return {name: tf.cast(outputs[name], tf.float32) for name in names}
+
+    function = tf.function(call, reduce_retracing=True)
+
+    def run(features: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
+        inputs = {name: tf.constant(features[name], tf.int32) for name in TOKEN_FEATURES}
+        return {name: value.numpy() for name, value in function(inputs).items()}
+
+    return run
+
+
+def _read_json(path: str) -> Dict:
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError) as error:
+        raise UserValueError(f"{path}: not readable JSON ({error})") from None
+
+
+def _hf_tokenizer(path: str, do_lower_case: Optional[bool]):
+    from albert_tf.tokenization import load_tokenizer
+
+    settings = _read_json(os.path.join(path, "tokenizer_config.json"))
+    lower = settings.get("do_lower_case", True) if do_lower_case is None else do_lower_case
+    spm_model = os.path.join(path, "spiece.model")
+    vocab = os.path.join(path, "vocab.txt")
+    if os.path.exists(spm_model):
+        return load_tokenizer(spm_model_file=spm_model, do_lower_case=lower), settings
+    if os.path.exists(vocab):
+        return load_tokenizer(vocab_file=vocab, do_lower_case=lower), settings
+    raise UserFileNotFoundError(f"{path}: no tokenizer (spiece.model or vocab.txt); "
+                                "tokenizer.json alone is not read")
+
+
+def _huggingface_source(path: str, do_lower_case: Optional[bool]) -> ModelSource:
+    from albert_tf import convert
+    from albert_tf.checkpoints import hf
+
+    values = hf.read_hf_config(path)
+    source = os.path.join(path, "config.json")
+    name, num_labels = hf.model_of_hf_config(values, source)
+    tokenizer, settings = _hf_tokenizer(path, do_lower_case)
+    config = hf.config_from_hf(values, source)
+    model = convert.build_model(name, config, num_labels, num_choices=1)
+    hf.load_hf_checkpoint(model, path)
+    head = MODEL_HEADS[name]
+    max_length = min(int(settings.get("model_max_length") or config.max_position_embeddings),
+                     config.max_position_embeddings)
+    problem_type = values.get("problem_type")
+    if head == "classifier" and problem_type is None:
+        problem_type = "regression" if num_labels == 1 else None
+    return ModelSource(tokenizer, head, keras_runner(model, head), max_length, "huggingface",
+                       path, hf.labels_from_hf_config(values, source), problem_type,
+                       num_labels if head in ("classifier", "token_classifier") else None)
+
+
+def _official_source(path: str, do_lower_case: Optional[bool]) -> ModelSource:
+    from albert_tf.checkpoints import from_official_dir
+
+    official = from_official_dir(path, do_lower_case=True if do_lower_case is None
+                                 else do_lower_case)
+    return ModelSource(official.tokenizer, "masked_lm",
+                       keras_runner(official.model, "masked_lm"),
+                       official.config.max_position_embeddings, "official", path)
+
+
+# --- exports ----------------------------------------------------------------------------------
+
+
+def read_export_metadata(export_dir: str) -> Dict:
+    """What an export says of itself: albert_tf_export.json, else model.onnx's or
+    model.tflite's metadata."""
+    record = os.path.join(export_dir, EXPORT_RECORD)
+    if os.path.exists(record):
+        return _read_json(record)
+    if os.path.exists(os.path.join(export_dir, "model.onnx")):
+        from albert_tf.export import onnx as onnx_export
+
+        return onnx_export.read_metadata(os.path.join(export_dir, "model.onnx"))
+    if os.path.exists(os.path.join(export_dir, "model.tflite")):
+        from albert_tf.export.litert_runtime import read_metadata
+
+        return read_metadata(os.path.join(export_dir, "model.tflite"))
+    raise UserValueError(f"{export_dir}: a SavedModel without {EXPORT_RECORD} (exports written "
+                         "before albert-tf 0.46 have none): export it again, or add "
+                         "--export_format=saved_model,onnx")
+
+
+def _export_source(export_dir: str, do_lower_case: Optional[bool]) -> ModelSource:
+    from albert_tf.tokenization import load_tokenizer
+
+    metadata = read_export_metadata(export_dir)
+    task = metadata.get("task")
+    head = EXPORT_HEADS.get(task)
+    if head is None:
+        raise UserValueError(f"{export_dir}: a {task} export; the pipelines read classifier, "
+                             "tagging and SQuAD v1 exports (use the run's Hugging Face or TF1 "
+                             "checkpoint for the others)")
+    vocabulary = os.path.join(export_dir, metadata.get("vocabulary_file") or "")
+    if not metadata.get("vocabulary_file") or not os.path.exists(vocabulary):
+        raise UserFileNotFoundError(f"{export_dir}: the export's vocabulary file "
+                                    f"{metadata.get('vocabulary_file')!r} is missing")
+    lower = metadata.get("do_lower_case", True) if do_lower_case is None else do_lower_case
+    if metadata.get("tokenizer") == "wordpiece":
+        tokenizer = load_tokenizer(vocab_file=vocabulary, do_lower_case=lower)
+    else:
+        tokenizer = load_tokenizer(spm_model_file=vocabulary, do_lower_case=lower)
+    run, kind = _export_runner(export_dir, head)
+    labels = metadata.get("labels")
+    problem_type = "regression" if task == "classifier" and not labels else None
+    return ModelSource(tokenizer, head, run, int(metadata.get("max_seq_length") or 512), kind,
+                       export_dir, labels, problem_type,
+                       len(labels) if labels else (1 if head == "classifier" else None))
+
+
+def _export_runner(export_dir: str, head: str):
+    names = {"classifier": ("logits",), "token_classifier": ("logits",),
+             "span": ("start_logits", "end_logits")}[head]
+    onnx_file = os.path.join(export_dir, "model.onnx")
+    tflite_file = os.path.join(export_dir, "model.tflite")
+    if os.path.exists(os.path.join(export_dir, "saved_model.pb")):
+        return _saved_model_runner(export_dir, names), "saved_model"
+    if os.path.exists(onnx_file):
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(onnx_file, providers=["CPUExecutionProvider"])
+        inputs = [i.name for i in session.get_inputs()]
+
+        def run(features):
+            feed = {name: _with_word_mask(features, name) for name in inputs}
+            return dict(zip(names, session.run(list(names), feed)))
+
+        return run, "onnx"
+    from albert_tf.export.litert_runtime import LiteRTModel
+
+    model = LiteRTModel(tflite_file)
+
+    def run(features):
+        outputs = model(**{name: _with_word_mask(features, name) for name in model.input_names})
+        return {name: np.asarray(outputs[name]) for name in names}
+
+    return run, "tflite"
+
+
+def _with_word_mask(features: Mapping[str, np.ndarray], name: str) -> np.ndarray:
+    """A feature by name; a tagging export's `word_mask` is every real token."""
+    if name == "word_mask":
+        return np.asarray(features["input_mask"], np.int32)
+    return np.asarray(features[name], np.int32)
+
+
+def _saved_model_runner(export_dir: str, names) -> Callable:
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(export_dir)
+    function = loaded.signatures["serve_tokens"]
+    inputs = set(function.structured_input_signature[1])
+
+    def run(features):
+        feed = {name: tf.constant(_with_word_mask(features, name)) for name in inputs}
+        outputs = function(**feed)
+        return {name: outputs[name].numpy().astype(np.float32) for name in names}
+
+    run.loaded = loaded  # keeps the SavedModel's variables alive
+    return run

@@ -1,0 +1,62 @@
+"""Small Hugging Face ALBERT directories with random weights, for the pipeline tests and
+the transformers oracle (tests/pipelines/test_transformers_oracle.py): every head, the real 30k-clean.model tokenizer.
+
+    write_hf_dir(directory, head, spm_model_file, labels=None, seed=0, max_length=64)
+
+Every kernel is drawn with std 0.1 (LayerNorms stay at 1 and 0): larger than training's
+0.02 initialisation, so that tokens differ and predictions are far from ties (a float32
+difference between TensorFlow and torch cannot flip a label).
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+NER_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG"]
+NLI_LABELS = ["entailment", "neutral", "contradiction"]
+SENTIMENT_LABELS = ["negative", "positive"]
+GOEMOTIONS_LABELS = ["admiration", "anger", "joy", "sadness"]
+
+# The heads and the convert --model that writes them.
+HEADS = {"masked_lm": "pretrainer", "classifier": "classifier",
+         "token_classifier": "token_classifier", "span": "span_labeler",
+         "multiple_choice": "multiple_choice", "encoder": "encoder"}
+
+
+def small_config(max_length: int = 64):
+    from albert_tf.config import AlbertConfig
+
+    return AlbertConfig(vocab_size=30000, embedding_size=32, hidden_size=64,
+                        num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                        max_position_embeddings=max_length, hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0)
+
+
+def write_hf_dir(directory: str, head: str, spm_model_file: str, labels=None, seed: int = 0,
+                 max_length: int = 64, problem_type=None) -> str:
+    import tensorflow as tf
+
+    from albert_tf import convert
+    from albert_tf.checkpoints import hf
+
+    tf.keras.utils.set_random_seed(seed)
+    model = convert.build_model(HEADS[head], small_config(max_length),
+                                num_labels=len(labels) if labels else 1, num_choices=4)
+    rng = np.random.default_rng(seed)
+    for variable in model.weights:
+        if "layer_norm" not in variable.path.lower() and "layernorm" not in variable.path.lower():
+            # The masked LM's scores are tied to the word embeddings: spread them (std 1)
+            # so that the top tokens are not near-ties among 30,000.
+            std = 1.0 if head == "masked_lm" and "word_embeddings" in variable.path else 0.1
+            variable.assign(rng.normal(0, std, variable.shape).astype(np.float32))
+    hf.save_hf_checkpoint(model, directory, labels, spm_model_file=spm_model_file)
+    if problem_type:
+        path = os.path.join(directory, "config.json")
+        with open(path) as handle:
+            values = json.load(handle)
+        values["problem_type"] = problem_type
+        with open(path, "w") as handle:
+            json.dump(values, handle, indent=2)
+    return directory
