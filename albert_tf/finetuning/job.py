@@ -429,7 +429,22 @@ class FinetuningJob:
         if "saved_model" in self.options.export_format:
             self.results.update(self.export_saved_model(model) or {})
         self.export_portable(model)
+        self.write_export_record(model)
         self.results["export_dir"] = self.options.export_dir
+
+    def write_export_record(self, model: keras.Model) -> None:
+        """albert_tf_export.json in --export_dir: what the export is (the portable model's
+        metadata), for `albert_tf.pipeline` and `python -m albert_tf.predict`."""
+        options = self.options
+        if not tf.io.gfile.exists(options.export_dir) or "://" in options.export_dir:
+            return
+        try:
+            metadata = self.portable_model(model).metadata
+        except NotImplementedError:
+            return
+        portable.write_export_record(
+            options.export_dir, metadata, spm_model_file=options.spm_model_file,
+            vocab_file=None if options.spm_model_file else options.vocab_file)
 
     def export_portable(self, model: keras.Model) -> None:
         """Writes the ONNX and LiteRT files --export_format asks for, the int8 ones

@@ -13,7 +13,7 @@ or any other iterable (results yielded lazily, `batch_size` rows in the model at
 from __future__ import annotations
 
 import itertools
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Sequence
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -102,19 +102,43 @@ class Pipeline:
 
     def _results(self, items: Iterable, options: Mapping) -> Iterator:
         """Results in input order; about `batch_size` rows go through the model at once."""
-        iterator = iter(items)
+        for _, result in self.keyed(((None, item) for item in items), options):
+            yield result
+
+    def keyed(self, pairs: Iterable, options: Optional[Mapping] = None,
+              skip_errors: bool = False) -> Iterator:
+        """(key, result) for each (key, input) of `pairs`, in order, `batch_size` inputs at a
+        time. With `skip_errors`, an input the task cannot read gives (key, UserValueError)
+        instead of stopping the stream (batch prediction counts and skips them); an input
+        that is a UserValueError comes back as it is, in its place.
+        `options` are resolved ones (`resolve_options`); None: the defaults."""
+        options = self.resolve_options({}) if options is None else options
+        iterator = iter(pairs)
         while True:
             group = list(itertools.islice(iterator, self.batch_size))
             if not group:
                 return
-            per_item = [self.rows(item, options) for item in group]
-            flat = [row for rows in per_item for row in rows]
+            prepared = []  # (key, item, rows or the error)
+            for key, item in group:
+                if isinstance(item, UserValueError):  # the caller's marker, passed through
+                    prepared.append((key, item, item))
+                    continue
+                try:
+                    prepared.append((key, item, self.rows(item, options)))
+                except UserValueError as error:
+                    if not skip_errors:
+                        raise
+                    prepared.append((key, item, error))
+            flat = [row for _, _, rows in prepared if isinstance(rows, list) for row in rows]
             outputs = self.run_rows(flat)
             at = 0
-            for item, rows in zip(group, per_item):
+            for key, item, rows in prepared:
+                if not isinstance(rows, list):
+                    yield key, rows
+                    continue
                 part = {name: value[at:at + len(rows)] for name, value in outputs.items()}
                 at += len(rows)
-                yield self.answer(item, rows, part, options)
+                yield key, self.answer(item, rows, part, options)
 
     def run_rows(self, rows: Sequence[Packed]) -> Dict[str, np.ndarray]:
         """The model's outputs for `rows`, `batch_size` at a time, concatenated."""

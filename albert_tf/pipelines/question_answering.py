@@ -17,7 +17,9 @@ add their scores. `handle_impossible_answer` adds the empty answer scored by the
 
 Hugging Face's fast-tokenizer path ignores max_question_len; it is applied here, so a very
 long question still leaves room for the context (the results agree for questions of
-max_question_len tokens or fewer).
+max_question_len tokens or fewer). When top_k asks for more answers than a window has spans,
+Hugging Face pads with zero-score spans (ending before they start, or the [CLS] itself);
+those are left out.
 """
 from __future__ import annotations
 
@@ -46,7 +48,10 @@ def decode_spans(start: np.ndarray, end: np.ndarray, top_k: int, max_answer_len:
         index = np.argpartition(-flat, top_k)[0:top_k]
         order = index[np.argsort(-flat[index])]
     starts, ends = np.unravel_index(order, candidates.shape)[1:]
-    keep = np.isin(starts, allowed.nonzero()) & np.isin(ends, allowed.nonzero())
+    # When top_k exceeds the real spans, Hugging Face also returns zero-score ones (ending
+    # before they start, or the [CLS]); those are left out here.
+    keep = (np.isin(starts, allowed.nonzero()) & np.isin(ends, allowed.nonzero())
+            & (candidates[0, starts, ends] > 0))
     starts, ends = starts[keep], ends[keep]
     return starts, ends, candidates[0, starts, ends]
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from albert_tf.errors import UserFileNotFoundError, UserValueError
 
-EXPORT_RECORD = "albert_tf_export.json"
+EXPORT_RECORD = "albert_tf_export.json"  # albert_tf.export.portable.EXPORT_RECORD
 EXPORT_FILES = ("model.onnx", "model.tflite", "saved_model.pb")
 # convert's --model names (a Hugging Face class's, see checkpoints.hf.ARCHITECTURE_MODELS)
 # -> the pipeline head.
@@ -79,7 +79,8 @@ def load_source(path: str, do_lower_case: Optional[bool] = None) -> ModelSource:
         raise UserFileNotFoundError(f"model={path}: no such file or directory")
     export_dir = _export_dir(path)
     if export_dir is not None:
-        return _export_source(export_dir, do_lower_case)
+        chosen = os.path.basename(path) if os.path.isfile(path) else None
+        return _export_source(export_dir, do_lower_case, chosen)
     if os.path.isdir(path) and looks_like_hf_dir(path):
         return _huggingface_source(path, do_lower_case)
     if os.path.isdir(path):
@@ -215,7 +216,10 @@ def read_export_metadata(export_dir: str) -> Dict:
                          "--export_format=saved_model,onnx")
 
 
-def _export_source(export_dir: str, do_lower_case: Optional[bool]) -> ModelSource:
+def _export_source(export_dir: str, do_lower_case: Optional[bool],
+                   chosen: Optional[str] = None) -> ModelSource:
+    """An export's source; `chosen` ("model.onnx" / "model.tflite") picks that file, else
+    the SavedModel, then model.onnx, then model.tflite."""
     from albert_tf.tokenization import load_tokenizer
 
     metadata = read_export_metadata(export_dir)
@@ -234,7 +238,7 @@ def _export_source(export_dir: str, do_lower_case: Optional[bool]) -> ModelSourc
         tokenizer = load_tokenizer(vocab_file=vocabulary, do_lower_case=lower)
     else:
         tokenizer = load_tokenizer(spm_model_file=vocabulary, do_lower_case=lower)
-    run, kind = _export_runner(export_dir, head)
+    run, kind = _export_runner(export_dir, head, chosen)
     labels = metadata.get("labels")
     problem_type = "regression" if task == "classifier" and not labels else None
     return ModelSource(tokenizer, head, run, int(metadata.get("max_seq_length") or 512), kind,
@@ -242,14 +246,14 @@ def _export_source(export_dir: str, do_lower_case: Optional[bool]) -> ModelSourc
                        len(labels) if labels else (1 if head == "classifier" else None))
 
 
-def _export_runner(export_dir: str, head: str):
+def _export_runner(export_dir: str, head: str, chosen: Optional[str]):
     names = {"classifier": ("logits",), "token_classifier": ("logits",),
              "span": ("start_logits", "end_logits")}[head]
     onnx_file = os.path.join(export_dir, "model.onnx")
     tflite_file = os.path.join(export_dir, "model.tflite")
-    if os.path.exists(os.path.join(export_dir, "saved_model.pb")):
+    if chosen is None and os.path.exists(os.path.join(export_dir, "saved_model.pb")):
         return _saved_model_runner(export_dir, names), "saved_model"
-    if os.path.exists(onnx_file):
+    if chosen != "model.tflite" and os.path.exists(onnx_file):
         import onnxruntime
 
         session = onnxruntime.InferenceSession(onnx_file, providers=["CPUExecutionProvider"])
@@ -287,8 +291,14 @@ def _saved_model_runner(export_dir: str, names) -> Callable:
 
     def run(features):
         feed = {name: tf.constant(_with_word_mask(features, name)) for name in inputs}
-        outputs = function(**feed)
-        return {name: outputs[name].numpy().astype(np.float32) for name in names}
+        outputs = {name: value.numpy() for name, value in function(**feed).items()}
+        if "logits" in names and "logits" not in outputs:
+            # A classifier's serve_tokens returns probabilities: their logarithms are the
+            # logits up to a constant per row, which softmax (and argmax) do not see.
+            probabilities = outputs["probabilities"].astype(np.float32)
+            outputs["logits"] = (probabilities if probabilities.shape[-1] == 1
+                                 else np.log(np.maximum(probabilities, 1e-30)))
+        return {name: outputs[name].astype(np.float32) for name in names}
 
     run.loaded = loaded  # keeps the SavedModel's variables alive
     return run
