@@ -18,6 +18,7 @@ Hugging Face input's class and labels (config.json), else the pretrainer.
 from __future__ import annotations
 
 import os
+from typing import Optional
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -53,6 +54,10 @@ def define_flags() -> None:
     flags.DEFINE_list("labels", None, "--output_format=hf: the label names of the outputs, in "
                       "order (config.json's id2label; default LABEL_0, LABEL_1, ...).")
     flags.DEFINE_integer("num_choices", 4, "Choices of --model=multiple_choice.")
+    flags.DEFINE_string("spm_model_file", None, "--output_format=hf: the SentencePiece model "
+                        "to write as spiece.model (default: the one beside --input).")
+    flags.DEFINE_string("vocab_file", None, "--output_format=hf: the WordPiece vocabulary to "
+                        "write as vocab.txt (default: the one beside --input).")
     flags.DEFINE_bool("init_from_group0", False, "Initialise every group from group 0.")
     flags.DEFINE_integer("global_step", None, "global_step to store in a TF1 output.")
     flags.mark_flags_as_required(["input", "output"])
@@ -99,6 +104,43 @@ def resolve_model(name: str, input_path: str, num_labels: int, num_labels_given:
     return name, num_labels, labels
 
 
+def input_settings(input_path: str) -> dict:
+    """What a Hugging Face input says beyond its weights that a Hugging Face output keeps:
+    `problem_type` and the tokenizer's `do_lower_case` (empty for other inputs)."""
+    from albert_tf import checkpoints
+    from albert_tf.checkpoints import hf as hf_weights
+
+    if checkpoints.detect_format(input_path) != "huggingface":
+        return {}
+    settings = {"problem_type": hf_weights.read_hf_config(input_path).get("problem_type")}
+    tokenizer_config = os.path.join(input_path, "tokenizer_config.json")
+    if os.path.exists(tokenizer_config):
+        import json
+
+        with open(tokenizer_config, encoding="utf-8") as handle:
+            settings["do_lower_case"] = json.load(handle).get("do_lower_case", True)
+    return settings
+
+
+def find_output_vocabulary(input_path: str, spm_model_file=None, vocab_file=None) -> dict:
+    """The vocabulary a Hugging Face output gets: the flags', else the one beside the input
+    ({"spm_model_file": ...} or {"vocab_file": ...}; {} when there is none)."""
+    from albert_tf.checkpoints import official
+
+    if spm_model_file:
+        check_file(spm_model_file, "--spm_model_file", "SentencePiece model")
+        return {"spm_model_file": spm_model_file}
+    if vocab_file:
+        check_file(vocab_file, "--vocab_file", "vocabulary file")
+        return {"vocab_file": vocab_file}
+    base = input_path if os.path.isdir(input_path) else os.path.dirname(input_path) or "."
+    try:
+        kind, path = official.find_vocabulary(base)
+    except (FileNotFoundError, ValueError):
+        return {}
+    return {"spm_model_file": path} if kind == "sentencepiece" else {"vocab_file": path}
+
+
 def find_config(input_path: str, config_file=None):
     """The AlbertConfig for a conversion: explicit file, HF config.json, or the download's
     albert_config.json / albert_config_*.json (`checkpoints.find_config_file`)."""
@@ -136,9 +178,11 @@ def load(model, path: str, fmt: str = "auto", init_from_group0: bool = False):
     return checkpoints.restore_for_training(model, path)
 
 
-def save(model, path: str, fmt: str = "auto", global_step=None, labels=None) -> str:
-    """Writes `model` to `path` in `fmt` (`labels`: a Hugging Face output's label names);
-    returns a one-line description."""
+def save(model, path: str, fmt: str = "auto", global_step=None, labels=None,
+         hf_settings: Optional[dict] = None) -> str:
+    """Writes `model` to `path` in `fmt` (`labels`: a Hugging Face output's label names;
+    `hf_settings`: its `problem_type`, `do_lower_case` and vocabulary, see
+    `save_hf_checkpoint`); returns a one-line description."""
     import tensorflow as tf
 
     from albert_tf import checkpoints
@@ -153,10 +197,15 @@ def save(model, path: str, fmt: str = "auto", global_step=None, labels=None) -> 
             model.config.to_json_file(config_path)
         return f"TF1 checkpoint {path} (config: {config_path})"
     if fmt == "hf":
-        left_out = hf_weights.save_hf_checkpoint(model, path, labels)
+        settings = dict(hf_settings or {})
+        left_out = hf_weights.save_hf_checkpoint(model, path, labels, **settings)
         if left_out:
             raise UserValueError(f"these variables have no Hugging Face name: {left_out}")
-        return f"Hugging Face directory {path}"
+        vocabulary = settings.get("spm_model_file") or settings.get("vocab_file")
+        return f"Hugging Face directory {path}" + (
+            f" (tokenizer from {vocabulary})" if vocabulary else
+            " (no vocabulary found beside the input: pass --spm_model_file or --vocab_file "
+            "to write the tokenizer)")
     if fmt == "keras_h5":
         if not path.endswith(".weights.h5"):
             raise UserValueError(f"{path}: a Keras weights file must end with .weights.h5")
@@ -192,8 +241,13 @@ def main(argv):
     model = build_model(name, config, num_labels, args.num_choices)
     report = load(model, args.input, args.input_format, args.init_from_group0)
     print(report.summary())
+    hf_settings = dict(input_settings(args.input),
+                       **find_output_vocabulary(args.input, args.spm_model_file,
+                                                args.vocab_file))
+    if hf_settings.get("problem_type") and name != "classifier":
+        hf_settings.pop("problem_type")
     print("Wrote", save(model, args.output, args.output_format, args.global_step,
-                        args.labels or labels))
+                        args.labels or labels, hf_settings))
 
 
 if __name__ == "__main__":

@@ -366,7 +366,11 @@ def labels_from_hf_config(values: Mapping, source: str = "config.json"
     return None if names == [f"LABEL_{i}" for i in indices] else names
 
 
-def _architecture(model, labels: Optional[Sequence[str]] = None) -> Tuple[str, Dict]:
+PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression")
+
+
+def _architecture(model, labels: Optional[Sequence[str]] = None,
+                  problem_type: Optional[str] = None) -> Tuple[str, Dict]:
     from albert_tf.modeling import models
     from albert_tf.modeling.encoder import AlbertEncoder
     from albert_tf.modeling.token_classifier import AlbertTokenClassifier
@@ -377,9 +381,12 @@ def _architecture(model, labels: Optional[Sequence[str]] = None) -> Tuple[str, D
         return "AlbertForMultipleChoice", {}
     if isinstance(model, models.AlbertClassifier):
         k = model.num_labels
-        return "AlbertForSequenceClassification", dict(
-            label_maps(k, labels),
-            problem_type="regression" if k == 1 else "single_label_classification")
+        if problem_type is not None and problem_type not in PROBLEM_TYPES:
+            raise UserValueError(f"problem_type {problem_type!r}: one of {PROBLEM_TYPES}")
+        if problem_type is None:
+            problem_type = "regression" if k == 1 else "single_label_classification"
+        return "AlbertForSequenceClassification", dict(label_maps(k, labels),
+                                                       problem_type=problem_type)
     if isinstance(model, AlbertTokenClassifier):
         if model.crf is not None:
             raise UserValueError("a CRF tagging head (--use_crf) has no Hugging Face "
@@ -424,9 +431,11 @@ def save_hf_tokenizer(directory: str, spm_model_file: Optional[str] = None,
 def save_hf_checkpoint(model, directory: str,
                        labels: Optional[Sequence[str]] = None,
                        spm_model_file: Optional[str] = None, vocab_file: Optional[str] = None,
-                       do_lower_case: bool = True) -> List[str]:
+                       do_lower_case: bool = True,
+                       problem_type: Optional[str] = None) -> List[str]:
     """Writes `config.json` + `model.safetensors` that Hugging Face's ALBERT classes load,
-    and the tokenizer when a vocabulary is given (`save_hf_tokenizer`).
+    and the tokenizer when a vocabulary is given (`save_hf_tokenizer`). `problem_type`: a
+    classifier's (default regression for one output, else single-label).
 
     `labels`: the label names of a classifier's or token classifier's outputs, in order
     (config.json's `id2label`; default `LABEL_<i>`). Returns the TF1 names that have no
@@ -437,7 +446,7 @@ def save_hf_checkpoint(model, directory: str,
     from safetensors.numpy import save
 
     config = assign.model_config(model)
-    architecture, extra = _architecture(model, labels)
+    architecture, extra = _architecture(model, labels, problem_type)
     names = tf1_names.variables_for(model)
     tensors, left_out = {}, []
     for name, variable in names.items():

@@ -44,6 +44,7 @@ class Pipeline:
 
     task = ""
     HEADS: Sequence[str] = ()  # the model heads the task reads
+    OUTPUTS: Sequence[str] = ("logits",)  # the model outputs it reads
     OPTIONS: Mapping[str, Any] = {}  # option -> default
 
     def __init__(self, source, batch_size: int = 8, **options):
@@ -119,6 +120,7 @@ class Pipeline:
             if not group:
                 return
             prepared = []  # (key, item, rows or the error)
+            self.encoder.prefetch(text for _, item in group for text in _strings(item))
             for key, item in group:
                 if isinstance(item, UserValueError):  # the caller's marker, passed through
                     prepared.append((key, item, item))
@@ -144,7 +146,8 @@ class Pipeline:
         """The model's outputs for `rows`, `batch_size` at a time, concatenated."""
         if not rows:
             return {}
-        parts = [self.source.run(pad_rows(rows[i:i + self.batch_size], self.encoder.pad_id))
+        parts = [self.source.run(pad_rows(rows[i:i + self.batch_size], self.encoder.pad_id),
+                                 self.OUTPUTS)
                  for i in range(0, len(rows), self.batch_size)]
         out = {}
         for name in parts[0]:
@@ -166,6 +169,19 @@ class Pipeline:
         return UserValueError(
             f"{self.task}: {what} is {length} tokens with [CLS] and [SEP]; the model reads "
             f"{self.max_length}: pass truncation=True (or split the text)")
+
+
+def _strings(item):
+    """The strings of an input (a text, a dict's values, a list of choices)."""
+    if isinstance(item, str):
+        yield item
+    elif isinstance(item, dict):
+        for value in item.values():
+            yield from _strings(value)
+    elif isinstance(item, (list, tuple)):
+        for value in item:
+            if isinstance(value, str):
+                yield value
 
 
 def softmax(values: np.ndarray, axis: int = -1) -> np.ndarray:

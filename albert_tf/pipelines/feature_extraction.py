@@ -20,6 +20,7 @@ from albert_tf.pipelines.encoding import Packed
 
 class FeatureExtractionPipeline(base.Pipeline):
     task = "feature-extraction"
+    OUTPUTS = ("sequence_output",)
     OPTIONS = {"truncation": False, "return_tensors": False}
 
     def __init__(self, source, batch_size: int = 8, **options):
@@ -32,7 +33,7 @@ class FeatureExtractionPipeline(base.Pipeline):
     def rows(self, item, options: Mapping) -> List[Packed]:
         if not isinstance(item, str):
             raise UserValueError(f"{self.task}: an input is a string, not {type(item).__name__}")
-        tokens = self.encoder.tokens(item)
+        tokens = self.encoder.tokens(item, offsets=False)
         if len(tokens) + 2 > self.max_length:
             if not options["truncation"]:
                 raise self.too_long(len(tokens) + 2)

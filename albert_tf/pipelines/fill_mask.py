@@ -27,6 +27,7 @@ MASK = "[MASK]"
 class FillMaskPipeline(base.Pipeline):
     task = "fill-mask"
     HEADS = ("masked_lm",)
+    OUTPUTS = ("mlm_logits",)
     OPTIONS = {"top_k": 5, "targets": None}
 
     def __call__(self, inputs, **options):

@@ -50,11 +50,12 @@ class MultipleChoicePipeline(base.Pipeline):
         rows = []
         for choice in item["choices"]:
             if context is None:
-                first = self.encoder.tokens(item["question"])
-                second = self.encoder.tokens(choice)
+                first = self.encoder.tokens(item["question"], offsets=False)
+                second = self.encoder.tokens(choice, offsets=False)
             else:
-                first = self.encoder.tokens(context)
-                second = self.encoder.tokens(f"{item['question']} {choice}")
+                first = self.encoder.tokens(context, offsets=False)
+                second = self.encoder.tokens(f"{item['question']} {choice}",
+                                                  offsets=False)
             first, second = truncate_pair(first, second, max_seq_len - 3)
             rows.append(self.encoder.pack(first, second))
         return rows

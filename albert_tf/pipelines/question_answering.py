@@ -59,6 +59,7 @@ def decode_spans(start: np.ndarray, end: np.ndarray, top_k: int, max_answer_len:
 class QuestionAnsweringPipeline(base.Pipeline):
     task = "question-answering"
     HEADS = ("span",)
+    OUTPUTS = ("start_logits", "end_logits")
     OPTIONS = {"top_k": 1, "doc_stride": None, "max_answer_len": 15, "max_seq_len": None,
                "max_question_len": 64, "handle_impossible_answer": False,
                "align_to_words": True}
@@ -102,7 +103,7 @@ class QuestionAnsweringPipeline(base.Pipeline):
                 and isinstance(item.get("context"), str)):
             raise UserValueError(f"{self.task}: an input is {{'question': str, 'context': "
                                  f"str}}, got {item!r:.80}")
-        question = self.encoder.tokens(item["question"])
+        question = self.encoder.tokens(item["question"], offsets=False)
         question = question.window(0, min(len(question), int(options["max_question_len"])))
         context = self.encoder.tokens(item["context"])
         budget = options["max_seq_len"] - len(question) - 3

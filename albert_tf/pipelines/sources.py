@@ -1,8 +1,8 @@
 """Model sources: what a pipeline runs, read from what a path holds.
 
 `load_source(path)` returns a `ModelSource`: the tokenizer, the head, the label names, the
-longest row the model takes, and `run(features)`: int32 token features [B, S] (numpy) in,
-the head's outputs (numpy) out. The paths it reads:
+longest row the model takes, and `run(features, names=None)`: int32 token features [B, S]
+(numpy) in, the head's outputs (numpy) out (a Keras model's only those in `names`). The paths it reads:
 
   a Hugging Face ALBERT directory    config.json + model.safetensors + spiece.model (or
                                      vocab.txt); the head is config.json's architectures
@@ -110,29 +110,38 @@ def _export_dir(path: str) -> Optional[str]:
 
 
 def keras_runner(model, head: str) -> Callable:
-    """`run` for a Keras model of this library (one tf.function; rows of any length)."""
+    """`run` for a Keras model of this library: one tf.function (rows of any length), traced
+    as the SavedModel export traces it (`export.call_for_export`: the LayerNorm spelling that
+    is fastest where it runs)."""
     import tensorflow as tf
+
+    from albert_tf.export import saved_model
 
     if head == "multiple_choice":
         def call(features):
-            encoded = model.encoder(features, training=False)
-            return {"logits": tf.cast(model.classifier(encoded["pooled_output"],
-                                                       training=False)[:, 0], tf.float32),
+            with saved_model.fused_ops.exporting_layer_norms_as("auto"):
+                encoded = model.encoder(features, training=False)
+                logits = model.classifier(encoded["pooled_output"], training=False)
+            return {"logits": tf.cast(logits[:, 0], tf.float32),
                     "sequence_output": tf.cast(encoded["sequence_output"], tf.float32)}
     else:
         names = {"masked_lm": ("mlm_logits",), "encoder": (), "classifier": ("logits",),
                  "token_classifier": ("logits",),
                  "span": ("start_logits", "end_logits")}[head] + ("sequence_output",)
+        call = saved_model.model_outputs(model, names)
 
-        def call(features):
-            outputs = model(features, training=False)
-            return {name: tf.cast(outputs[name], tf.float32) for name in names}
+    functions = {}
 
-    function = tf.function(call, reduce_retracing=True)
-
-    def run(features: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    def run(features: Mapping[str, np.ndarray], names=None) -> Dict[str, np.ndarray]:
+        """The outputs `names` (default all of the head's): a task fetches only those it
+        reads (a classifier's [B, K] logits, not the [B, S, H] hidden states)."""
+        key = tuple(names) if names else None
+        if key not in functions:
+            functions[key] = tf.function(
+                (lambda f: {n: v for n, v in call(f).items() if n in key}) if key else call,
+                reduce_retracing=True)
         inputs = {name: tf.constant(features[name], tf.int32) for name in TOKEN_FEATURES}
-        return {name: value.numpy() for name, value in function(inputs).items()}
+        return {name: value.numpy() for name, value in functions[key](inputs).items()}
 
     return run
 
@@ -259,7 +268,7 @@ def _export_runner(export_dir: str, head: str, chosen: Optional[str]):
         session = onnxruntime.InferenceSession(onnx_file, providers=["CPUExecutionProvider"])
         inputs = [i.name for i in session.get_inputs()]
 
-        def run(features):
+        def run(features, wanted=None):  # an export returns its own outputs
             feed = {name: _with_word_mask(features, name) for name in inputs}
             return dict(zip(names, session.run(list(names), feed)))
 
@@ -268,7 +277,7 @@ def _export_runner(export_dir: str, head: str, chosen: Optional[str]):
 
     model = LiteRTModel(tflite_file)
 
-    def run(features):
+    def run(features, wanted=None):  # an export returns its own outputs
         outputs = model(**{name: _with_word_mask(features, name) for name in model.input_names})
         return {name: np.asarray(outputs[name]) for name in names}
 
@@ -289,7 +298,7 @@ def _saved_model_runner(export_dir: str, names) -> Callable:
     function = loaded.signatures["serve_tokens"]
     inputs = set(function.structured_input_signature[1])
 
-    def run(features):
+    def run(features, wanted=None):  # an export returns its own outputs
         feed = {name: tf.constant(_with_word_mask(features, name)) for name in inputs}
         outputs = {name: value.numpy() for name, value in function(**feed).items()}
         if "logits" in names and "logits" not in outputs:

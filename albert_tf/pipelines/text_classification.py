@@ -53,8 +53,9 @@ class TextClassificationPipeline(base.Pipeline):
 
     def encode(self, text: str, text_pair: Optional[str], truncation: bool,
                budget: int) -> Packed:
-        first = self.encoder.tokens(text)
-        second = self.encoder.tokens(text_pair) if text_pair is not None else None
+        first = self.encoder.tokens(text, offsets=False)
+        second = (self.encoder.tokens(text_pair, offsets=False) if text_pair is not None
+                  else None)
         length = len(first) + (len(second) if second is not None else 0)
         if length > budget:
             if not truncation:

@@ -60,10 +60,11 @@ class ZeroShotClassificationPipeline(base.Pipeline):
     def rows(self, item, options: Mapping) -> List[Packed]:
         if not isinstance(item, str):
             raise UserValueError(f"{self.task}: an input is a string, not {type(item).__name__}")
-        text = self.encoder.tokens(item)
+        text = self.encoder.tokens(item, offsets=False)
         rows = []
         for label in options["candidate_labels"]:
-            hypothesis = self.encoder.tokens(options["hypothesis_template"].format(label))
+            hypothesis = self.encoder.tokens(options["hypothesis_template"].format(label),
+                                             offsets=False)
             keep = max(self.max_length - 3 - len(hypothesis), 0)  # only the text is cut
             rows.append(self.encoder.pack(text.window(0, min(len(text), keep)), hypothesis))
         return rows

@@ -77,6 +77,14 @@ class SentencePieceTokenizer(Tokenizer):
         """`preprocess_text(text, lower=do_lower_case)`."""
         return preprocess_text(text, lower=self.do_lower_case)
 
+    def splits_digit_comma(self, token_id: int) -> bool:
+        """Whether `tokenize` splits this piece ("▁1999," -> "▁1999" ",")."""
+        return token_id in self._digit_comma_ids
+
+    def digit_comma_pieces(self, piece: str) -> List[str]:
+        """The pieces `tokenize` turns a digit-comma piece into."""
+        return self._split_digit_comma(piece)
+
     def _split_digit_comma(self, piece: str) -> List[str]:
         sub = self.sp_model.EncodeAsPieces(piece[:-1].replace(SPIECE_UNDERLINE, ""))
         if piece[0] != SPIECE_UNDERLINE and sub and sub[0][0] == SPIECE_UNDERLINE:

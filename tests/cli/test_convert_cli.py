@@ -183,3 +183,40 @@ def test_cli_converts_a_hugging_face_classifier_with_its_label_names(tmp_path):
     written = json.loads((tmp_path / "out" / "config.json").read_text())
     assert written["architectures"] == ["AlbertForSequenceClassification"]
     assert list(written["label2id"]) == ["contradiction", "entailment", "neutral"]
+
+
+@pytest.mark.slow  # two conversions in subprocesses: 15 s
+def test_hf_multi_label_to_tf1_and_back_keeps_what_pipelines_read(tmp_path, shared_data):
+    """A Hugging Face multi-label classifier -> TF1 (as a fine-tuned run holds it) -> Hugging
+    Face again: the labels, the tokenizer (from --spm_model_file) and, converted straight
+    from Hugging Face, problem_type survive, so that the pipelines answer alike."""
+    import json
+
+    from albert_tf import pipeline
+    from tests.helpers import hf_models
+
+    spm = str(shared_data / "spm_official" / "30k-clean.model")
+    source = hf_models.write_hf_dir(str(tmp_path / "hf"), "classifier", spm,
+                                    hf_models.GOEMOTIONS_LABELS, seed=3,
+                                    problem_type="multi_label_classification")
+    direct = tmp_path / "direct"
+    done = run_convert(f"--input={source}", f"--output={direct}", "--output_format=hf")
+    assert done.returncode == 0, done.stderr
+    assert f"(tokenizer from {source}/spiece.model)" in done.stdout
+    values = json.loads((direct / "config.json").read_text())
+    assert values["problem_type"] == "multi_label_classification"
+    assert json.loads((direct / "tokenizer_config.json").read_text())["do_lower_case"] is True
+    tf1 = tmp_path / "run" / "model.ckpt-best"
+    assert run_convert(f"--input={source}", f"--output={tf1}").returncode == 0
+    back = tmp_path / "back"
+    done = run_convert(f"--input={tf1}", f"--output={back}", "--output_format=hf",
+                       "--model=classifier", "--num_labels=4",
+                       f"--labels={','.join(hf_models.GOEMOTIONS_LABELS)}",
+                       f"--spm_model_file={spm}")
+    assert done.returncode == 0, done.stderr
+    assert (back / "spiece.model").read_bytes() == (direct / "spiece.model").read_bytes()
+    texts = ["Anna is happy.", "What a sad day."]
+    expected = pipeline("text-classification", model=source)(texts, top_k=None)
+    assert pipeline("text-classification", model=str(direct))(texts, top_k=None) == expected
+    softmax = pipeline("text-classification", model=str(back))(texts, top_k=None)
+    assert [r["label"] for r in softmax[0]] and abs(sum(r["score"] for r in softmax[0]) - 1) < 1e-5

@@ -9,9 +9,6 @@ difference between TensorFlow and torch cannot flip a label).
 """
 from __future__ import annotations
 
-import json
-import os
-
 import numpy as np
 
 NER_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG"]
@@ -51,12 +48,6 @@ def write_hf_dir(directory: str, head: str, spm_model_file: str, labels=None, se
             # so that the top tokens are not near-ties among 30,000.
             std = 1.0 if head == "masked_lm" and "word_embeddings" in variable.path else 0.1
             variable.assign(rng.normal(0, std, variable.shape).astype(np.float32))
-    hf.save_hf_checkpoint(model, directory, labels, spm_model_file=spm_model_file)
-    if problem_type:
-        path = os.path.join(directory, "config.json")
-        with open(path) as handle:
-            values = json.load(handle)
-        values["problem_type"] = problem_type
-        with open(path, "w") as handle:
-            json.dump(values, handle, indent=2)
+    hf.save_hf_checkpoint(model, directory, labels, spm_model_file=spm_model_file,
+                          problem_type=problem_type)
     return directory
