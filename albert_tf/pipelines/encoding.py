@@ -11,7 +11,8 @@ are computed beside them. An offset points at the characters of the token itself
 the space before it (Hugging Face's ALBERT offsets include the leading space); a lone "▁"
 piece is an empty span where its space is. A token's `word` is the index of the word that
 holds it: whitespace-delimited, cut around a SentencePiece model's user-defined pieces, as
-Hugging Face's fast tokenizer splits words; question answering widens answers to whole
+Hugging Face's fast tokenizer splits words (WordPiece: the basic tokenizer's units, each
+punctuation mark and CJK character its own); question answering widens answers to whole
 words with it (Hugging Face's `align_to_words`).
 """
 from __future__ import annotations
@@ -188,19 +189,21 @@ class TextEncoder:
         return out, spans
 
     def _wordpiece_tokens(self, text: str) -> Tokens:
+        """WordPiece ids with offsets; a word is a unit of the basic tokenizer (a run of
+        letters and digits, a punctuation mark, a CJK character), as Hugging Face's
+        BertPreTokenizer splits words."""
         tokenizer = self.tokenizer
         ids, offsets, words, word_spans = [], [], [], []
-        for index, match in enumerate(_WORD.finditer(text)):
-            word_spans.append((match.start(), match.end()))
+        for match in _WORD.finditer(text):
             for start, end in _basic_spans(tokenizer, match.group(), match.start()):
-                chunk = text[start:end]
-                pieces = tokenizer.basic_tokenize(chunk)
+                pieces = tokenizer.basic_tokenize(text[start:end])
                 if not pieces:
                     continue
+                word_spans.append((start, end))
                 for piece_ids, (b, e) in _wordpiece_spans(tokenizer, pieces, start, end):
                     ids.extend(piece_ids)
                     offsets.extend([(b, e)] * len(piece_ids))
-                    words.extend([index] * len(piece_ids))
+                    words.extend([len(word_spans) - 1] * len(piece_ids))
         return Tokens(ids, offsets, words, word_spans)
 
     # --- rows -----------------------------------------------------------------------------

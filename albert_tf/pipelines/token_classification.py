@@ -11,8 +11,8 @@ aggregation_strategy, as Hugging Face defines them:
   simple   adjacent tokens of one entity type grouped (B- starts a new group)
   first / average / max   each word takes the label of its first token / of its tokens'
            mean scores / of its most confident token, then words are grouped as in simple
-A word is what Hugging Face's fallback rule for SentencePiece tokenizers calls one: a token
-starts a word unless it is glued to the character before it. `start`/`end` are character
+A word is what Hugging Face calls one: for SentencePiece (its fallback rule) a token starts a
+word unless it is glued to the character before it; for WordPiece a "##" piece continues one. `start`/`end` are character
 offsets into the input that point at the word itself (Hugging Face's include the space
 before it). Labels in `ignore_labels` (default ["O"]) are left out.
 
@@ -115,8 +115,10 @@ class TokenClassificationPipeline(base.Pipeline):
                 continue
             start, end = row.offsets[position]
             word = pieces[position]
-            # Hugging Face's rule for tokenizers without a subword prefix.
-            subword = start > 0 and " " not in text[start - 1:start + 1]
+            if self.encoder.sentencepiece:  # Hugging Face's rule without a subword prefix
+                subword = start > 0 and " " not in text[start - 1:start + 1]
+            else:  # ... and with one ("##ing" is longer than "ing")
+                subword = len(word) != len(text[start:end])
             if row.input_ids[position] == self.tokenizer.unk_id:
                 word, subword = text[start:end], False
             out.append({"word": word, "scores": base.softmax(logits[position]),

@@ -22,24 +22,30 @@ HEADS = {"masked_lm": "pretrainer", "classifier": "classifier",
          "multiple_choice": "multiple_choice", "encoder": "encoder"}
 
 
-def small_config(max_length: int = 64):
+def small_config(max_length: int = 64, vocab_size: int = 30000):
     from albert_tf.config import AlbertConfig
 
-    return AlbertConfig(vocab_size=30000, embedding_size=32, hidden_size=64,
+    return AlbertConfig(vocab_size=vocab_size, embedding_size=32, hidden_size=64,
                         num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
                         max_position_embeddings=max_length, hidden_dropout_prob=0.0,
                         attention_probs_dropout_prob=0.0)
 
 
 def write_hf_dir(directory: str, head: str, spm_model_file: str, labels=None, seed: int = 0,
-                 max_length: int = 64, problem_type=None) -> str:
+                 max_length: int = 64, problem_type=None, vocab_file=None) -> str:
+    """`spm_model_file` (SentencePiece), or None and `vocab_file` (WordPiece: the Chinese
+    models' vocabulary, written as vocab.txt)."""
     import tensorflow as tf
 
     from albert_tf import convert
     from albert_tf.checkpoints import hf
 
     tf.keras.utils.set_random_seed(seed)
-    model = convert.build_model(HEADS[head], small_config(max_length),
+    vocab_size = 30000
+    if vocab_file:
+        with open(vocab_file, encoding="utf-8") as handle:
+            vocab_size = sum(1 for _ in handle)
+    model = convert.build_model(HEADS[head], small_config(max_length, vocab_size),
                                 num_labels=len(labels) if labels else 1, num_choices=4)
     rng = np.random.default_rng(seed)
     for variable in model.weights:
@@ -49,5 +55,5 @@ def write_hf_dir(directory: str, head: str, spm_model_file: str, labels=None, se
             std = 1.0 if head == "masked_lm" and "word_embeddings" in variable.path else 0.1
             variable.assign(rng.normal(0, std, variable.shape).astype(np.float32))
     hf.save_hf_checkpoint(model, directory, labels, spm_model_file=spm_model_file,
-                          problem_type=problem_type)
+                          vocab_file=vocab_file, problem_type=problem_type)
     return directory
