@@ -12,8 +12,8 @@ Input (--input_format auto: by extension):
   anything else    plain text, one text a line (the tasks that read one text)
 Output: one JSON line per input line, in input order: {"line": N, "id": ..., "result": ...}
 (blank input lines have none)
-(`result` is what `albert_tf.pipeline(task, ...)` returns for that input; `id` only when
-the input has one). The output appears when the run completes (written as
+(`result` is what `albert_tf.pipeline(task, ...)` returns for that input in a list of
+inputs; `id` only when the input has one). The output appears when the run completes (written as
 OUTPUT.partial until then).
 
 Interrupted (Ctrl-C, kill -9, a lost machine), the same command resumes where the last
@@ -32,7 +32,7 @@ import json
 import os
 import sys
 import time
-from typing import Dict, Iterator, Tuple
+from typing import Dict, Iterator, Optional, Tuple
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -52,7 +52,6 @@ FIELDS = {
     "question-answering": (("question", "context"), ()),
     "multiple-choice": (("question", "choices"), ("context",)),
 }
-ALIASES = {"sentiment-analysis": "text-classification", "ner": "token-classification"}
 FLUSH_SECONDS = 2.0
 PROGRESS_SECONDS = 10.0
 
@@ -71,6 +70,18 @@ def input_format(path: str, chosen: str) -> str:
     return {".jsonl": "jsonl", ".json": "jsonl", ".tsv": "tsv"}.get(extension, "text")
 
 
+def _text_field(record: Dict, name: str, where: str) -> str:
+    value = record[name]
+    if not isinstance(value, str):
+        raise BadLine(f"{where}: {name!r} is a {type(value).__name__}, not a string")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise BadLine(f"{where}: {name!r} is not valid Unicode ({error.reason} at "
+                      f"character {error.start})") from None
+    return value
+
+
 def make_item(task: str, record: Dict, where: str):
     """The pipeline's input for one record (a dict of the line's fields)."""
     required, optional = FIELDS[task]
@@ -78,6 +89,8 @@ def make_item(task: str, record: Dict, where: str):
     if missing:
         raise BadLine(f"{where}: no {missing[0]!r} field (the {task} task reads "
                       f"{', '.join(required + optional)})")
+    present = [n for n in required + optional if record.get(n) not in (None, "")]
+    texts = {n: _text_field(record, n, where) for n in present if n != "choices"}
     if task == "multiple-choice":
         choices = record["choices"]
         if isinstance(choices, str):
@@ -85,15 +98,18 @@ def make_item(task: str, record: Dict, where: str):
                 choices = json.loads(choices)
             except ValueError:
                 raise BadLine(f"{where}: 'choices' is not a JSON list") from None
-        item = {"question": record["question"], "choices": choices}
-        if record.get("context"):
-            item["context"] = record["context"]
+        if not (isinstance(choices, list) and choices
+                and all(isinstance(c, str) for c in choices)):
+            raise BadLine(f"{where}: 'choices' must be a non-empty list of strings")
+        item = {"question": texts["question"], "choices": choices}
+        if "context" in texts:
+            item["context"] = texts["context"]
         return item
     if task == "question-answering":
-        return {"question": record["question"], "context": record["context"]}
-    if task == "text-classification" and record.get("text_pair"):
-        return {"text": record["text"], "text_pair": record["text_pair"]}
-    return record["text"]
+        return {"question": texts["question"], "context": texts["context"]}
+    if task == "text-classification" and "text_pair" in texts:
+        return {"text": texts["text"], "text_pair": texts["text_pair"]}
+    return texts["text"]
 
 
 def read_lines(path: str, fmt: str, task: str, start: int
@@ -104,8 +120,8 @@ def read_lines(path: str, fmt: str, task: str, start: int
     with handle:
         header = None
         if fmt == "tsv":
-            first = handle.readline()
-            header = next(csv.reader([first.decode("utf-8", "replace")], delimiter="\t"), [])
+            first = handle.readline().decode("utf-8-sig", "replace").rstrip("\r\n")
+            header = next(csv.reader([first], delimiter="\t", quoting=csv.QUOTE_NONE), [])
             number = 1
         else:
             number = 0
@@ -115,7 +131,8 @@ def read_lines(path: str, fmt: str, task: str, start: int
                 continue
             where = f"{path} line {number}"
             try:
-                text = raw.decode("utf-8").rstrip("\r\n")
+                # A file saved with a byte-order mark starts with it: not part of the text.
+                text = raw.decode("utf-8-sig" if number == 1 else "utf-8").rstrip("\r\n")
             except UnicodeDecodeError as error:
                 yield number, handle.tell(), BadLine(f"{where}: not UTF-8 ({error.reason} at "
                                                      f"byte {error.start})")
@@ -135,7 +152,7 @@ def parse_line(text: str, fmt: str, header, task: str, where: str):
         if not isinstance(record, dict):
             return BadLine(f"{where}: a JSON object is expected, got {type(record).__name__}")
     elif fmt == "tsv":
-        values = next(csv.reader([text], delimiter="\t"), [])
+        values = next(csv.reader([text], delimiter="\t", quoting=csv.QUOTE_NONE), [])
         if len(values) != len(header):
             return BadLine(f"{where}: {len(values)} columns, the header has {len(header)}")
         record = dict(zip(header, values))
@@ -171,8 +188,12 @@ def run_fingerprint(args: Dict) -> str:
 def load_progress(state_path: str, partial_path: str, fingerprint: str) -> Progress:
     if not os.path.exists(state_path):
         return Progress(fingerprint=fingerprint)
-    with open(state_path, encoding="utf-8") as handle:
-        progress = Progress(**json.load(handle))
+    try:
+        with open(state_path, encoding="utf-8") as handle:
+            progress = Progress(**json.load(handle))
+    except (OSError, ValueError, TypeError) as error:
+        raise UserValueError(f"{state_path} is not readable ({error}): delete it and "
+                             f"{partial_path} to start again") from None
     if progress.fingerprint != fingerprint:
         raise UserValueError(f"{partial_path} is left by a run with other flags or another "
                              "input file: rerun that command to finish it, or delete "
@@ -189,17 +210,21 @@ def save_progress(state_path: str, progress: Progress) -> None:
 
 
 class Reporter:
-    """A progress line with rate and ETA every PROGRESS_SECONDS (on stderr)."""
+    """A progress line with rate and ETA every PROGRESS_SECONDS (on stderr); the rate counts
+    from this run's first line (a resumed run's earlier lines are not in it)."""
 
-    def __init__(self, total_bytes: int, start_bytes: int):
-        self.total, self.start_bytes = max(total_bytes, 1), start_bytes
+    def __init__(self, total_bytes: int):
+        self.total = max(total_bytes, 1)
+        self.start_bytes = None
         self.started = self.last = time.monotonic()
         self.lines = 0
 
-    def update(self, number: int, position: int, count: int = 1, force: bool = False) -> None:
+    def update(self, number: int, position: int, count: int) -> None:
+        if self.start_bytes is None:
+            self.start_bytes = position
         self.lines += count
         now = time.monotonic()
-        if not force and now - self.last < PROGRESS_SECONDS:
+        if now - self.last < PROGRESS_SECONDS:
             return
         self.last = now
         elapsed = max(now - self.started, 1e-9)
@@ -222,7 +247,7 @@ def predict_file(runner, task: str, input_path: str, output_path: str, fmt: str 
     with open(partial, mode) as out:
         out.seek(progress.output_bytes)
         out.truncate()
-        reporter = Reporter(os.path.getsize(input_path), 0)
+        reporter = Reporter(os.path.getsize(input_path))
         last_flush = time.monotonic()
         position = [0]
 
@@ -238,7 +263,7 @@ def predict_file(runner, task: str, input_path: str, output_path: str, fmt: str 
 
         options = runner.resolve_options({})
         source = items()
-        done_bytes = out.tell()
+        committed = dataclasses.replace(progress, output_bytes=out.tell())
         try:
             while True:
                 # Groups of batch_size inputs counted from the first line: a resumed run
@@ -247,64 +272,58 @@ def predict_file(runner, task: str, input_path: str, output_path: str, fmt: str 
                 group = list(itertools.islice(source, runner.batch_size))
                 if not group:
                     break
+                skipped = []
                 for (number, record_id), result in runner.keyed(group, options,
                                                                 skip_errors=True):
-                    write_result(out, progress, input_path, number, record_id, result,
-                                 skip_bad_lines)
-                progress.lines = group[-1][0][0]
-                done_bytes = out.tell()
-                reporter.update(progress.lines, position[0], len(group))
+                    skip = write_result(out, input_path, number, record_id, result,
+                                        skip_bad_lines)
+                    if skip:
+                        skipped.append(skip)
+                # One assignment: an interrupt leaves either the last group or this one.
+                committed = dataclasses.replace(
+                    committed, lines=group[-1][0][0], output_bytes=out.tell(),
+                    skipped=committed.skipped + len(skipped),
+                    first_skipped=committed.first_skipped or (skipped or [""])[0])
+                reporter.update(committed.lines, position[0], len(group))
                 if time.monotonic() - last_flush >= FLUSH_SECONDS:
-                    _flush(out, state, progress)
+                    _flush(out, state, committed)
                     last_flush = time.monotonic()
-            progress.lines = max(progress.lines, _count_lines(input_path))
-        except BaseException:
-            out.truncate(done_bytes)  # the interrupted group's lines are redone on resume
-            out.seek(done_bytes)
-            _flush(out, state, progress)
-            raise
-        _flush(out, state, progress)
+        finally:
+            _flush(out, state, committed)  # an interrupted group's lines are redone
     os.replace(partial, output_path)
     os.remove(state)
-    return progress
+    return committed
 
 
-def write_result(out, progress: Progress, input_path: str, number: int, record_id, result,
-                 skip_bad_lines: bool) -> None:
-    """One input line's output line; a bad line raises BadLine, or is skipped and counted."""
+def write_result(out, input_path: str, number: int, record_id, result,
+                 skip_bad_lines: bool) -> Optional[str]:
+    """Writes one input line's output line. A bad line raises BadLine, or with
+    skip_bad_lines returns the message (the caller counts it); a blank line writes nothing."""
     if result is BLANK:
-        return
+        return None
     if isinstance(result, UserValueError):
         message = str(result)
         if not isinstance(result, BadLine):
             message = f"{input_path} line {number}: {message}"
         if not skip_bad_lines:
             raise BadLine(message + " (--skip_bad_lines skips such lines)")
-        _skip(progress, number, message)
-        return
+        return message
     line = {"line": number}
     if record_id is not None:
         line["id"] = record_id
     line["result"] = result
-    out.write((json.dumps(line, ensure_ascii=False, default=_plain) + "\n").encode("utf-8"))
-
-
-def _skip(progress: Progress, number: int, message: str) -> None:
-    progress.skipped += 1
-    if not progress.first_skipped:
-        progress.first_skipped = message
+    out.write((json.dumps(line, ensure_ascii=False, default=_plain) + "\n").encode(
+        "utf-8", "backslashreplace"))
+    return None
 
 
 def _flush(out, state: str, progress: Progress) -> None:
+    """The partial output cut to `progress.output_bytes` and synced, then the state file."""
+    out.truncate(progress.output_bytes)
+    out.seek(progress.output_bytes)
     out.flush()
     os.fsync(out.fileno())
-    progress.output_bytes = out.tell()
     save_progress(state, progress)
-
-
-def _count_lines(path: str) -> int:
-    with open(path, "rb") as handle:
-        return sum(1 for _ in handle)
 
 
 def _plain(value):
@@ -327,6 +346,10 @@ def main(argv):
     task = TASK_ALIASES.get(args.task, args.task)
     if task not in FIELDS:
         raise UserValueError(f"--task={args.task}: one of {', '.join(FIELDS)}")
+    if input_format(args.input, args.input_format) == "text" and FIELDS[task][0] != ("text",):
+        raise UserValueError(f"--input={args.input}: plain text gives one text a line; the "
+                             f"{task} task reads JSON lines (.jsonl) or TSV (.tsv) with "
+                             f"{', '.join(FIELDS[task][0])} (or pass --input_format)")
     if not os.path.isfile(args.input):
         raise UserFileNotFoundError(f"--input={args.input}: no such file")
     if os.path.exists(args.output):
@@ -344,10 +367,16 @@ def main(argv):
     if not isinstance(options, dict):
         raise UserValueError("--options must be a JSON object, e.g. "
                              '\'{"aggregation_strategy": "simple"}\'')
+    reserved = sorted(set(options) & {"model", "batch_size", "do_lower_case", "task"})
+    if reserved:
+        raise UserValueError(f"--options: {reserved[0]!r} is a flag of its own "
+                             f"(--{reserved[0]}), not a pipeline option")
     runner = pipeline(task, model=args.model, batch_size=args.batch_size, **options)
+    # The batch size is in it: a resumed run must make the same batches (same results).
     fingerprint = run_fingerprint({"input": os.path.abspath(args.input), "task": task,
                                    "model": os.path.abspath(args.model), "options": options,
-                                   "input_format": args.input_format})
+                                   "input_format": args.input_format,
+                                   "batch_size": args.batch_size})
     progress = predict_file(runner, task, args.input, args.output, args.input_format,
                             args.skip_bad_lines, fingerprint)
     summary = f"predict: wrote {args.output} ({progress.lines:,} input lines"

@@ -81,7 +81,7 @@ def build(directory: str, size: str):
     from albert_tf.config import AlbertConfig
     from albert_tf.tasks.classification import export as classifier_export
     from albert_tf.tasks.classification.job import ClassificationOptions
-    from albert_tf.export import portable
+    from albert_tf.export import records
 
     spm = str(SHARED / "spm_official" / "30k-clean.model")
     config = AlbertConfig(vocab_size=30000, max_position_embeddings=512, **SIZES[size])
@@ -100,7 +100,7 @@ def build(directory: str, size: str):
         labels, is_pair, is_regression = ["negative", "positive"], False, False
 
     classifier_export.export_classifier(model, options, Spec)
-    portable.write_export_record(options.export_dir,
+    records.write_export_record(options.export_dir,
                                  classifier_export.classifier_portable_model(
                                      model, options, Spec).metadata, spm_model_file=spm)
     return hf_dir, options.export_dir, spm

@@ -66,6 +66,25 @@ def test_bad_lines_are_named_or_skipped_and_counted(ner, tmp_path):
     assert [json.loads(x)["line"] for x in output.read_text().splitlines()] == [1, 4]
 
 
+def test_tsv_quotes_and_byte_order_marks_are_text(ner, tmp_path):
+    tsv = '\ufeffid\ttext\n1\t"Hello" she said\n2\t"unmatched quote\n'
+    _, output = run(ner, tmp_path, tsv, "quotes.tsv")
+    lines = [json.loads(x) for x in output.read_text().splitlines()]
+    assert [x["id"] for x in lines] == ["1", "2"]
+    same_entities(lines[0]["result"], ner('"Hello" she said'))
+    _, output = run(ner, tmp_path, '\ufeff{"text": "Anna."}\n', "bom.jsonl")
+    assert json.loads(output.read_text())["line"] == 1
+
+
+def test_fields_of_the_wrong_type_are_bad_lines(ner, tmp_path):
+    text = '{"text": 5}\n{"text": "\\ud83d cut emoji"}\n{"text": "fine", "id": "\\ud83d"}\n'
+    progress, output = run(ner, tmp_path, text, "types.jsonl", skip_bad_lines=True)
+    assert progress.skipped == 2
+    assert "types.jsonl line 1: 'text' is a int, not a string" in progress.first_skipped
+    line = json.loads(output.read_text())
+    assert line["line"] == 3 and line["id"] == "\ud83d"
+
+
 def test_a_text_the_task_cannot_read_names_its_line(tmp_path, ner):
     fill = pipeline("fill-mask", model=str(tmp_path_factory_mlm(tmp_path)))
     source = tmp_path / "masks.txt"
@@ -104,23 +123,28 @@ class Interrupting:
 
 
 def test_an_interrupted_run_resumes_to_the_same_bytes(ner, tmp_path):
-    text = "".join(f"{LINES[i % 5]} {i}\n" for i in range(23)) + "not json\n"
-    _, whole = run(ner, tmp_path, text.replace("not json", "{}"), "whole.txt")
-    source = tmp_path / "parts.txt"
-    source.write_text(text.replace("not json", "{}"), encoding="utf-8")
-    output = tmp_path / "parts.jsonl"
-    for after in (3, 5, 7):  # 24 lines: each rerun resumes, then stops again
+    lines = [json.dumps({"text": f"{LINES[i % 5]} {i}"}) if i % 4 else "not json"
+             for i in range(24)]
+    text = "\n".join(lines) + "\n"
+    whole_progress, whole = run(ner, tmp_path, text, "whole.jsonl", skip_bad_lines=True)
+    assert whole_progress.skipped == 6
+    source = tmp_path / "parts.jsonl"
+    source.write_text(text, encoding="utf-8")
+    output = tmp_path / "parts.out.jsonl"
+    for after in (3, 5, 7):  # each rerun resumes, then stops again mid-group
         with pytest.raises(KeyboardInterrupt):
             predict.predict_file(Interrupting(ner, after), "token-classification", str(source),
-                                 str(output), fingerprint="f")
-        state = json.loads((tmp_path / "parts.jsonl.partial.json").read_text())
-        assert state["lines"] > 0
+                                 str(output), skip_bad_lines=True, fingerprint="f")
+        state = json.loads((tmp_path / "parts.out.jsonl.partial.json").read_text())
+        assert state["lines"] > 0 and state["lines"] % ner.batch_size == 0
         # a kill after the last flush leaves more bytes than recorded: cut on resume
-        with open(tmp_path / "parts.jsonl.partial", "ab") as partial:
+        with open(tmp_path / "parts.out.jsonl.partial", "ab") as partial:
             partial.write(b'{"line": 999, "half a li')
-    predict.predict_file(ner, "token-classification", str(source), str(output),
-                         fingerprint="f")
+    progress = predict.predict_file(ner, "token-classification", str(source), str(output),
+                                    skip_bad_lines=True, fingerprint="f")
     assert output.read_bytes() == whole.read_bytes()
+    assert (progress.skipped, progress.first_skipped) == (
+        whole_progress.skipped, whole_progress.first_skipped.replace("whole", "parts"))
 
 
 def test_a_partial_run_of_other_flags_is_refused(ner, tmp_path):

@@ -51,13 +51,14 @@ from albert_tf.export import saved_model
 # check_export_formats and the format names, here before export/formats.py held them.
 from albert_tf.export.formats import (  # noqa: F401
     DEFAULT_EXPORT_FORMATS, EXPORT_FORMATS, check_export_formats)
+from albert_tf.export import records
 from albert_tf.export.vocabulary import copy_vocabulary
 from albert_tf.kernels import fused_ops
 
 OPSET = 17  # LayerNormalization is an ONNX op from opset 17
 ONNX_FILE = "model.onnx"
 INT8_FILE = "model.int8.onnx"
-METADATA_PREFIX = "albert_tf."
+METADATA_PREFIX = records.ONNX_METADATA_PREFIX
 
 _MISSING = ("ONNX export needs tf2onnx, onnx and onnxruntime (pinned in requirements.txt): "
             "pip install tf2onnx onnx onnxruntime")
@@ -488,7 +489,4 @@ def export_model_dir(export_dir: str, fn: Callable,
 
 def read_metadata(path: str) -> Dict[str, object]:
     """The albert_tf metadata of an exported ONNX file (JSON values decoded)."""
-    import onnx
-    model = onnx.load(path, load_external_data=False)
-    return {entry.key[len(METADATA_PREFIX):]: json.loads(entry.value)
-            for entry in model.metadata_props if entry.key.startswith(METADATA_PREFIX)}
+    return records.read_onnx_metadata(path)

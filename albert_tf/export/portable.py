@@ -25,9 +25,6 @@ from absl import logging
 from albert_tf.export.vocabulary import copy_vocabulary
 
 PORTABLE_FORMATS = ("onnx", "tflite")
-# What an --export_dir says of itself (task, labels, max_seq_length, vocabulary...), whatever
-# its formats: `albert_tf.pipeline` reads a SavedModel-only export with it.
-EXPORT_RECORD = "albert_tf_export.json"
 DEFAULT_INT8_MIN_AGREEMENT = 0.98
 # How many evaluation examples the int8 check runs at most (the float32 LiteRT model
 # takes ~0.1 s per example at sequence 128 on a server core).
@@ -181,21 +178,6 @@ def _check_quantized(written: Dict, checks, compare, features, min_agreement: fl
                      100 * fraction, compared)
         found["fp16_agreement"] = fraction
     return found
-
-
-def write_export_record(export_dir: str, metadata: Mapping, spm_model_file: Optional[str] = None,
-                        vocab_file: Optional[str] = None) -> str:
-    """Writes EXPORT_RECORD in `export_dir`: `metadata` (a PortableModel's) and the
-    vocabulary's name, the vocabulary copied beside it. Returns the record's path."""
-    import json
-
-    from albert_tf import fileio
-
-    values = dict(metadata)
-    values.update(copy_vocabulary(export_dir, spm_model_file, vocab_file))
-    path = os.path.join(export_dir, EXPORT_RECORD)
-    fileio.atomic_write_text(path, json.dumps(values, indent=2, sort_keys=True) + "\n")
-    return path
 
 
 def export_model_dir(export_dir: str, portable: PortableModel, formats: Sequence[str], *,

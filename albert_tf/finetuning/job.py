@@ -26,7 +26,7 @@ from albert_tf import errors
 from albert_tf import checkpoints, training
 from albert_tf.training import (best_checkpoint, distribute, optimization, reproducibility,
                                 run_dir)
-from albert_tf.export import portable
+from albert_tf.export import portable, records
 from albert_tf.finetuning.command_line import CommandLine
 from albert_tf.finetuning.options import FinetuningOptions, TaskOptions  # noqa: F401
 from albert_tf.kernels import precision
@@ -442,7 +442,7 @@ class FinetuningJob:
             metadata = self.portable_model(model).metadata
         except NotImplementedError:
             return
-        portable.write_export_record(
+        records.write_export_record(
             options.export_dir, metadata, spm_model_file=options.spm_model_file,
             vocab_file=None if options.spm_model_file else options.vocab_file)
 

@@ -171,6 +171,19 @@ class Pipeline:
             f"{self.max_length}: pass truncation=True (or split the text)")
 
 
+def int_option(values: Mapping, name: str, minimum: int, maximum: Optional[int] = None,
+               default: Optional[int] = None) -> int:
+    """An integer option checked (one line naming it); None gives `default`."""
+    value = values.get(name)
+    if value is None and default is not None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (
+            maximum is not None and value > maximum):
+        bounds = f"at least {minimum}" + (f" and at most {maximum}" if maximum else "")
+        raise UserValueError(f"{name}={value!r}: an integer {bounds}")
+    return value
+
+
 def _strings(item):
     """The strings of an input (a text, a dict's values, a list of choices)."""
     if isinstance(item, str):

@@ -21,9 +21,13 @@ import dataclasses
 import re
 from typing import List, Optional, Sequence, Tuple
 
+from albert_tf.errors import UserValueError
 from albert_tf.tokenization.base import SPIECE_UNDERLINE, strip_accents
 
 _WORD = re.compile(r"\S+")
+# The BasicTokenizer's whitespace: space, tab, newline, carriage return and category Zs
+# (Python's \s also has \x0b \x0c \x1c-\x1f \x85, control characters it deletes).
+_WORDPIECE_WORD = re.compile(r"[^ \t\n\r\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+")
 _CLEAN_UP = [(" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
              (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re")]
 Span = Tuple[int, int]
@@ -32,7 +36,7 @@ Span = Tuple[int, int]
 @dataclasses.dataclass
 class Tokens:
     """The tokens of one text: `ids`, `offsets` (character [start, end) into the text) and
-    `words` (the index into `word_spans`, the text's whitespace-delimited words)."""
+    `words` (the index into `word_spans`, the text's words as the module docstring says)."""
 
     ids: List[int]
     offsets: List[Span]
@@ -84,6 +88,7 @@ class TextEncoder:
     def tokens(self, text: str, offsets: bool = True) -> Tokens:
         """The ids of `text` with their offsets (see the module docstring); `offsets=False`:
         the ids alone (empty offsets and words), by the tokenizer's fast path."""
+        check_text(text)
         if not offsets:
             return Tokens(self.ids(text), [], [], [])
         if self.sentencepiece:
@@ -95,12 +100,14 @@ class TextEncoder:
         cached = self._prefetched.get(text)
         if cached is not None:
             return list(cached)
+        check_text(text)
         return self.tokenizer.encode_ids([self.tokenizer.preprocess(text)])[0]
 
     def prefetch(self, texts) -> None:
         """Tokenizes `texts` in one call (SentencePiece's batch encoder: a call costs ~20x
         one text's work), for the `ids` calls that follow; replaces the previous batch."""
-        texts = list(dict.fromkeys(t for t in texts if isinstance(t, str)))
+        texts = [t for t in dict.fromkeys(t for t in texts if isinstance(t, str))
+                 if _is_unicode(t)]  # the others fail, one by one, where they are read
         self._prefetched = dict(zip(texts, self.tokenizer.encode_ids(
             [self.tokenizer.preprocess(t) for t in texts])))
 
@@ -194,7 +201,7 @@ class TextEncoder:
         BertPreTokenizer splits words."""
         tokenizer = self.tokenizer
         ids, offsets, words, word_spans = [], [], [], []
-        for match in _WORD.finditer(text):
+        for match in _WORDPIECE_WORD.finditer(text):
             for start, end in _basic_spans(tokenizer, match.group(), match.start()):
                 pieces = tokenizer.basic_tokenize(text[start:end])
                 if not pieces:
@@ -247,6 +254,47 @@ class TextEncoder:
     def token_string(self, token_id: int) -> str:
         """One id as text (`decode([id])`)."""
         return self.decode([token_id])
+
+
+def check_text(text) -> None:
+    """A UserValueError unless `text` is a str that UTF-8 can encode (not a lone surrogate,
+    as a JSON string cut inside an emoji leaves)."""
+    if not isinstance(text, str):
+        raise UserValueError(f"a text must be a string, not {type(text).__name__}")
+    if not _is_unicode(text):
+        raise UserValueError(f"a text is not valid Unicode (a lone surrogate): {text!r:.60}")
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def windows(length: int, size: int, stride: int) -> List[range]:
+    """Token ranges of windows of `size` tokens overlapping by `stride`, the last reaching
+    `length` (Hugging Face's tokenizers' overflowing windows)."""
+    out = []
+    for start in range(0, max(length, 1), size - stride):
+        stop = min(start + size, length)
+        out.append(range(start, stop))
+        if stop == length:
+            break
+    return out
+
+
+def truncate_pair(first: Tokens, second: Optional[Tokens], budget: int):
+    """(first, second) cut to `budget` tokens together: a token off the longer one at a
+    time (the second on ties), as the original's `_truncate_seq_pair`."""
+    n1, n2 = len(first), len(second) if second is not None else 0
+    while n1 + n2 > budget:
+        if n1 > n2:
+            n1 -= 1
+        else:
+            n2 -= 1
+    return first.window(0, n1), (second.window(0, n2) if second is not None else None)
 
 
 def _offsets(tokens: Tokens) -> List[Span]:

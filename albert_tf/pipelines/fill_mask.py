@@ -38,8 +38,7 @@ class FillMaskPipeline(base.Pipeline):
 
     def resolve_options(self, options: Mapping) -> Dict:
         values = super().resolve_options(options)
-        if int(values["top_k"]) < 1:
-            raise UserValueError(f"top_k must be at least 1, got {values['top_k']}")
+        values["top_k"] = base.int_option(values, "top_k", 1)
         values["target_ids"] = (None if values["targets"] is None
                                 else self.target_ids(values["targets"]))
         return values

@@ -18,8 +18,7 @@ import numpy as np
 
 from albert_tf.errors import UserValueError
 from albert_tf.pipelines import base
-from albert_tf.pipelines.encoding import Packed
-from albert_tf.pipelines.text_classification import truncate_pair
+from albert_tf.pipelines.encoding import Packed, truncate_pair
 
 
 class MultipleChoicePipeline(base.Pipeline):
@@ -36,16 +35,20 @@ class MultipleChoicePipeline(base.Pipeline):
                 inputs["context"] = context
         return super().__call__(inputs, **options)
 
+    def resolve_options(self, options: Mapping) -> Dict:
+        values = super().resolve_options(options)
+        values["max_seq_len"] = base.int_option(values, "max_seq_len", 4, self.max_length,
+                                                default=self.max_length)
+        return values
+
     def rows(self, item, options: Mapping) -> List[Packed]:
         if not (isinstance(item, dict) and isinstance(item.get("question"), str)
                 and isinstance(item.get("choices"), (list, tuple)) and item["choices"]
-                and all(isinstance(c, str) for c in item["choices"])):
+                and all(isinstance(c, str) for c in item["choices"])
+                and isinstance(item.get("context"), (str, type(None)))):
             raise UserValueError(f"{self.task}: an input is {{'question': str, 'choices': "
                                  f"[str, ...], 'context': str (optional)}}, got {item!r:.80}")
-        max_seq_len = int(options["max_seq_len"] or self.max_length)
-        if not 4 <= max_seq_len <= self.max_length:
-            raise UserValueError(f"max_seq_len={max_seq_len}: between 4 and the model's "
-                                 f"{self.max_length}")
+        max_seq_len = options["max_seq_len"]
         context = item.get("context")
         rows = []
         for choice in item["choices"]:

@@ -9,7 +9,7 @@ that overlap by `doc_stride` tokens (default min(max_seq_len // 2, 128)); the qu
 cut to `max_question_len` tokens (64). In each window the start and end scores are the
 softmax of the logits over the context tokens and [CLS]; a span's score is start x end,
 spans longer than `max_answer_len` tokens (15) are out, and with `align_to_words` (default)
-an answer is widened to whole whitespace-delimited words. Answers of equal text (any case)
+an answer is widened to whole words (`encoding`'s words: Hugging Face's fast tokenizer's). Answers of equal text (any case)
 add their scores. `handle_impossible_answer` adds the empty answer scored by the smallest
 [CLS] x [CLS] of the windows (SQuAD v2 models). `top_k` answers, best first: a dict for one.
 `start`/`end` are character offsets into the context that point at the answer itself
@@ -42,7 +42,7 @@ def decode_spans(start: np.ndarray, end: np.ndarray, top_k: int, max_answer_len:
     flat = candidates.flatten()
     if top_k == 1:
         order = [np.argmax(flat)]
-    elif len(flat) < top_k:
+    elif len(flat) <= top_k:
         order = np.argsort(-flat)
     else:
         index = np.argpartition(-flat, top_k)[0:top_k]
@@ -68,6 +68,8 @@ class QuestionAnsweringPipeline(base.Pipeline):
         if question is not None or context is not None:
             if inputs is not None:
                 raise UserValueError(f"{self.task}: give inputs or question= and context=")
+            if question is None or context is None:
+                raise UserValueError(f"{self.task}: give both question= and context=")
             if isinstance(question, str) and isinstance(context, str):
                 inputs = {"question": question, "context": context}
             elif isinstance(question, str) or isinstance(context, str):
@@ -79,20 +81,18 @@ class QuestionAnsweringPipeline(base.Pipeline):
                     raise UserValueError(f"{self.task}: {len(question)} questions but "
                                          f"{len(context)} contexts")
                 inputs = [{"question": q, "context": c} for q, c in zip(question, context)]
+        if isinstance(inputs, (list, tuple)) and len(inputs) == 1:
+            inputs = inputs[0]  # a list of one gives one result, as Hugging Face's
         return super().__call__(inputs, **options)
 
     def resolve_options(self, options: Mapping) -> Dict:
         values = super().resolve_options(options)
-        if values["max_seq_len"] is None:
-            values["max_seq_len"] = min(self.max_length, 384)
-        if values["max_seq_len"] > self.max_length:
-            raise UserValueError(f"max_seq_len={values['max_seq_len']}: the model reads "
-                                 f"{self.max_length} tokens at most")
-        if values["doc_stride"] is None:
-            values["doc_stride"] = min(values["max_seq_len"] // 2, 128)
+        values["max_seq_len"] = base.int_option(values, "max_seq_len", 4, self.max_length,
+                                                default=min(self.max_length, 384))
+        values["doc_stride"] = base.int_option(values, "doc_stride", 0,
+                                               default=min(values["max_seq_len"] // 2, 128))
         for name in ("top_k", "max_answer_len", "max_question_len"):
-            if int(values[name]) < 1:
-                raise UserValueError(f"{name} must be at least 1, got {values[name]}")
+            values[name] = base.int_option(values, name, 1)
         if values["doc_stride"] > values["max_seq_len"]:
             raise UserValueError(f"doc_stride ({values['doc_stride']}) is larger than "
                                  f"max_seq_len ({values['max_seq_len']})")
@@ -103,6 +103,8 @@ class QuestionAnsweringPipeline(base.Pipeline):
                 and isinstance(item.get("context"), str)):
             raise UserValueError(f"{self.task}: an input is {{'question': str, 'context': "
                                  f"str}}, got {item!r:.80}")
+        if not item["context"].strip():
+            raise UserValueError(f"{self.task}: the context is empty")
         question = self.encoder.tokens(item["question"], offsets=False)
         question = question.window(0, min(len(question), int(options["max_question_len"])))
         context = self.encoder.tokens(item["context"])

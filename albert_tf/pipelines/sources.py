@@ -32,8 +32,8 @@ from typing import Callable, Dict, List, Mapping, Optional
 import numpy as np
 
 from albert_tf.errors import UserFileNotFoundError, UserValueError
+from albert_tf.export.records import EXPORT_RECORD
 
-EXPORT_RECORD = "albert_tf_export.json"  # albert_tf.export.portable.EXPORT_RECORD
 EXPORT_FILES = ("model.onnx", "model.tflite", "saved_model.pb")
 # convert's --model names (a Hugging Face class's, see checkpoints.hf.ARCHITECTURE_MODELS)
 # -> the pipeline head.
@@ -71,19 +71,18 @@ class ModelSource:
 
 def load_source(path: str, do_lower_case: Optional[bool] = None) -> ModelSource:
     """Reads `path` (see the module docstring); one line naming the path when it holds
-    none of them."""
-    from albert_tf.checkpoints import official
-    from albert_tf.checkpoints.restore import looks_like_hf_dir
-
+    none of them. An export's ONNX or LiteRT file is read without importing TensorFlow."""
     if not os.path.exists(path):
         raise UserFileNotFoundError(f"model={path}: no such file or directory")
     export_dir = _export_dir(path)
     if export_dir is not None:
         chosen = os.path.basename(path) if os.path.isfile(path) else None
         return _export_source(export_dir, do_lower_case, chosen)
-    if os.path.isdir(path) and looks_like_hf_dir(path):
+    if _is_hf_dir(path):
         return _huggingface_source(path, do_lower_case)
     if os.path.isdir(path):
+        from albert_tf.checkpoints import official
+
         try:
             official.find_config_file(path)
         except FileNotFoundError:
@@ -96,12 +95,27 @@ def load_source(path: str, do_lower_case: Optional[bool] = None) -> ModelSource:
         f"vocabulary, checkpoint) or an albert-tf export ({', '.join(EXPORT_FILES)})")
 
 
+def _is_hf_dir(path: str) -> bool:
+    """config.json + safetensors weights (`checkpoints.restore.looks_like_hf_dir`, without
+    importing the checkpoint readers)."""
+    return os.path.isdir(path) and os.path.exists(os.path.join(path, "config.json")) and (
+        os.path.exists(os.path.join(path, "model.safetensors"))
+        or os.path.exists(os.path.join(path, "model.safetensors.index.json")))
+
+
 def _export_dir(path: str) -> Optional[str]:
+    """The export directory `path` names: an export's model.onnx / model.tflite, a directory
+    holding an export, or a run directory with one in export/. A Hugging Face directory is
+    one only with albert_tf_export.json (it may hold another tool's model.onnx)."""
     if os.path.isfile(path) and os.path.basename(path) in EXPORT_FILES[:2]:
         return os.path.dirname(path) or "."
     for candidate in (path, os.path.join(path, "export")):
-        if os.path.isdir(candidate) and any(os.path.exists(os.path.join(candidate, name))
-                                            for name in EXPORT_FILES):
+        if not os.path.isdir(candidate):
+            continue
+        if os.path.exists(os.path.join(candidate, EXPORT_RECORD)):
+            return candidate
+        if not _is_hf_dir(candidate) and any(os.path.exists(os.path.join(candidate, name))
+                                             for name in EXPORT_FILES):
             return candidate
     return None
 
@@ -185,11 +199,9 @@ def _huggingface_source(path: str, do_lower_case: Optional[bool]) -> ModelSource
     head = MODEL_HEADS[name]
     max_length = min(int(settings.get("model_max_length") or config.max_position_embeddings),
                      config.max_position_embeddings)
-    problem_type = values.get("problem_type")
-    if head == "classifier" and problem_type is None:
-        problem_type = "regression" if num_labels == 1 else None
+    # Without problem_type, a one-output classifier is read as Hugging Face reads it (sigmoid).
     return ModelSource(tokenizer, head, keras_runner(model, head), max_length, "huggingface",
-                       path, hf.labels_from_hf_config(values, source), problem_type,
+                       path, hf.labels_from_hf_config(values, source), values.get("problem_type"),
                        num_labels if head in ("classifier", "token_classifier") else None)
 
 
@@ -213,9 +225,9 @@ def read_export_metadata(export_dir: str) -> Dict:
     if os.path.exists(record):
         return _read_json(record)
     if os.path.exists(os.path.join(export_dir, "model.onnx")):
-        from albert_tf.export import onnx as onnx_export
+        from albert_tf.export.records import read_onnx_metadata
 
-        return onnx_export.read_metadata(os.path.join(export_dir, "model.onnx"))
+        return read_onnx_metadata(os.path.join(export_dir, "model.onnx"))
     if os.path.exists(os.path.join(export_dir, "model.tflite")):
         from albert_tf.export.litert_runtime import read_metadata
 
@@ -238,6 +250,11 @@ def _export_source(export_dir: str, do_lower_case: Optional[bool],
         raise UserValueError(f"{export_dir}: a {task} export; the pipelines read classifier, "
                              "tagging and SQuAD v1 exports (use the run's Hugging Face or TF1 "
                              "checkpoint for the others)")
+    if metadata.get("use_crf"):
+        raise UserValueError(f"{export_dir}: a tagging export with a CRF; the pipeline decodes "
+                             "each token on its own (as Hugging Face's), which would ignore the "
+                             "CRF's transitions: serve the SavedModel's serving_default, or "
+                             "predict with run_ner.py --do_predict")
     vocabulary = os.path.join(export_dir, metadata.get("vocabulary_file") or "")
     if not metadata.get("vocabulary_file") or not os.path.exists(vocabulary):
         raise UserFileNotFoundError(f"{export_dir}: the export's vocabulary file "

@@ -22,22 +22,10 @@ import numpy as np
 
 from albert_tf.errors import UserValueError
 from albert_tf.pipelines import base
-from albert_tf.pipelines.encoding import Packed, Tokens
+from albert_tf.pipelines.encoding import Packed, truncate_pair
 
 _LEGACY = ""  # top_k not given: Hugging Face's legacy output (the top label only)
 FUNCTIONS = ("softmax", "sigmoid", "none")
-
-
-def truncate_pair(first: Tokens, second: Optional[Tokens], budget: int):
-    """(first, second) cut to `budget` tokens together: a token off the longer one at a
-    time (the second on ties), as the original's `_truncate_seq_pair`."""
-    n1, n2 = len(first), len(second) if second is not None else 0
-    while n1 + n2 > budget:
-        if n1 > n2:
-            n1 -= 1
-        else:
-            n2 -= 1
-    return first.window(0, n1), (second.window(0, n2) if second is not None else None)
 
 
 class TextClassificationPipeline(base.Pipeline):
@@ -47,9 +35,17 @@ class TextClassificationPipeline(base.Pipeline):
 
     def __call__(self, inputs, **options):
         result = super().__call__(inputs, **options)
-        if isinstance(inputs, str) and "top_k" not in options and "top_k" not in self.defaults:
-            return [result]
+        if isinstance(inputs, str) and "top_k" not in options:
+            return [result]  # as Hugging Face's (also when top_k was given to the pipeline)
         return result
+
+    def resolve_options(self, options: Mapping) -> Dict:
+        values = super().resolve_options(options)
+        top_k = values["top_k"]
+        if top_k not in (_LEGACY, None) and (not isinstance(top_k, int) or top_k < 1):
+            raise UserValueError(f"top_k={top_k!r}: a positive int, or None for every label")
+        self.function(values)  # checks function_to_apply
+        return values
 
     def encode(self, text: str, text_pair: Optional[str], truncation: bool,
                budget: int) -> Packed:
@@ -70,6 +66,8 @@ class TextClassificationPipeline(base.Pipeline):
                 raise UserValueError(f"{self.task}: a pair is {{'text': ..., 'text_pair': ...}}"
                                      f", got keys {sorted(item)}")
             text, pair = item["text"], item.get("text_pair")
+            if not isinstance(text, str) or not isinstance(pair, (str, type(None))):
+                raise UserValueError(f"{self.task}: 'text' and 'text_pair' are strings")
         elif isinstance(item, str):
             text, pair = item, None
         else:

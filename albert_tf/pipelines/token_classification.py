@@ -29,21 +29,9 @@ from absl import logging
 
 from albert_tf.errors import UserValueError
 from albert_tf.pipelines import base
-from albert_tf.pipelines.encoding import Packed
+from albert_tf.pipelines.encoding import Packed, windows
 
 STRATEGIES = ("none", "simple", "first", "average", "max")
-
-
-def windows(length: int, size: int, stride: int) -> List[range]:
-    """Token ranges of windows of `size` tokens overlapping by `stride`, the last reaching
-    `length` (Hugging Face's tokenizers' overflowing windows)."""
-    out = []
-    for start in range(0, max(length, 1), size - stride):
-        stop = min(start + size, length)
-        out.append(range(start, stop))
-        if stop == length:
-            break
-    return out
 
 
 def split_tag(name: str):
@@ -68,8 +56,9 @@ class TokenClassificationPipeline(base.Pipeline):
         values["aggregation_strategy"] = strategy
         stride = values["stride"]
         if stride is not None:
-            if not 0 <= int(stride) < self.max_length - 2:
-                raise UserValueError(f"stride={stride}: must be at least 0 and less than the "
+            if isinstance(stride, bool) or not isinstance(stride, int) or not (
+                    0 <= stride < self.max_length - 2):
+                raise UserValueError(f"stride={stride!r}: must be at least 0 and less than the "
                                      f"model's {self.max_length - 2} text tokens per window")
             if strategy == "none":
                 raise UserValueError("stride reads the whole text in windows, which needs an "

@@ -34,6 +34,12 @@ class ZeroShotClassificationPipeline(base.Pipeline):
     OPTIONS = {"candidate_labels": None, "hypothesis_template": "This example is {}.",
                "multi_label": False}
 
+    def __call__(self, inputs, candidate_labels=None, **options):
+        """`classify(text, ["a", "b"])` or `classify(text, candidate_labels=[...])`."""
+        if candidate_labels is not None:
+            options["candidate_labels"] = candidate_labels
+        return super().__call__(inputs, **options)
+
     @property
     def entailment_id(self) -> int:
         for index, name in enumerate(self.source.labels or []):

@@ -8,7 +8,7 @@ from albert_tf.tokenization.base import strip_accents
 
 ODD = ["Café Müller, ÉCOLE", "1999, 2,000 and 3,5", "tabs\tand\nnewlines  and   spaces",
        "ΣΟΦΟΣ σοφός", "full-width ＡＢＣ１２３", "emoji 🙂 and ½", "``quoted'' \"text\"",
-       "", "   ", "Jean-Luc (U.S.A.) cost £5 – or €3."]
+       "", "   ", "Jean-Luc (U.S.A.) cost £5 – or €3.", "form\x0cfeed and\x85next\x1cline"]
 
 
 @pytest.fixture(scope="module")

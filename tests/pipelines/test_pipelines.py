@@ -82,6 +82,39 @@ def test_regression_returns_the_raw_score(models):
         {"label": "LABEL_0", "score": pytest.approx(float(logits[0, 0]), abs=1e-6)}]
 
 
+def test_one_output_without_problem_type_is_a_sigmoid_as_in_hugging_face(models, tmp_path):
+    import shutil
+
+    directory = tmp_path / "one"
+    shutil.copytree(models["regression"], directory)
+    values = json.loads((directory / "config.json").read_text())
+    del values["problem_type"]
+    (directory / "config.json").write_text(json.dumps(values))
+    logits, _ = logits_of(models["regression"], TEXTS[:1])
+    score = pipeline("text-classification", model=str(directory))(TEXTS[0])[0]["score"]
+    assert score == pytest.approx(1 / (1 + np.exp(-logits[0, 0])), abs=1e-6)
+
+
+def test_top_k_given_to_the_pipeline_keeps_hugging_faces_shapes(models):
+    classify = pipeline("text-classification", model=models["sentiment"], top_k=None)
+    assert len(classify(TEXTS[0])) == 1 and len(classify(TEXTS[0])[0]) == 2  # [[...]]
+    assert [len(r) for r in classify(TEXTS)] == [2, 2, 2]
+    with pytest.raises(UserError, match="top_k=0: a positive int, or None"):
+        classify(TEXTS[0], top_k=0)
+    with pytest.raises(UserError, match="function_to_apply='tanh'"):
+        classify(TEXTS[0], function_to_apply="tanh")
+
+
+def test_a_hugging_face_directory_with_another_tools_onnx_file_is_read_as_hugging_face(
+        models, tmp_path):
+    import shutil
+
+    directory = tmp_path / "hf_with_onnx"
+    shutil.copytree(models["sentiment"], directory)
+    (directory / "model.onnx").write_bytes(b"an optimum export")
+    assert sources.load_source(str(directory)).kind == "huggingface"
+
+
 def test_too_long_text_needs_truncation(models):
     classify = pipeline("text-classification", model=models["sentiment"])
     with pytest.raises(UserError, match=r"tokens with \[CLS\] and \[SEP\]; the model reads 64: "
@@ -127,6 +160,27 @@ def test_token_classification_reads_long_texts_in_windows(models, caplog):
         tag(LONG, stride=8)
     with pytest.raises(UserError, match="stride=62: must be at least 0 and less than"):
         tag(LONG, stride=62, aggregation_strategy="first")
+
+
+def test_question_answering_edge_inputs(models):
+    from albert_tf.pipelines.question_answering import decode_spans
+
+    answer = pipeline("question-answering", model=models["qa"])
+    context = "Anna lives in Paris."
+    assert answer([{"question": "Who?", "context": context}]) == answer(question="Who?",
+                                                                       context=context)
+    with pytest.raises(UserError, match="give both question= and context="):
+        answer(question="Who?")
+    with pytest.raises(UserError, match="the context is empty"):
+        answer(question="Who?", context="   ")
+    with pytest.raises(UserError, match=r"doc_stride=-1: an integer at least 0"):
+        answer(question="Who?", context=context, doc_stride=-1)
+    with pytest.raises(UserError, match=r"top_k='3': an integer at least 1"):
+        answer(question="Who?", context=context, top_k="3")
+    # as many candidates as top_k: every span, best first (numpy's argpartition needs fewer)
+    starts, ends, scores = decode_spans(np.array([0.0, 0.6, 0.4]), np.array([0.0, 0.3, 0.7]),
+                                        9, 15, np.array([1, 1, 1]))
+    assert list(zip(starts, ends)) == [(1, 2), (2, 2), (1, 1)]
 
 
 def test_question_answering(models):
@@ -177,6 +231,8 @@ def test_feature_extraction(models):
 
 def test_zero_shot(models):
     classify = pipeline("zero-shot-classification", model=models["nli"])
+    assert classify(TEXTS[0], ["sport", "food"]) == classify(
+        TEXTS[0], candidate_labels=["sport", "food"])
     result = classify(TEXTS[0], candidate_labels=["sport", "politics", "food"])
     assert result["sequence"] == TEXTS[0] and sorted(result["labels"]) == [
         "food", "politics", "sport"]
@@ -218,7 +274,7 @@ def test_every_source_gives_the_same_answers(models, tmp_path, spm):
     """A classifier as a Hugging Face directory, a SavedModel and model.onnx: equal results."""
     from albert_tf import convert
     from albert_tf.checkpoints import hf
-    from albert_tf.export import portable
+    from albert_tf.export import portable, records
     from albert_tf.tasks.classification import export as classifier_export
     from albert_tf.tasks.classification.job import ClassificationOptions
 
@@ -233,7 +289,7 @@ def test_every_source_gives_the_same_answers(models, tmp_path, spm):
     classifier_export.export_classifier(model, options, spec)
     portable_model = classifier_export.classifier_portable_model(model, options, spec)
     portable.export_model_dir(options.export_dir, portable_model, ["onnx"], spm_model_file=spm)
-    portable.write_export_record(options.export_dir, portable_model.metadata, spm_model_file=spm)
+    records.write_export_record(options.export_dir, portable_model.metadata, spm_model_file=spm)
     record = json.loads((tmp_path / "export" / "albert_tf_export.json").read_text())
     assert record["task"] == "classifier" and record["labels"] == hf_models.SENTIMENT_LABELS
     expected = pipeline("text-classification", model=models["sentiment"])(TEXTS, top_k=None)
@@ -247,3 +303,46 @@ def test_every_source_gives_the_same_answers(models, tmp_path, spm):
             assert [x["score"] for x in a] == pytest.approx([x["score"] for x in b], abs=1e-5)
     with pytest.raises(UserError, match="holds a task's outputs, not the encoder's"):
         pipeline("feature-extraction", model=options.export_dir)
+    # model.onnx runs without TensorFlow: the same answers with its import blocked
+    assert without_tensorflow(os.path.join(options.export_dir, "model.onnx"), TEXTS) == [
+        [x["label"] for x in r] for r in expected]
+
+
+def without_tensorflow(model_path, texts):
+    """The labels a text-classification pipeline gives in a process that cannot import
+    TensorFlow."""
+    import subprocess
+    import sys
+
+    program = ("import json, sys; sys.modules['tensorflow'] = None\n"
+               "from albert_tf import pipeline\n"
+               f"p = pipeline('text-classification', model={model_path!r})\n"
+               f"print(json.dumps([[x['label'] for x in r] for r in p({texts!r}, top_k=None)]))")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow  # the LiteRT conversion: ~20 s
+def test_a_litert_export_serves_the_pipeline_without_tensorflow(models, tmp_path, spm):
+    from albert_tf import convert
+    from albert_tf.checkpoints import hf
+    from albert_tf.export import portable, records
+    from albert_tf.tasks.classification import export as classifier_export
+    from albert_tf.tasks.classification.job import ClassificationOptions
+
+    config = hf.config_from_hf_dir(models["sentiment"])
+    model = convert.build_model("classifier", config, 2)
+    hf.load_hf_checkpoint(model, models["sentiment"])
+    spec = types.SimpleNamespace(labels=hf_models.SENTIMENT_LABELS, is_pair=False,
+                                 is_regression=False)
+    options = ClassificationOptions(task_name="sst-2", spm_model_file=spm, max_seq_length=64,
+                                    export_dir=str(tmp_path / "export"), albert_config=config,
+                                    data_dir=str(tmp_path))
+    portable_model = classifier_export.classifier_portable_model(model, options, spec)
+    portable.export_model_dir(options.export_dir, portable_model, ["tflite"], spm_model_file=spm)
+    records.write_export_record(options.export_dir, portable_model.metadata, spm_model_file=spm)
+    expected = pipeline("text-classification", model=models["sentiment"])(TEXTS, top_k=None)
+    path = os.path.join(options.export_dir, "model.tflite")
+    assert pipeline("text-classification", model=path).source.kind == "tflite"
+    assert without_tensorflow(path, TEXTS) == [[x["label"] for x in r] for r in expected]
