@@ -270,8 +270,9 @@ def test_unknown_tasks_options_and_models_are_one_line(models, tmp_path):
         pipeline("ner", model=str(tmp_path))
 
 
-def test_every_source_gives_the_same_answers(models, tmp_path, spm):
-    """A classifier as a Hugging Face directory, a SavedModel and model.onnx: equal results."""
+def export_sentiment(models, tmp_path, spm, formats):
+    """The Hugging Face sentiment model exported as run_classifier.py exports it: `formats`
+    ("saved_model", "onnx", "tflite") and albert_tf_export.json. Returns the export dir."""
     from albert_tf import convert
     from albert_tf.checkpoints import hf
     from albert_tf.export import portable, records
@@ -286,15 +287,25 @@ def test_every_source_gives_the_same_answers(models, tmp_path, spm):
     options = ClassificationOptions(task_name="sst-2", spm_model_file=spm, max_seq_length=64,
                                     export_dir=str(tmp_path / "export"), albert_config=config,
                                     data_dir=str(tmp_path))
-    classifier_export.export_classifier(model, options, spec)
+    if "saved_model" in formats:
+        classifier_export.export_classifier(model, options, spec)
     portable_model = classifier_export.classifier_portable_model(model, options, spec)
-    portable.export_model_dir(options.export_dir, portable_model, ["onnx"], spm_model_file=spm)
+    portable_formats = [f for f in formats if f != "saved_model"]
+    if portable_formats:
+        portable.export_model_dir(options.export_dir, portable_model, portable_formats,
+                                  spm_model_file=spm)
     records.write_export_record(options.export_dir, portable_model.metadata, spm_model_file=spm)
+    return options.export_dir
+
+
+def test_every_source_gives_the_same_answers(models, tmp_path, spm):
+    """A classifier as a Hugging Face directory, a SavedModel and model.onnx: equal results."""
+    export_dir = export_sentiment(models, tmp_path, spm, ["saved_model", "onnx"])
     record = json.loads((tmp_path / "export" / "albert_tf_export.json").read_text())
     assert record["task"] == "classifier" and record["labels"] == hf_models.SENTIMENT_LABELS
     expected = pipeline("text-classification", model=models["sentiment"])(TEXTS, top_k=None)
-    for path, kind in ((options.export_dir, "saved_model"),
-                       (os.path.join(options.export_dir, "model.onnx"), "onnx")):
+    for path, kind in ((export_dir, "saved_model"),
+                       (os.path.join(export_dir, "model.onnx"), "onnx")):
         runner = pipeline("text-classification", model=path)
         assert runner.source.kind == kind
         got = runner(TEXTS, top_k=None)
@@ -302,9 +313,9 @@ def test_every_source_gives_the_same_answers(models, tmp_path, spm):
             assert [x["label"] for x in a] == [x["label"] for x in b]
             assert [x["score"] for x in a] == pytest.approx([x["score"] for x in b], abs=1e-5)
     with pytest.raises(UserError, match="holds a task's outputs, not the encoder's"):
-        pipeline("feature-extraction", model=options.export_dir)
+        pipeline("feature-extraction", model=export_dir)
     # model.onnx runs without TensorFlow: the same answers with its import blocked
-    assert without_tensorflow(os.path.join(options.export_dir, "model.onnx"), TEXTS) == [
+    assert without_tensorflow(os.path.join(export_dir, "model.onnx"), TEXTS) == [
         [x["label"] for x in r] for r in expected]
 
 
@@ -325,24 +336,7 @@ def without_tensorflow(model_path, texts):
 
 @pytest.mark.slow  # the LiteRT conversion: ~20 s
 def test_a_litert_export_serves_the_pipeline_without_tensorflow(models, tmp_path, spm):
-    from albert_tf import convert
-    from albert_tf.checkpoints import hf
-    from albert_tf.export import portable, records
-    from albert_tf.tasks.classification import export as classifier_export
-    from albert_tf.tasks.classification.job import ClassificationOptions
-
-    config = hf.config_from_hf_dir(models["sentiment"])
-    model = convert.build_model("classifier", config, 2)
-    hf.load_hf_checkpoint(model, models["sentiment"])
-    spec = types.SimpleNamespace(labels=hf_models.SENTIMENT_LABELS, is_pair=False,
-                                 is_regression=False)
-    options = ClassificationOptions(task_name="sst-2", spm_model_file=spm, max_seq_length=64,
-                                    export_dir=str(tmp_path / "export"), albert_config=config,
-                                    data_dir=str(tmp_path))
-    portable_model = classifier_export.classifier_portable_model(model, options, spec)
-    portable.export_model_dir(options.export_dir, portable_model, ["tflite"], spm_model_file=spm)
-    records.write_export_record(options.export_dir, portable_model.metadata, spm_model_file=spm)
+    path = os.path.join(export_sentiment(models, tmp_path, spm, ["tflite"]), "model.tflite")
     expected = pipeline("text-classification", model=models["sentiment"])(TEXTS, top_k=None)
-    path = os.path.join(options.export_dir, "model.tflite")
     assert pipeline("text-classification", model=path).source.kind == "tflite"
     assert without_tensorflow(path, TEXTS) == [[x["label"] for x in r] for r in expected]

@@ -1,5 +1,6 @@
 """run_glue in process: STS-B regression end to end, and the custom task's job path."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -88,6 +89,16 @@ def test_stsb_regression_train_eval_predict_export(shared_data, spm, tmp_path):
     onnx_scores, = session.run(["predictions"], {k: features[k] for k in
                                                   ("input_ids", "input_mask", "segment_ids")})
     np.testing.assert_allclose(onnx_scores, scores, atol=1e-5)
+
+    # The export describes itself: the pipeline serves it and gives the job's test scores.
+    from albert_tf import pipeline
+
+    record = json.loads((out / "export" / "albert_tf_export.json").read_text())
+    assert record["task"] == "classifier" and record["vocabulary_file"] == os.path.basename(spm)
+    for model in (results["export_dir"], str(out / "export" / "model.onnx")):
+        regress = pipeline("text-classification", model=model, truncation=True)
+        served = regress([{"text": e.text_a, "text_pair": e.text_b} for e in test], top_k=None)
+        np.testing.assert_allclose([r[0]["score"] for r in served], scores, atol=1e-5)
 
 
 def test_custom_task_job_eval_and_predict(spm, tmp_path):
