@@ -345,7 +345,8 @@ def main(argv):
 
     task = TASK_ALIASES.get(args.task, args.task)
     if task not in FIELDS:
-        raise UserValueError(f"--task={args.task}: one of {', '.join(FIELDS)}")
+        raise UserValueError(f"--task={args.task}: one of {', '.join(FIELDS)} (or "
+                             f"{', '.join(TASK_ALIASES)})")
     if input_format(args.input, args.input_format) == "text" and FIELDS[task][0] != ("text",):
         raise UserValueError(f"--input={args.input}: plain text gives one text a line; the "
                              f"{task} task reads JSON lines (.jsonl) or TSV (.tsv) with "
