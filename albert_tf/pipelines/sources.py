@@ -74,25 +74,32 @@ def load_source(path: str, do_lower_case: Optional[bool] = None) -> ModelSource:
     none of them. An export's ONNX or LiteRT file is read without importing TensorFlow."""
     if not os.path.exists(path):
         raise UserFileNotFoundError(f"model={path}: no such file or directory")
-    export_dir = _export_dir(path)
-    if export_dir is not None:
-        chosen = os.path.basename(path) if os.path.isfile(path) else None
-        return _export_source(export_dir, do_lower_case, chosen)
+    chosen = os.path.basename(path) if os.path.isfile(path) else None
+    if chosen is not None and chosen.endswith((".onnx", ".tflite")):  # int8, fp16 files too
+        return _export_source(os.path.dirname(path) or ".", do_lower_case, chosen)
+    if os.path.isdir(path) and os.path.exists(os.path.join(path, EXPORT_RECORD)):
+        return _export_source(path, do_lower_case, None)
     if _is_hf_dir(path):
         return _huggingface_source(path, do_lower_case)
-    if os.path.isdir(path):
-        from albert_tf.checkpoints import official
-
-        try:
-            official.find_config_file(path)
-        except FileNotFoundError:
-            pass
-        else:
-            return _official_source(path, do_lower_case)
+    if os.path.isdir(path) and _has_official_config(path):  # also a TF-Hub module directory
+        return _official_source(path, do_lower_case)
+    export_dir = _export_dir(path)
+    if export_dir is not None:
+        return _export_source(export_dir, do_lower_case, None)
     raise UserValueError(
         f"model={path}: not a model this library reads: a Hugging Face ALBERT directory "
         "(config.json + model.safetensors), an official directory (albert_config.json, "
         f"vocabulary, checkpoint) or an albert-tf export ({', '.join(EXPORT_FILES)})")
+
+
+def _has_official_config(path: str) -> bool:
+    from albert_tf.checkpoints import official
+
+    try:
+        official.find_config_file(path)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _is_hf_dir(path: str) -> bool:
@@ -104,18 +111,13 @@ def _is_hf_dir(path: str) -> bool:
 
 
 def _export_dir(path: str) -> Optional[str]:
-    """The export directory `path` names: an export's model.onnx / model.tflite, a directory
-    holding an export, or a run directory with one in export/. A Hugging Face directory is
-    one only with albert_tf_export.json (it may hold another tool's model.onnx)."""
-    if os.path.isfile(path) and os.path.basename(path) in EXPORT_FILES[:2]:
-        return os.path.dirname(path) or "."
+    """The export directory `path` names, by its files: a directory holding an export, or a
+    run directory with one in export/ (a Hugging Face or official directory never is: they
+    are read first)."""
     for candidate in (path, os.path.join(path, "export")):
-        if not os.path.isdir(candidate):
-            continue
-        if os.path.exists(os.path.join(candidate, EXPORT_RECORD)):
-            return candidate
-        if not _is_hf_dir(candidate) and any(os.path.exists(os.path.join(candidate, name))
-                                             for name in EXPORT_FILES):
+        if os.path.isdir(candidate) and any(
+                os.path.exists(os.path.join(candidate, name))
+                for name in (EXPORT_RECORD,) + EXPORT_FILES):
             return candidate
     return None
 
@@ -273,13 +275,17 @@ def _export_source(export_dir: str, do_lower_case: Optional[bool],
 
 
 def _export_runner(export_dir: str, head: str, chosen: Optional[str]):
+    """(run, kind) of the export's `chosen` file (an .onnx or .tflite file's name), else of
+    its SavedModel, then model.onnx, then model.tflite."""
     names = {"classifier": ("logits",), "token_classifier": ("logits",),
              "span": ("start_logits", "end_logits")}[head]
-    onnx_file = os.path.join(export_dir, "model.onnx")
-    tflite_file = os.path.join(export_dir, "model.tflite")
+    onnx_file = os.path.join(export_dir, chosen if chosen and chosen.endswith(".onnx")
+                             else "model.onnx")
+    tflite_file = os.path.join(export_dir, chosen if chosen and chosen.endswith(".tflite")
+                               else "model.tflite")
     if chosen is None and os.path.exists(os.path.join(export_dir, "saved_model.pb")):
         return _saved_model_runner(export_dir, names), "saved_model"
-    if chosen != "model.tflite" and os.path.exists(onnx_file):
+    if not (chosen or "").endswith(".tflite") and os.path.exists(onnx_file):
         import onnxruntime
 
         session = onnxruntime.InferenceSession(onnx_file, providers=["CPUExecutionProvider"])

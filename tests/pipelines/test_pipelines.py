@@ -340,3 +340,47 @@ def test_a_litert_export_serves_the_pipeline_without_tensorflow(models, tmp_path
     expected = pipeline("text-classification", model=models["sentiment"])(TEXTS, top_k=None)
     assert pipeline("text-classification", model=path).source.kind == "tflite"
     assert without_tensorflow(path, TEXTS) == [[x["label"] for x in r] for r in expected]
+
+
+def official_dir(models, tmp_path, spm):
+    """The Hugging Face masked LM as an official download: TF1 checkpoint, config, vocabulary.
+    Returns (directory, the pretrainer)."""
+    import shutil
+
+    from albert_tf import convert, save_tf1_checkpoint
+    from albert_tf.checkpoints import hf
+
+    config = hf.config_from_hf_dir(models["mlm"])
+    model = convert.build_model("pretrainer", config)
+    hf.load_hf_checkpoint(model, models["mlm"])
+    directory = tmp_path / "albert_small"
+    save_tf1_checkpoint(model, str(directory / "model.ckpt-best"))
+    config.to_json_file(str(directory / "albert_config.json"))
+    shutil.copyfile(spm, directory / "30k-clean.model")
+    return directory, model
+
+
+def test_an_official_directory_fills_masks_as_its_hugging_face_twin(models, tmp_path, spm):
+    directory, _ = official_dir(models, tmp_path, spm)
+    fill = pipeline("fill-mask", model=str(directory))
+    assert fill.source.kind == "official"
+    sentence = "The capital of France is [MASK]."
+    expected = pipeline("fill-mask", model=models["mlm"])(sentence)
+    got = fill(sentence)
+    assert [c["token"] for c in got] == [c["token"] for c in expected]
+    assert [c["score"] for c in got] == pytest.approx([c["score"] for c in expected], abs=1e-5)
+
+
+@pytest.mark.slow  # the hub-style SavedModel export: ~15 s
+def test_a_tf_hub_module_directory_is_read_as_official_not_as_an_export(models, tmp_path, spm):
+    from albert_tf.export import hub as hub_export
+
+    directory, model = official_dir(models, tmp_path, spm)
+    module = hub_export.export_pretrainer(model, str(directory / "albert_config.json"),
+                                          str(directory / "30k-clean.model"),
+                                          str(tmp_path / "hub"))
+    fill = pipeline("fill-mask", model=module)
+    assert fill.source.kind == "official"
+    sentence = "The capital of France is [MASK]."
+    expected = pipeline("fill-mask", model=str(directory))(sentence)
+    assert [c["token"] for c in fill(sentence)] == [c["token"] for c in expected]
