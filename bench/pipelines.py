@@ -157,7 +157,6 @@ def main():
     parser.add_argument("--output", default=str(REPO / "bench" / "results" / "pipelines.json"))
     args = parser.parse_args()
     from albert_tf import pipeline
-    from albert_tf.kernels import cpu
 
     texts = sentences(args.texts)
     work = tempfile.mkdtemp(prefix="bench-pipelines-")
@@ -196,6 +195,14 @@ def main():
                   " texts/s", flush=True)
         else:
             print("transformers: failed:", done.stderr[-2000:])
+    write_record(results, args)
+
+
+def write_record(results, args) -> None:
+    """Prints each row's speed against ours (HF dir) and the labels' agreement; writes the
+    JSON record (--output)."""
+    from albert_tf.kernels import cpu
+
     reference = results["ours (HF dir)"]
     info = cpu.read_cpu_info()
     record = {"cpu": f"{info.name} ({info.shown_flags()})",
