@@ -113,12 +113,9 @@ def input_settings(input_path: str) -> dict:
     if checkpoints.detect_format(input_path) != "huggingface":
         return {}
     settings = {"problem_type": hf_weights.read_hf_config(input_path).get("problem_type")}
-    tokenizer_config = os.path.join(input_path, "tokenizer_config.json")
-    if os.path.exists(tokenizer_config):
-        import json
-
-        with open(tokenizer_config, encoding="utf-8") as handle:
-            settings["do_lower_case"] = json.load(handle).get("do_lower_case", True)
+    tokenizer_config = hf_weights.read_hf_tokenizer_config(input_path)
+    if tokenizer_config:
+        settings["do_lower_case"] = tokenizer_config.get("do_lower_case", True)
     return settings
 
 

@@ -1,4 +1,5 @@
-"""Atomic output files: an interrupted job never leaves a file that looks complete.
+"""Atomic output files: an interrupted job never leaves a file that looks complete. And
+`read_json`: a JSON file in, or one line naming it when it is not readable.
 
 Every writer in the project goes through these helpers: data is written to a
 temporary file in the destination directory and renamed over the final name
@@ -8,9 +9,24 @@ object stores that `tf.io.gfile` supports as a copy-then-delete).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import uuid
-from typing import Iterator, IO
+from typing import Dict, Iterator, IO
+
+
+def read_json(path: str) -> Dict:
+    """A JSON file's object ({} when the file is absent); a UserValueError naming the file
+    when it is not readable JSON."""
+    from albert_tf.errors import UserValueError
+
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError) as error:
+        raise UserValueError(f"{path}: not readable JSON ({error})") from None
 
 
 def _temp_name(path: str) -> str:

@@ -116,12 +116,10 @@ def read_lines(path: str, fmt: str, task: str, start: int
                ) -> Iterator[Tuple[int, int, object]]:
     """(line number, bytes read so far, record or BadLine) for each input line after the
     first `start` ones (a header counts as a line). Streams: one line in memory at a time."""
-    handle = open(path, "rb")
-    with handle:
+    with open(path, "rb") as handle:
         header = None
         if fmt == "tsv":
-            first = handle.readline().decode("utf-8-sig", "replace").rstrip("\r\n")
-            header = next(csv.reader([first], delimiter="\t", quoting=csv.QUOTE_NONE), [])
+            header = tsv_cells(handle.readline().decode("utf-8-sig", "replace").rstrip("\r\n"))
             number = 1
         else:
             number = 0
@@ -143,6 +141,11 @@ def read_lines(path: str, fmt: str, task: str, start: int
             yield number, handle.tell(), parse_line(text, fmt, header, task, where)
 
 
+def tsv_cells(line: str):
+    """A TSV line's cells; quotes are text (a cell may start with one)."""
+    return next(csv.reader([line], delimiter="\t", quoting=csv.QUOTE_NONE), [])
+
+
 def parse_line(text: str, fmt: str, header, task: str, where: str):
     if fmt == "jsonl":
         try:
@@ -152,7 +155,7 @@ def parse_line(text: str, fmt: str, header, task: str, where: str):
         if not isinstance(record, dict):
             return BadLine(f"{where}: a JSON object is expected, got {type(record).__name__}")
     elif fmt == "tsv":
-        values = next(csv.reader([text], delimiter="\t", quoting=csv.QUOTE_NONE), [])
+        values = tsv_cells(text)
         if len(values) != len(header):
             return BadLine(f"{where}: {len(values)} columns, the header has {len(header)}")
         record = dict(zip(header, values))

@@ -41,19 +41,15 @@ SIZES = {
                   num_attention_heads=4, intermediate_size=1024),
 }
 PEER = r"""
-import json, sys, time, torch, transformers
+import json, sys, torch, transformers
 model_dir, texts_file, batch_size, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 torch.set_num_threads(int(sys.argv[5]))
+sys.path.insert(0, sys.argv[6])
+from bench.pipelines import timed  # stdlib-only at import: no TensorFlow in this venv
 texts = json.load(open(texts_file))
 classify = transformers.pipeline("text-classification", model=model_dir, device=-1,
                                  batch_size=batch_size)
-classify(texts[:64])
-times, labels = [], None
-for _ in range(rounds):
-    start = time.perf_counter()
-    out = classify(texts)
-    times.append(time.perf_counter() - start)
-    labels = [o["label"] for o in out]
+times, labels = timed(lambda batch: [o["label"] for o in classify(batch)], texts, rounds)
 print(json.dumps({"times": times, "labels": labels, "torch": torch.__version__,
                   "transformers": transformers.__version__}))
 """
@@ -183,7 +179,8 @@ def main():
         print(f"{name:22s} {args.texts / results[name]['seconds']:8.1f} texts/s", flush=True)
     if os.path.exists(args.peer_python):
         done = subprocess.run([args.peer_python, "-c", PEER, hf_dir, texts_file,
-                               str(args.batch_size), str(args.rounds), str(args.threads)],
+                               str(args.batch_size), str(args.rounds), str(args.threads),
+                               str(REPO)],
                               capture_output=True, text=True)
         if done.returncode == 0:
             peer = json.loads(done.stdout.strip().splitlines()[-1])

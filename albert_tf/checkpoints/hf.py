@@ -207,6 +207,12 @@ def read_hf_config(directory: str) -> Dict:
         return json.load(handle)
 
 
+def read_hf_tokenizer_config(directory: str) -> Dict:
+    """`tokenizer_config.json` of a Hugging Face directory ({} when absent): casing,
+    `model_max_length`."""
+    return fileio.read_json(os.path.join(directory, "tokenizer_config.json"))
+
+
 def config_from_hf_dir(directory: str) -> AlbertConfig:
     """The AlbertConfig of a Hugging Face ALBERT directory's `config.json`."""
     return config_from_hf(read_hf_config(directory), os.path.join(directory, "config.json"))

@@ -428,31 +428,34 @@ class FinetuningJob:
             checkpoints.restore_for_training(model, self.options.init_checkpoint)
         if "saved_model" in self.options.export_format:
             self.results.update(self.export_saved_model(model) or {})
-        self.export_portable(model)
-        self.write_export_record(model)
+        try:
+            spec = self.portable_model(model)
+        except NotImplementedError:  # a family without ONNX / LiteRT files
+            spec = None
+        self.export_portable(model, spec)
+        self.write_export_record(spec)
         self.results["export_dir"] = self.options.export_dir
 
-    def write_export_record(self, model: keras.Model) -> None:
+    def write_export_record(self, spec: Optional[portable.PortableModel]) -> None:
         """albert_tf_export.json in --export_dir: what the export is (the portable model's
         metadata), for `albert_tf.pipeline` and `python -m albert_tf.predict`."""
         options = self.options
-        if not tf.io.gfile.exists(options.export_dir) or "://" in options.export_dir:
-            return
-        try:
-            metadata = self.portable_model(model).metadata
-        except NotImplementedError:
+        if spec is None or "://" in options.export_dir or not tf.io.gfile.exists(
+                options.export_dir):
             return
         records.write_export_record(
-            options.export_dir, metadata, spm_model_file=options.spm_model_file,
+            options.export_dir, spec.metadata, spm_model_file=options.spm_model_file,
             vocab_file=None if options.spm_model_file else options.vocab_file)
 
-    def export_portable(self, model: keras.Model) -> None:
+    def export_portable(self, model: keras.Model,
+                        spec: Optional[portable.PortableModel] = None) -> None:
         """Writes the ONNX and LiteRT files --export_format asks for, the int8 ones
-        checked on the evaluation set when there is one."""
+        checked on the evaluation set when there is one (`spec`: the portable model, built
+        here when not given)."""
         options = self.options
         if not set(options.export_format) & set(portable.PORTABLE_FORMATS):
             return
-        spec = self.portable_model(model)
+        spec = spec or self.portable_model(model)
         check_features = None
         if (options.export_int8 or options.export_fp16) and options.int8_min_agreement > 0:
             check_features = self.eval_features()

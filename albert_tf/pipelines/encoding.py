@@ -115,18 +115,17 @@ class TextEncoder:
         char = strip_accents(char)
         return char.lower() if self.tokenizer.do_lower_case else char
 
-    def _normalized(self, text: str) -> Tuple[str, List[Span], List[int], List[Span]]:
+    def _normalized(self, text: str) -> Tuple[str, List[Span], List[int]]:
         """The text as the original normalises it for SentencePiece (`preprocess_text`), with
         each normalised character's span in `text` ((-1, -1) for the spaces between words)
-        and its word index."""
-        pieces, spans, words, word_spans = [], [], [], []
+        and its whitespace word's index."""
+        pieces, spans, words = [], [], []
         for index, match in enumerate(_WORD.finditer(text)):
             if index:
                 pieces.append(" ")
                 spans.append((-1, -1))
                 words.append(-1)
             start, word = match.start(), match.group()
-            word_spans.append((start, match.end()))
             per_char = [self._normalize_char(c) for c in word]
             normalized = self.tokenizer.preprocess(word)
             if "".join(per_char) == normalized:
@@ -136,11 +135,11 @@ class TextEncoder:
                 spans.extend([(start, match.end())] * len(normalized))
             pieces.append(normalized)
             words.extend([index] * (len(spans) - len(words)))
-        return "".join(pieces), spans, words, word_spans
+        return "".join(pieces), spans, words
 
     def _sentencepiece_tokens(self, text: str) -> Tokens:
         tokenizer = self.tokenizer
-        normalized, spans, char_words, word_spans = self._normalized(text)
+        normalized, spans, char_words = self._normalized(text)
         byte_to_char = []
         for index, char in enumerate(normalized):
             byte_to_char.extend([index] * len(char.encode("utf-8")))
@@ -202,7 +201,7 @@ class TextEncoder:
         tokenizer = self.tokenizer
         ids, offsets, words, word_spans = [], [], [], []
         for match in _WORDPIECE_WORD.finditer(text):
-            for start, end in _basic_spans(tokenizer, match.group(), match.start()):
+            for start, end in _basic_spans(match.group(), match.start()):
                 pieces = tokenizer.basic_tokenize(text[start:end])
                 if not pieces:
                     continue
@@ -342,7 +341,7 @@ def _split_evenly(begin: int, end: int, lengths: List[int]) -> List[Span]:
     return out
 
 
-def _basic_spans(tokenizer, word: str, start: int) -> List[Span]:
+def _basic_spans(word: str, start: int) -> List[Span]:
     """Character spans of the basic tokenizer's units of one whitespace word: runs of
     ordinary characters, and each punctuation mark or CJK character on its own."""
     from albert_tf.tokenization import wordpiece

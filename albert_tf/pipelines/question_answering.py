@@ -106,7 +106,7 @@ class QuestionAnsweringPipeline(base.Pipeline):
         if not item["context"].strip():
             raise UserValueError(f"{self.task}: the context is empty")
         question = self.encoder.tokens(item["question"], offsets=False)
-        question = question.window(0, min(len(question), int(options["max_question_len"])))
+        question = question.window(0, min(len(question), options["max_question_len"]))
         context = self.encoder.tokens(item["context"])
         budget = options["max_seq_len"] - len(question) - 3
         if budget <= options["doc_stride"]:
@@ -119,7 +119,7 @@ class QuestionAnsweringPipeline(base.Pipeline):
 
     def answer(self, item, rows, outputs: Dict[str, np.ndarray], options: Mapping):
         context = item["context"]
-        top_k = int(options["top_k"])
+        top_k = options["top_k"]
         align = options["align_to_words"]
         pre_top_k = top_k * 2 + 10 if align else top_k
         min_null, answers = 1000000.0, []
@@ -129,15 +129,12 @@ class QuestionAnsweringPipeline(base.Pipeline):
             allowed[0] = 1  # [CLS]
             start = np.where(allowed == 0, -10000.0, outputs["start_logits"][index][:n])
             end = np.where(allowed == 0, -10000.0, outputs["end_logits"][index][:n])
-            start = np.exp(start - start.max(axis=-1, keepdims=True))
-            start = start / start.sum()
-            end = np.exp(end - end.max(axis=-1, keepdims=True))
-            end = end / end.sum()
+            start, end = base.softmax(start), base.softmax(end)
             if options["handle_impossible_answer"]:
                 min_null = min(min_null, float(start[0] * end[0]))
             start[0] = end[0] = 0.0
             for s, e, score in zip(*decode_spans(start, end, pre_top_k,
-                                                 int(options["max_answer_len"]), allowed)):
+                                                 options["max_answer_len"], allowed)):
                 first, last = self.char_span(row, int(s), int(e), align)
                 text = context[first:last]
                 same = next((a for a in answers if a["answer"].lower() == text.lower()), None)

@@ -25,7 +25,6 @@ Heads and their outputs (`run`; a Keras model's also `sequence_output` [B, S, H]
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import Callable, Dict, List, Mapping, Optional
 
@@ -33,6 +32,7 @@ import numpy as np
 
 from albert_tf.errors import UserFileNotFoundError, UserValueError
 from albert_tf.export.records import EXPORT_RECORD
+from albert_tf.fileio import read_json
 
 EXPORT_FILES = ("model.onnx", "model.tflite", "saved_model.pb")
 # convert's --model names (a Hugging Face class's, see checkpoints.hf.ARCHITECTURE_MODELS)
@@ -43,6 +43,10 @@ MODEL_HEADS = {"pretrainer": "masked_lm", "encoder": "encoder", "classifier": "c
 # An export's metadata "task" -> the pipeline head.
 EXPORT_HEADS = {"classifier": "classifier", "tagging": "token_classifier", "squad_v1": "span"}
 TOKEN_FEATURES = ("input_ids", "input_mask", "segment_ids")
+# What each head returns (an export the same but `sequence_output`).
+HEAD_OUTPUTS = {"masked_lm": ("mlm_logits",), "encoder": (), "classifier": ("logits",),
+                "token_classifier": ("logits",), "multiple_choice": ("logits",),
+                "span": ("start_logits", "end_logits")}
 
 
 @dataclasses.dataclass
@@ -141,10 +145,7 @@ def keras_runner(model, head: str) -> Callable:
             return {"logits": tf.cast(logits[:, 0], tf.float32),
                     "sequence_output": tf.cast(encoded["sequence_output"], tf.float32)}
     else:
-        names = {"masked_lm": ("mlm_logits",), "encoder": (), "classifier": ("logits",),
-                 "token_classifier": ("logits",),
-                 "span": ("start_logits", "end_logits")}[head] + ("sequence_output",)
-        call = saved_model.model_outputs(model, names)
+        call = saved_model.model_outputs(model, HEAD_OUTPUTS[head] + ("sequence_output",))
 
     functions = {}
 
@@ -162,20 +163,11 @@ def keras_runner(model, head: str) -> Callable:
     return run
 
 
-def _read_json(path: str) -> Dict:
-    if not os.path.exists(path):
-        return {}
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError) as error:
-        raise UserValueError(f"{path}: not readable JSON ({error})") from None
-
-
 def _hf_tokenizer(path: str, do_lower_case: Optional[bool]):
+    from albert_tf.checkpoints import hf
     from albert_tf.tokenization import load_tokenizer
 
-    settings = _read_json(os.path.join(path, "tokenizer_config.json"))
+    settings = hf.read_hf_tokenizer_config(path)
     lower = settings.get("do_lower_case", True) if do_lower_case is None else do_lower_case
     spm_model = os.path.join(path, "spiece.model")
     vocab = os.path.join(path, "vocab.txt")
@@ -225,7 +217,7 @@ def read_export_metadata(export_dir: str) -> Dict:
     model.tflite's metadata."""
     record = os.path.join(export_dir, EXPORT_RECORD)
     if os.path.exists(record):
-        return _read_json(record)
+        return read_json(record)
     if os.path.exists(os.path.join(export_dir, "model.onnx")):
         from albert_tf.export.records import read_onnx_metadata
 
@@ -277,8 +269,7 @@ def _export_source(export_dir: str, do_lower_case: Optional[bool],
 def _export_runner(export_dir: str, head: str, chosen: Optional[str]):
     """(run, kind) of the export's `chosen` file (an .onnx or .tflite file's name), else of
     its SavedModel, then model.onnx, then model.tflite."""
-    names = {"classifier": ("logits",), "token_classifier": ("logits",),
-             "span": ("start_logits", "end_logits")}[head]
+    names = HEAD_OUTPUTS[head]
     onnx_file = os.path.join(export_dir, chosen if chosen and chosen.endswith(".onnx")
                              else "model.onnx")
     tflite_file = os.path.join(export_dir, chosen if chosen and chosen.endswith(".tflite")
