@@ -94,8 +94,10 @@ def main(job_class: type) -> Callable:
             results = job_class(options, strategy).run()
             if command_line.print_predict_metrics and results.get("predict_metrics"):
                 print(json.dumps(results["predict_metrics"]))
-            logging.info("done at step %s; best: %s%s", results.get("global_step"),
-                         results.get("best"),
+            best = results.get("best")
+            if isinstance(best, dict):  # per-label values are in the files
+                best = {key: value for key, value in best.items() if "/" not in key}
+            logging.info("done at step %s; best: %s%s", results.get("global_step"), best,
                          f"; predict: {results['predict_accuracy']}"
                          if results.get("predict_accuracy") is not None else "")
         cli.report_export(results, FLAGS.export_format)

@@ -187,25 +187,31 @@ class AlbertClassifier(FineTuningModel):
 
     Call with the encoder's input dict. Returns the encoder's outputs plus
       `logits`        float32 [B, K]
-      `probabilities` float32 [B, K]: softmax, or the logits themselves when K = 1 (regression)
-      `predictions`   int32 [B] argmax, or float32 [B] the regression value when K = 1
+      `probabilities` float32 [B, K]: softmax, or the logits themselves when K = 1
+                      (regression), or a sigmoid per label with `multi_label`
+      `predictions`   int32 [B] argmax, or float32 [B] the regression value when K = 1, or
+                      int32 [B, K] multi-hot (probability above 0.5) with `multi_label`
     `dropout_rate` is the original's fixed 0.1 on the pooled output.
     """
 
-    _EXTRA_ARGS = ("num_labels", "dropout_rate")
+    _EXTRA_ARGS = ("num_labels", "dropout_rate", "multi_label")
 
     def __init__(self, config: AlbertConfig, num_labels: int, dropout_rate: float = 0.1,
-                 **kwargs):
+                 multi_label: bool = False, **kwargs):
         super().__init__(config, **kwargs)
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
+        self.multi_label = multi_label
         self.classifier = self.classification_head(num_labels, dropout_rate)
 
     def call(self, inputs: Dict, training=False):
         outputs = dict(self.encoder(inputs, training=training))
         logits = self.classifier(outputs["pooled_output"], training=training)
         outputs["logits"] = logits
-        if self.num_labels == 1:
+        if self.multi_label:
+            outputs["probabilities"] = ops.sigmoid(logits)
+            outputs["predictions"] = ops.cast(ops.greater(logits, 0), "int32")
+        elif self.num_labels == 1:
             outputs["probabilities"] = logits
             outputs["predictions"] = logits[:, 0]
         else:
@@ -215,15 +221,25 @@ class AlbertClassifier(FineTuningModel):
 
 
 def classifier_losses(outputs: Mapping, labels: Mapping) -> Dict:
-    """run_classifier's loss: softmax cross-entropy, or squared error when K = 1.
+    """run_classifier's loss: softmax cross-entropy, or squared error when K = 1, or, for
+    multi-hot `label_ids` [B, K], the binary cross-entropy of a sigmoid per label averaged
+    over the K labels (the mean over the batch is then the mean over all B x K terms, as
+    google-research's GoEmotions classifier and Hugging Face's BCEWithLogitsLoss take it).
 
     Args:
       outputs: with `logits` float32 [B, K].
-      labels: with `label_ids` [B] (int class ids; float targets when K = 1).
+      labels: with `label_ids` [B] (int class ids; float targets when K = 1) or [B, K].
     Returns `loss` (mean over the batch, as the original: padding examples are
-    not excluded here) and `per_example_loss` [B]; for K > 1 also `accuracy`.
+    not excluded here) and `per_example_loss` [B]; for single-label K > 1 also `accuracy`.
     """
     logits = ops.cast(outputs["logits"], "float32")
+    if len(labels["label_ids"].shape) == 2:
+        targets = ops.cast(labels["label_ids"], "float32")
+        # max(x, 0) - x z + log(1 + exp(-|x|)): the stable sigmoid cross-entropy.
+        terms = (ops.relu(logits) - logits * targets
+                 + ops.log1p(ops.exp(-ops.abs(logits))))
+        per_example = ops.mean(terms, axis=-1)
+        return {"loss": ops.mean(per_example), "per_example_loss": per_example}
     label_ids = ops.reshape(labels["label_ids"], (-1,))
     if logits.shape[-1] == 1:
         per_example = ops.square(logits[:, 0] - ops.cast(label_ids, "float32"))

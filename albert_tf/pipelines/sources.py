@@ -258,24 +258,27 @@ def _export_source(export_dir: str, do_lower_case: Optional[bool],
         tokenizer = load_tokenizer(vocab_file=vocabulary, do_lower_case=lower)
     else:
         tokenizer = load_tokenizer(spm_model_file=vocabulary, do_lower_case=lower)
-    run, kind = _export_runner(export_dir, head, chosen)
+    run, kind = _export_runner(export_dir, head, chosen, bool(metadata.get("multi_label")))
     labels = metadata.get("labels")
-    problem_type = "regression" if task == "classifier" and not labels else None
+    problem_type = ("regression" if task == "classifier" and not labels
+                    else "multi_label_classification" if metadata.get("multi_label") else None)
     return ModelSource(tokenizer, head, run, int(metadata.get("max_seq_length") or 512), kind,
                        export_dir, labels, problem_type,
                        len(labels) if labels else (1 if head == "classifier" else None))
 
 
-def _export_runner(export_dir: str, head: str, chosen: Optional[str]):
+def _export_runner(export_dir: str, head: str, chosen: Optional[str],
+                   multi_label: bool = False):
     """(run, kind) of the export's `chosen` file (an .onnx or .tflite file's name), else of
-    its SavedModel, then model.onnx, then model.tflite."""
+    its SavedModel, then model.onnx, then model.tflite (`multi_label`: a classifier's
+    probabilities are sigmoids)."""
     names = HEAD_OUTPUTS[head]
     onnx_file = os.path.join(export_dir, chosen if chosen and chosen.endswith(".onnx")
                              else "model.onnx")
     tflite_file = os.path.join(export_dir, chosen if chosen and chosen.endswith(".tflite")
                                else "model.tflite")
     if chosen is None and os.path.exists(os.path.join(export_dir, "saved_model.pb")):
-        return _saved_model_runner(export_dir, names), "saved_model"
+        return _saved_model_runner(export_dir, names, multi_label), "saved_model"
     if not (chosen or "").endswith(".tflite") and os.path.exists(onnx_file):
         import onnxruntime
 
@@ -305,8 +308,9 @@ def _with_word_mask(features: Mapping[str, np.ndarray], name: str) -> np.ndarray
     return np.asarray(features[name], np.int32)
 
 
-def _saved_model_runner(export_dir: str, names) -> Callable:
+def _saved_model_runner(export_dir: str, names, multi_label: bool = False) -> Callable:
     import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the ops the raw-text signatures hold)
 
     loaded = tf.saved_model.load(export_dir)
     function = loaded.signatures["serve_tokens"]
@@ -318,9 +322,14 @@ def _saved_model_runner(export_dir: str, names) -> Callable:
         if "logits" in names and "logits" not in outputs:
             # A classifier's serve_tokens returns probabilities: their logarithms are the
             # logits up to a constant per row, which softmax (and argmax) do not see.
-            probabilities = outputs["probabilities"].astype(np.float32)
-            outputs["logits"] = (probabilities if probabilities.shape[-1] == 1
-                                 else np.log(np.maximum(probabilities, 1e-30)))
+            # A multi-label classifier's are sigmoids: their logits are log(p / (1 - p)).
+            probabilities = outputs["probabilities"].astype(np.float64)
+            if multi_label:
+                clipped = np.clip(probabilities, 1e-30, 1 - 1e-7)
+                outputs["logits"] = np.log(clipped) - np.log1p(-clipped)
+            else:
+                outputs["logits"] = (probabilities if probabilities.shape[-1] == 1
+                                     else np.log(np.maximum(probabilities, 1e-30)))
         return {name: outputs[name].astype(np.float32) for name in names}
 
     run.loaded = loaded  # keeps the SavedModel's variables alive

@@ -89,10 +89,13 @@ class BestCheckpointTracker:
             metrics = {key: value for key, value in metrics.items() if key not in nonfinite}
             metrics["nonfinite_metrics"] = ",".join(nonfinite)
         results = dict(metrics, global_step=step)
-        logging.info("eval at step %d: %s", step,
+        # Per-class values (`f1/<label>`) go to the files, not to the one log line.
+        grouped = sum("/" in k for k in metrics)
+        logging.info("eval at step %d: %s%s", step,
                      " | ".join(f"{k} {format_value(v)}" if isinstance(v, bool) else
                                 f"{k} {v:.4g}" for k, v in sorted(metrics.items())
-                                if isinstance(v, (int, float))))
+                                if isinstance(v, (int, float)) and "/" not in k),
+                     f" (and {grouped} per-label values: eval_results.txt)" if grouped else "")
         improved = self.metric in metrics and self._improves(metrics[self.metric])
         if not self.write:
             self.best = results if improved else self.best

@@ -18,6 +18,9 @@ ADDED = {
     # name in these two) is still accepted, with a warning.
     "run_race": {"classifier_dropout": "one dropout flag name"},
     "run_squad": {"classifier_dropout": "one dropout flag name"},
+    # Multi-label classification (GoEmotions, custom --multi_label) and its thresholds.
+    "run_classifier": {"multi_label": "custom multi-label task",
+                       "multi_label_threshold": "multi-label decision thresholds"},
 }
 
 

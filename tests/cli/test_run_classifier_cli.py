@@ -225,6 +225,9 @@ def glue_options(sst2, tmp_path, **changes):
     ({"classifier_dropout": 1.0}, "--classifier_dropout must be in"),
     ({"spm_model_file": "/no/such.model"}, "--spm_model_file '/no/such.model' does not exist"),
     ({"export_layer_norm": "fast"}, "--export_layer_norm must be one of auto, onednn, plain"),
+    ({"multi_label_threshold": "1.5"}, "--multi_label_threshold must be 'tuned' or a number in "
+                                       r"\(0, 1\), got '1.5'"),
+    ({"multi_label_threshold": "best"}, "--multi_label_threshold must be 'tuned'"),
 ])
 def test_option_errors_are_clear(sst2, tmp_path, extra, message):
     from albert_tf.tasks.classification.job import run_glue

@@ -64,7 +64,7 @@ def test_every_family_has_an_evaluate_command(family):
 
 
 def test_the_clis_task_names_are_the_registered_data_sets():
-    from albert_tf.tasks.classification import clue, glue
+    from albert_tf.tasks.classification import clue, glue, multilabel
     from albert_tf.tasks.multiple_choice.job import MultipleChoiceOptions
     from albert_tf.tasks.tagging import readers
     from albert_tf.option_fields import field_specs
@@ -73,7 +73,7 @@ def test_the_clis_task_names_are_the_registered_data_sets():
         registry.names("multiple_choice")
     assert readers.TASKS == registry.names("tagging")
     assert set(registry.names("classification")) == \
-        set(glue.TASKS) | set(clue.TASKS) | {glue.CUSTOM_TASK}
+        set(glue.TASKS) | set(clue.TASKS) | {multilabel.GOEMOTIONS, glue.CUSTOM_TASK}
     assert registry.names("span_qa") == ("squad_v1", "squad_v2", "cmrc2018")
 
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from absl import logging
 
@@ -125,21 +125,7 @@ def split_file(task: ClueDataSet, directory: str, split: str) -> str:
                              f"(the {split} split of {task.name}; check --data_dir)")
 
 
-def read_json_lines(path: str) -> Iterator[Tuple[int, dict]]:
-    """(1-based line number, object) of each non-blank line of a UTF-8 JSON-lines file."""
-    text = glue.read_utf8_text(path)
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise glue.GlueDataError(f"{path}:{number}: not a valid JSON line ({err.msg} at "
-                                     f"column {err.colno})") from None
-        if not isinstance(value, dict):
-            raise glue.GlueDataError(f"{path}:{number}: expected a JSON object, found "
-                                     f"{type(value).__name__}")
-        yield number, value
+read_json_lines = glue.read_json_lines  # moved to glue.py (custom .jsonl files read it too)
 
 
 def task_labels(task: ClueDataSet, directory: str) -> Tuple[Tuple[str, ...], Dict[str, str]]:

@@ -1,5 +1,5 @@
-"""The classification data sets (`--task_name`): GLUE's, CLUE's and "custom", as registry
-records.
+"""The classification data sets (`--task_name`): GLUE's, CLUE's, GoEmotions (multi-label)
+and "custom", as registry records.
 
 Every record's `reader` takes the run's options (anything with `data_dir`,
 `do_lower_case` and `custom`: `ClassificationOptions`, or the evaluate command's
@@ -8,7 +8,8 @@ the files for CLUE's TNEWS / IFLYTEK `labels.json` and custom tasks), a split ->
 examples function, and the data set's own submission writer (CLUE's
 `{task}_predict.json`). `settings`: "task" (the `glue.TaskSpec` or `clue.ClueDataSet`
 the record reads), "benchmark" (GLUE / CLUE: groups the names in the unknown-name
-error), "columns" (True: read with the custom-task column flags, `glue.CustomTaskOptions`).
+error), "columns" (True: read with the custom-task column flags, `glue.CustomTaskOptions`),
+"multi_label" (True: label sets, `multilabel.py`; a custom task's is its --multi_label).
 
 Pure Python (no TensorFlow at import), as the registry.
 """
@@ -21,7 +22,7 @@ from typing import Callable, List, Optional
 from albert_tf.errors import UserValueError
 from albert_tf.option_fields import field_specs
 from albert_tf.tasks import registry
-from albert_tf.tasks.classification import clue, glue
+from albert_tf.tasks.classification import clue, glue, multilabel
 
 FAMILY = "classification"
 
@@ -34,11 +35,14 @@ class TaskData:
     read: split ("train", "dev", "test") -> its `glue.InputExample`s.
     submission: (output_dir, test examples, predicted labels) -> the file name written,
         the data set's own prediction file beside submit_results.tsv; None: none.
+    read_file: path -> the examples of a file in the data set's format under any name
+        (None: only the split files are read).
     """
 
     spec: glue.TaskSpec
     read: Callable[[str], List[glue.InputExample]]
     submission: Optional[Callable] = None
+    read_file: Optional[Callable[[str], List[glue.InputExample]]] = None
 
 
 def _open_glue(spec: glue.TaskSpec, options) -> TaskData:
@@ -62,6 +66,13 @@ def _open_custom(options) -> TaskData:
                                                             options.do_lower_case))
 
 
+def _open_goemotions(options) -> TaskData:
+    labels = multilabel.goemotions_labels(options.data_dir)
+    return TaskData(multilabel.goemotions_spec(labels),
+                    lambda split: multilabel.read_goemotions(options.data_dir, split, labels),
+                    read_file=lambda path: multilabel.read_goemotions_file(path, labels))
+
+
 def _glue_record(spec: glue.TaskSpec) -> registry.DataSet:
     return registry.DataSet(
         spec.name, FAMILY, functools.partial(_open_glue, spec), spec.metric, spec.labels,
@@ -82,6 +93,11 @@ for _spec in glue.TASKS.values():
     registry.register(_glue_record(_spec))
 for _task in clue.TASKS.values():
     registry.register(_clue_record(_task))
+registry.register(registry.DataSet(
+    multilabel.GOEMOTIONS, FAMILY, _open_goemotions, "macro_f1", None,
+    settings={"multi_label": True, "benchmark": "multi-label"},
+    description="GoEmotions (multi-label, 28 emotions): <data_dir>/{train,dev,test}.tsv "
+                "(text, comma-separated label ids, id) and <data_dir>/emotions.txt"))
 registry.register(registry.DataSet(
     glue.CUSTOM_TASK, FAMILY, _open_custom, "eval_accuracy", None,
     settings={"columns": True},

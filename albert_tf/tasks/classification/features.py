@@ -1,7 +1,8 @@
 """Classification examples -> model features: packing, TFRecord caches, tf.data pipelines.
 
 Features follow the original's TFRecord schema (`input_ids`, `input_mask`,
-`segment_ids` int64 [S], `label_ids` int64, or float for regression,
+`segment_ids` int64 [S], `label_ids` int64, or float for regression, or int64 [K]
+multi-hot for a multi-label task as google-research's GoEmotions classifier writes it,
 `is_real_example`) and are cached per task, split, sequence length,
 vocabulary and data (see `prepare_features`). `examples` are `glue.InputExample`s
 and `spec` a `glue.TaskSpec` (GLUE, CLUE and custom tasks alike); this module only
@@ -58,10 +59,11 @@ def pack_pair(ids_a: List[int], ids_b: Optional[List[int]], max_seq_length: int,
 
 
 def convert_examples(examples: Sequence, tokenizer, max_seq_length: int,
-                     labels: Optional[Sequence[str]], num_threads: int = 1
-                     ) -> Dict[str, np.ndarray]:
+                     labels: Optional[Sequence[str]], num_threads: int = 1,
+                     multi_label: bool = False) -> Dict[str, np.ndarray]:
     """Features of `examples` as arrays: int32 [N, S] ids/mask/segments, label_ids [N]
-    (int32 class index, float32 for regression, 0 for unlabelled examples), is_real_example.
+    (int32 class index, float32 for regression, 0 for unlabelled examples; int32 [N, K]
+    multi-hot with `multi_label`), is_real_example.
     """
     if max_seq_length < 3:
         raise ValueError(f"--max_seq_length must be at least 3, got {max_seq_length}")
@@ -73,18 +75,22 @@ def convert_examples(examples: Sequence, tokenizer, max_seq_length: int,
     out = {name: np.zeros([n, max_seq_length], np.int32)
            for name in ("input_ids", "input_mask", "segment_ids")}
     regression = labels is None
-    out["label_ids"] = np.zeros([n], np.float32 if regression else np.int32)
+    out["label_ids"] = (np.zeros([n, len(labels)], np.int32) if multi_label
+                        else np.zeros([n], np.float32 if regression else np.int32))
     out["is_real_example"] = np.ones([n], np.int32)
     label_map = None if regression else {label: i for i, label in enumerate(labels)}
     for i, example in enumerate(examples):
         packed = pack_pair(ids_a[i], ids_b[i], max_seq_length, tokenizer.cls_id,
                            tokenizer.sep_id, max(tokenizer.pad_id, 0))
         out["input_ids"][i], out["input_mask"][i], out["segment_ids"][i] = packed
-        if example.label is not None:
-            out["label_ids"][i] = (float(example.label) if regression
-                                   else label_map[example.label])
         if i % 10000 == 0 and i:
             logging.info("converted %d of %d examples", i, n)
+        if example.label is None:
+            continue
+        if multi_label:
+            out["label_ids"][i, [label_map[name] for name in example.label]] = 1
+        else:
+            out["label_ids"][i] = float(example.label) if regression else label_map[example.label]
     for i in range(min(n, 3)):
         logging.info("example %s: %s -> %s", examples[i].guid, examples[i].text_a[:80],
                      " ".join(tokenizer.convert_ids_to_tokens(
@@ -92,13 +98,16 @@ def convert_examples(examples: Sequence, tokenizer, max_seq_length: int,
     return out
 
 
-def feature_spec(max_seq_length: int, regression: bool):
-    """tf.io parsing spec of the original's classifier TFRecords."""
+def feature_spec(max_seq_length: int, regression: bool, num_multi_labels: Optional[int] = None):
+    """tf.io parsing spec of the original's classifier TFRecords (`label_ids` [K] with
+    `num_multi_labels` K)."""
     import tensorflow as tf
 
     ints = tf.io.FixedLenFeature([max_seq_length], tf.int64)
+    label_shape = [] if num_multi_labels is None else [num_multi_labels]
     return {"input_ids": ints, "input_mask": ints, "segment_ids": ints,
-            "label_ids": tf.io.FixedLenFeature([], tf.float32 if regression else tf.int64),
+            "label_ids": tf.io.FixedLenFeature(label_shape,
+                                               tf.float32 if regression else tf.int64),
             "is_real_example": tf.io.FixedLenFeature([], tf.int64)}
 
 
@@ -110,9 +119,9 @@ def serialize(features: Dict[str, np.ndarray], index: int, regression: bool) -> 
 
     feature = {name: ints(features[name][index])
                for name in ("input_ids", "input_mask", "segment_ids")}
-    label = features["label_ids"][index]
-    feature["label_ids"] = (tf.train.Feature(float_list=tf.train.FloatList(value=[label]))
-                            if regression else ints([label]))
+    label = np.reshape(features["label_ids"][index], [-1])  # [K] multi-hot, else one value
+    feature["label_ids"] = (tf.train.Feature(float_list=tf.train.FloatList(value=label))
+                            if regression else ints(label))
     feature["is_real_example"] = ints([features["is_real_example"][index]])
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
@@ -123,7 +132,8 @@ def _sha1(data: bytes) -> str:
 
 def cache_identity(task: str, split: str, max_seq_length: int, tokenizer_fingerprint: str,
                    do_lower_case: bool, examples: Sequence,
-                   labels: Optional[Sequence[str]]) -> Dict[str, object]:
+                   labels: Optional[Sequence[str]], multi_label: bool = False
+                   ) -> Dict[str, object]:
     """Everything the cached features depend on (compared before reusing a cache)."""
     digest = hashlib.sha1()
     for e in examples:
@@ -132,7 +142,7 @@ def cache_identity(task: str, split: str, max_seq_length: int, tokenizer_fingerp
             "vocabulary": tokenizer_fingerprint, "do_lower_case": do_lower_case,
             "labels": None if labels is None else list(labels),
             "examples": digest.hexdigest(), "num_examples": len(examples),
-            "format": 1}
+            "format": 1, **({"multi_label": True} if multi_label else {})}
 
 
 def cache_path(cached_dir: str, identity: Dict[str, object]) -> str:
@@ -152,11 +162,13 @@ def prepare_features(cached_dir: str, spec, split: str,
     its file name; reuse and rebuilding follow `finetuning.feature_cache`.
     """
     identity = cache_identity(spec.name, split, max_seq_length, tokenizer_fingerprint,
-                              tokenizer.do_lower_case, examples, spec.labels)
+                              tokenizer.do_lower_case, examples, spec.labels,
+                              spec.multi_label)
     path = cache_path(cached_dir, identity)
 
     def write_records(write):
-        features = convert_examples(examples, tokenizer, max_seq_length, spec.labels)
+        features = convert_examples(examples, tokenizer, max_seq_length, spec.labels,
+                                    multi_label=spec.multi_label)
         for i in range(len(examples)):
             write(serialize(features, i, spec.is_regression))
         logging.info("wrote %d %s features to %s", len(examples), split, path)
@@ -170,8 +182,9 @@ def prepare_features(cached_dir: str, spec, split: str,
 
 def dataset(path: str, max_seq_length: int, regression: bool, batch_size: int,
             is_training: bool, num_examples: int, seed: Optional[int] = None,
-            input_context=None):
-    """tf.data over a feature cache: int32 features, float32 labels for regression.
+            input_context=None, num_multi_labels: Optional[int] = None):
+    """tf.data over a feature cache: int32 features, float32 labels for regression, int32
+    label_ids [K] with `num_multi_labels` K.
 
     Training: shuffled (buffer min(num_examples, 100000), seeded) and repeated,
     whole batches; sharded per input pipeline under distribution.
@@ -180,7 +193,8 @@ def dataset(path: str, max_seq_length: int, regression: bool, batch_size: int,
     """
     import tensorflow as tf
 
-    spec = feature_spec(max_seq_length, regression)
+    spec = feature_spec(max_seq_length, regression, num_multi_labels)
+    label_shape = [] if num_multi_labels is None else [num_multi_labels]
 
     def parse(record):
         parsed = tf.io.parse_single_example(record, spec)
@@ -191,7 +205,7 @@ def dataset(path: str, max_seq_length: int, regression: bool, batch_size: int,
         return {"input_ids": tf.zeros([max_seq_length], tf.int32),
                 "input_mask": tf.zeros([max_seq_length], tf.int32),
                 "segment_ids": tf.zeros([max_seq_length], tf.int32),
-                "label_ids": tf.zeros([], tf.float32 if regression else tf.int32),
+                "label_ids": tf.zeros(label_shape, tf.float32 if regression else tf.int32),
                 "is_real_example": tf.zeros([], tf.int32)}
 
     return feature_cache.cached_dataset(path, parse, batch_size, is_training, num_examples,

@@ -15,10 +15,11 @@ columns than the task reads, or a label outside the task's label list, is an
 error naming the file and line. QQP's known short rows in train/dev are
 skipped and counted, as the original skips them.
 
-`custom`: a user's own files `{train,dev,test}.{tsv,csv,txt}` in `data_dir`
-(`.txt` is read as TSV: ChnSentiCorp's `text<TAB>label` files) with columns
-chosen by name (header row) or 0-based index; the label list is the sorted
-set of training labels (or `regression=True`).
+`custom`: a user's own files `{train,dev,test}.{tsv,csv,txt,jsonl}` in `data_dir`
+(`.txt` is read as TSV: ChnSentiCorp's `text<TAB>label` files; `.jsonl` holds one object
+per line, the column flags naming its keys) with columns chosen by name (header row) or
+0-based index; the label list is the sorted set of training labels (or
+`regression=True`; `multi_label=True`: label sets, `multilabel.py`).
 
 CLUE's JSON-lines tasks are in `albert_tf.tasks.classification.clue`; features and
 their caches in `features.py`, metrics in `metrics.py` (their names are re-exported
@@ -29,6 +30,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import json
 import os
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -90,6 +92,7 @@ class TaskSpec:
     extra_metrics: Tuple[str, ...] = ()
     skip_short_rows: bool = False       # QQP: the original skips rows it cannot index
     submission_name: Optional[str] = None  # GLUE leaderboard file name (without .tsv)
+    multi_label: bool = False           # labels are sets (multilabel.py): sigmoid per label
 
     @property
     def is_regression(self) -> bool:
@@ -161,6 +164,23 @@ def read_utf8_text(path: str) -> str:
     except UnicodeDecodeError as err:
         line = raw[:err.start].count(b"\n") + 1
         raise GlueDataError(f"{path}:{line}: not valid UTF-8 ({err.reason})") from err
+
+
+def read_json_lines(path: str) -> Iterator[Tuple[int, dict]]:
+    """(1-based line number, object) of each non-blank line of a UTF-8 JSON-lines file."""
+    text = read_utf8_text(path)
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise GlueDataError(f"{path}:{number}: not a valid JSON line ({err.msg} at "
+                                     f"column {err.colno})") from None
+        if not isinstance(value, dict):
+            raise GlueDataError(f"{path}:{number}: expected a JSON object, found "
+                                     f"{type(value).__name__}")
+        yield number, value
 
 
 def read_rows(path: str, delimiter: str = "\t") -> Iterator[Tuple[int, List[str]]]:
@@ -298,21 +318,29 @@ class CustomTaskOptions:
                                                  "number).")
     has_header: bool = option(True, help="custom task: the files start with a header row.")
     regression: bool = option(False, help="custom task: float labels, squared-error loss.")
+    multi_label: bool = option(False, help="custom task: each label cell holds a set of "
+                                           "labels (comma-separated names, or a JSON list in "
+                                           ".jsonl files; empty: none); a sigmoid per label "
+                                           "with binary cross-entropy.")
+
+    def __post_init__(self) -> None:
+        if self.regression and self.multi_label:
+            raise GlueDataError("--regression and --multi_label exclude each other")
 
 
-CUSTOM_EXTENSIONS = ("tsv", "csv", "txt")
+CUSTOM_EXTENSIONS = ("tsv", "csv", "txt", "jsonl")
 
 
 def custom_file(data_dir: str, split: str) -> str:
-    """data_dir/{split}.tsv, .csv or .txt (error unless exactly one exists)."""
+    """data_dir/{split}.tsv, .csv, .txt or .jsonl (error unless exactly one exists)."""
     import tensorflow as tf
 
     found = [os.path.join(data_dir, f"{split}.{ext}") for ext in CUSTOM_EXTENSIONS
              if tf.io.gfile.exists(os.path.join(data_dir, f"{split}.{ext}"))]
     if len(found) != 1:
-        raise GlueDataError(f"{data_dir}: expected exactly one of {split}.tsv and {split}.csv "
-                            f"(or {split}.txt, read as TSV) for --task_name=custom, found "
-                            f"{len(found)}")
+        raise GlueDataError(f"{data_dir}: expected exactly one of {split}.tsv, {split}.csv "
+                            f"and {split}.jsonl (or {split}.txt, read as TSV) for "
+                            f"--task_name=custom, found {len(found)}")
     return found[0]
 
 
@@ -334,8 +362,19 @@ def _column_index(column: Optional[str], header: Optional[List[str]], path: str,
 def read_custom_examples(options: CustomTaskOptions, data_dir: str, split: str,
                          labels: Optional[Sequence[str]] = None,
                          do_lower_case: bool = True) -> List[InputExample]:
-    """Examples of a user's TSV/CSV split; `labels` None accepts any label string."""
+    """Examples of a user's TSV/CSV/JSON-lines split; `labels` None accepts any label."""
     path = custom_file(data_dir, split)
+    if path.endswith(".jsonl"):
+        examples = _read_custom_json(options, path, split, labels, do_lower_case)
+    else:
+        examples = _read_custom_table(options, path, split, labels, do_lower_case)
+    logging.info("read %d %s examples from %s", len(examples), split, path)
+    return examples
+
+
+def _read_custom_table(options: CustomTaskOptions, path: str, split: str,
+                       labels: Optional[Sequence[str]], do_lower_case: bool
+                       ) -> List[InputExample]:
     delimiter = "," if path.endswith(".csv") else "\t"
     rows = read_rows(path, delimiter)
     header = None
@@ -363,35 +402,111 @@ def read_custom_examples(options: CustomTaskOptions, data_dir: str, split: str,
                 else _field(row, columns["id_column"], where, CUSTOM_TASK))
         label = None
         if label_column is not None and (split != "test" or len(row) > label_column):
-            raw = _field(row, label_column, where, CUSTOM_TASK)
-            if options.regression:
-                label = _parse_label(raw, None, do_lower_case, where, CUSTOM_TASK)
-            else:
-                label = raw.strip()
-                if labels is not None and label not in labels:
-                    raise GlueDataError(f"{where}: label {raw!r} is not one of "
-                                        f"{', '.join(labels)} (labels of the training data)")
+            label = _custom_label(_field(row, label_column, where, CUSTOM_TASK), options,
+                                  labels, do_lower_case, where)
         examples.append(InputExample(guid, text_a, text_b, label, where))
-    logging.info("read %d %s examples from %s", len(examples), split, path)
     return examples
+
+
+def _read_custom_json(options: CustomTaskOptions, path: str, split: str,
+                      labels: Optional[Sequence[str]], do_lower_case: bool
+                      ) -> List[InputExample]:
+    """JSON lines: the column flags name keys; texts are strings, a label a string, a
+    number (--regression) or a list of names (--multi_label)."""
+    examples = []
+    for index, (line, row) in enumerate(read_json_lines(path)):
+        where = f"{path}:{line}"
+
+        def text(flag, required=True):
+            key = getattr(options, flag)
+            if key is None or (key not in row and not required):
+                return None
+            if not isinstance(row.get(key), str):
+                raise GlueDataError(f"{where}: --{flag}={key!r}: expected a string field "
+                                    f"{key!r}, found {_json_kind(row.get(key), key in row)}")
+            return row[key]
+
+        text_a, text_b = text("text_a_column"), text("text_b_column")
+        guid = (f"{split}-{index}" if options.id_column is None
+                else str(row.get(options.id_column, f"{split}-{index}")))
+        label = None
+        if options.label_column in row:
+            raw = row[options.label_column]
+            if not options.multi_label:
+                raw = str(raw) if isinstance(raw, (str, int, float)) else raw
+            label = _custom_label(raw, options, labels, do_lower_case, where)
+        elif split != "test":
+            raise GlueDataError(f"{where}: no label field {options.label_column!r} "
+                                "(--label_column)")
+        examples.append(InputExample(guid, text_a, text_b, label, where))
+    return examples
+
+
+def _json_kind(value, present: bool) -> str:
+    return type(value).__name__ if present else "no such field"
+
+
+def _custom_label(raw, options: CustomTaskOptions, labels: Optional[Sequence[str]],
+                  do_lower_case: bool, where: str):
+    """A custom cell's label: a float (--regression), a tuple of names (--multi_label) or
+    a name (of `labels`, when given)."""
+    if options.multi_label:
+        return parse_label_set(raw, labels, where)
+    if not isinstance(raw, str):
+        raise GlueDataError(f"{where}: expected a label string, found {raw!r} (a list of "
+                            "labels needs --multi_label)")
+    if options.regression:
+        return _parse_label(raw, None, do_lower_case, where, CUSTOM_TASK)
+    label = raw.strip()
+    if labels is not None and label not in labels:
+        raise GlueDataError(f"{where}: label {raw!r} is not one of "
+                            f"{', '.join(labels)} (labels of the training data)")
+    return label
+
+
+def parse_label_set(value, labels: Optional[Sequence[str]], where: str) -> Tuple[str, ...]:
+    """A custom file's label cell: comma-separated names (a string) or a JSON list of
+    names; empty: no label. With `labels`, a name outside them is a GlueDataError naming
+    `where`; the names come back in `labels`' order (else sorted), each once."""
+    if isinstance(value, str):
+        names = [part.strip() for part in value.split(",") if part.strip()]
+    elif isinstance(value, list) and all(isinstance(name, str) for name in value):
+        names = [name.strip() for name in value]
+    else:
+        raise GlueDataError(f"{where}: a multi-label cell is comma-separated names or "
+                                 f"a JSON list of strings, found {value!r}")
+    if labels is None:
+        return tuple(sorted(set(names)))
+    unknown = [name for name in names if name not in labels]
+    if unknown:
+        raise GlueDataError(f"{where}: label {unknown[0]!r} is not one of "
+                                 f"{', '.join(labels)} (labels of the training data)")
+    return tuple(name for name in labels if name in set(names))
 
 
 def custom_spec(options: CustomTaskOptions, labels: Optional[Sequence[str]]) -> TaskSpec:
     """A TaskSpec for a custom task with the given label list (None for regression)."""
     layout = SplitLayout("", options.has_header, 0, 1 if options.text_b_column else None, 0)
+    metric = ("pearson" if options.regression
+              else "macro_f1" if options.multi_label else "eval_accuracy")
     return TaskSpec(CUSTOM_TASK, "", {s: layout for s in SPLITS},
-                    None if options.regression else tuple(labels),
-                    "pearson" if options.regression else "eval_accuracy")
+                    None if options.regression else tuple(labels), metric,
+                    multi_label=options.multi_label)
 
 
 def custom_labels(options: CustomTaskOptions, data_dir: str) -> List[str]:
-    """Sorted distinct labels of the training file (the dev file when there is no train)."""
+    """Sorted distinct labels of the training file (the dev file when there is no train);
+    with --multi_label, every name of its label sets."""
     for split in ("train", "dev"):
         try:
             custom_file(data_dir, split)
         except GlueDataError:
             continue
-        found = {e.label for e in read_custom_examples(options, data_dir, split)}
+        examples = read_custom_examples(options, data_dir, split)
+        if options.multi_label:
+            found = {name for e in examples for name in (e.label or ())}
+        else:
+            found = {e.label for e in examples}
         found.discard(None)
         if len(found) < 2:
             raise GlueDataError(f"{custom_file(data_dir, split)}: found {len(found)} distinct "

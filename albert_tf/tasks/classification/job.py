@@ -22,6 +22,7 @@ from typing import ClassVar, Dict, Optional
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from albert_tf import export, finetuning, tokenization
 from albert_tf.finetuning import collapse, predict
@@ -31,7 +32,8 @@ from albert_tf.option_fields import option
 from albert_tf.training import run_dir
 from albert_tf.export import portable
 from albert_tf.modeling.models import AlbertClassifier, classifier_losses
-from albert_tf.tasks.classification import datasets, features, glue, metrics, postprocess
+from albert_tf.tasks.classification import (datasets, features, glue, metrics, multilabel,
+                                            postprocess)
 from albert_tf.tasks.classification.export import classifier_portable_model, export_classifier
 from albert_tf.tasks.classification.postprocess import write_predictions  # noqa: F401 (old name)
 
@@ -49,16 +51,22 @@ class ClassificationOptions(TaskOptions):
 
     task_name: str = option(help="GLUE: cola, sst-2, mrpc, sts-b, qqp, mnli, mismnli, qnli, "
                                  "rte, wnli; CLUE: afqmc, tnews, iflytek, ocnli, cmnli, csl; "
-                                 "or custom.")
+                                 "multi-label: goemotions; or custom.")
     data_dir: str = option(help="Directory with the task's files (GLUE layout: "
                                 "<data_dir>/MRPC/train.tsv, ...; CLUE: "
                                 "<data_dir>/<task>/train.json or <data_dir>/train.json; "
-                                "custom: <data_dir>/train.tsv, .csv or .txt).")
+                                "goemotions: <data_dir>/train.tsv and emotions.txt; "
+                                "custom: <data_dir>/train.tsv, .csv, .txt or .jsonl).")
     output_dir: str = ""  # may come from `finetuning`
     cached_dir: Optional[str] = option(None, help="Where the TFRecord feature caches go "
                                                   "(default --output_dir); a cache is reused "
                                                   "when task, split, sequence length, "
                                                   "vocabulary and data match.")
+    multi_label_threshold: str = option(
+        "tuned", help="Multi-label tasks: the probability above which a label is predicted. "
+                      "'tuned': per label, the threshold with the best F1 on the dev set "
+                      "(written to label_thresholds.json and into the exports); or one "
+                      "number in (0, 1) for every label (0.5: the untuned baseline).")
     custom: Optional[glue.CustomTaskOptions] = None
     finetuning: Optional[FinetuningOptions] = None
     FLAG_DEFAULTS: ClassVar[Dict[str, Optional[str]]] = {"output_dir": None}  # required
@@ -94,13 +102,31 @@ class ClassificationOptions(TaskOptions):
         if not 0.0 <= self.classifier_dropout < 1.0:
             raise ValueError(f"--classifier_dropout must be in [0, 1), got "
                              f"{self.classifier_dropout}")
+        self.fixed_threshold()  # a bad --multi_label_threshold, in one line
+
+    def fixed_threshold(self) -> Optional[float]:
+        """--multi_label_threshold as a number, or None for 'tuned'."""
+        text = str(self.multi_label_threshold).strip()
+        if text == "tuned":
+            return None
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not 0.0 < value < 1.0:
+            raise ValueError(f"--multi_label_threshold must be 'tuned' or a number in (0, 1), "
+                             f"got {self.multi_label_threshold!r}")
+        return value
 
 
 class ClassificationObjective(finetuning.ExampleMeanObjective):
-    """Training loss of `AlbertClassifier`: mean cross-entropy (or squared error)."""
+    """Training loss of `AlbertClassifier`: mean cross-entropy (or squared error, or the
+    binary cross-entropy of each label, multi-label); `accuracy` counts an example right
+    when its prediction is (multi-label: every label of it is)."""
 
-    def __init__(self, regression: bool):
+    def __init__(self, regression: bool, multi_label: bool = False):
         self.regression = regression
+        self.multi_label = multi_label
         self.metric_names = ("loss_total", "examples") + (() if regression else ("correct",))
 
     def per_example(self, model, features, training):
@@ -108,9 +134,10 @@ class ClassificationObjective(finetuning.ExampleMeanObjective):
         losses = classifier_losses(outputs, features)["per_example_loss"]
         if self.regression:
             return losses, {}
-        correct = tf.cast(tf.equal(outputs["predictions"],
-                                   tf.cast(features["label_ids"], tf.int32)), tf.float32)
-        return losses, {"correct": tf.reduce_sum(correct)}
+        equal = tf.equal(outputs["predictions"], tf.cast(features["label_ids"], tf.int32))
+        if self.multi_label:
+            equal = tf.reduce_all(equal, axis=-1)
+        return losses, {"correct": tf.reduce_sum(tf.cast(equal, tf.float32))}
 
     def finalize_extra(self, sums):
         if self.regression:
@@ -181,6 +208,10 @@ class ClassificationJob(finetuning.FinetuningJob):
     def regression(self) -> bool:
         return self.spec.is_regression
 
+    @property
+    def multi_label(self) -> bool:
+        return self.spec.multi_label
+
     def identity(self):
         spec = self.spec
         return run_dir.RunIdentity.of(run_dir.FINETUNING, spec.name, self.options.albert_config,
@@ -189,10 +220,11 @@ class ClassificationJob(finetuning.FinetuningJob):
     def build_model(self, dtype_policy: str = "float32"):
         return AlbertClassifier(self.options.albert_config,
                                 num_labels=1 if self.regression else len(self.spec.labels),
-                                dropout_rate=self.options.classifier_dropout, dtype=dtype_policy)
+                                dropout_rate=self.options.classifier_dropout,
+                                multi_label=self.multi_label, dtype=dtype_policy)
 
     def objective(self):
-        return ClassificationObjective(self.regression)
+        return ClassificationObjective(self.regression, self.multi_label)
 
     def split(self, split: str):
         """(examples, feature cache path) of a split, the cache built if needed (once)."""
@@ -212,7 +244,8 @@ class ClassificationJob(finetuning.FinetuningJob):
     def dataset(self, path: str, batch_size: int, is_training: bool, num_examples: int,
                 seed=None, input_context=None) -> tf.data.Dataset:
         return features.dataset(path, self.options.max_seq_length, self.regression, batch_size,
-                            is_training, num_examples, seed, input_context)
+                                is_training, num_examples, seed, input_context,
+                                len(self.spec.labels) if self.multi_label else None)
 
     def data(self, purpose: str):
         return self.split({"train": "train", "eval": "dev", "predict": "test"}[purpose])
@@ -242,7 +275,11 @@ class ClassificationJob(finetuning.FinetuningJob):
                                 f"of {len(examples)} dev examples")
         results = metrics.compute_metrics(self.spec, logits, gold)
         results["eval_examples"] = len(examples)
-        if not self.regression:  # one label predicted almost everywhere?
+        if self.multi_label:  # what tuned thresholds would give (tuned on these examples)
+            tuned = multilabel.tune_thresholds(multilabel.sigmoid(logits), gold)
+            results["tuned_macro_f1"] = metrics.compute_metrics(
+                self.spec, logits, gold, tuned)["macro_f1"]
+        elif not self.regression:  # one label predicted almost everywhere?
             collapse.mark(results, collapse.label_collapse(
                 np.argmax(logits, axis=-1), gold, labels=self.spec.labels),
                 self.spec.name, step)
@@ -253,22 +290,76 @@ class ClassificationJob(finetuning.FinetuningJob):
         return metrics.gold_label_ids(self.spec, self.split("dev")[0])
 
     def predict(self, model):
-        """Logits of the test set, written as the submission files."""
+        """Logits of the test set, written as the submission files (multi-label:
+        predictions.jsonl, and the test metrics when every test example is labelled)."""
         examples, path = self.split("test")
         data = self.dataset(path, self.options.predict_batch_size, False, len(examples))
         logits = predict_logits(self.strategy, model, data, len(examples),
                                 f"of {len(examples)} test examples")
+        if self.multi_label:
+            return self._predict_multi_label(model, examples, logits)
         if not self.chief:
             return {"logits": logits}
         written = postprocess.write_predictions(self.options.output_dir, self.spec, examples,
                                                 logits, self.task.submission)
         return dict(written, logits=logits)
 
+    def _predict_multi_label(self, model, examples, logits) -> Dict:
+        thresholds = self.thresholds(model)
+        if not self.chief:
+            return {"logits": logits}
+        written = postprocess.write_multilabel_predictions(
+            self.options.output_dir, self.spec, examples, logits, thresholds)
+        if all(example.label is not None for example in examples):
+            written["metrics"] = postprocess.write_test_metrics(
+                self.options.output_dir, metrics.compute_metrics(
+                    self.spec, logits, metrics.gold_label_ids(self.spec, examples), thresholds),
+                len(examples))
+        return dict(written, logits=logits)
+
+    def thresholds(self, model) -> np.ndarray:
+        """float32 [K]: each label's decision threshold for `model` (the best weights):
+        --multi_label_threshold's number, or tuned on the dev set and written to
+        label_thresholds.json (0.5 for every label when there is no dev set)."""
+        return self.once("thresholds", lambda: self._thresholds(model))
+
+    def _thresholds(self, model) -> np.ndarray:
+        labels, fixed = self.spec.labels, self.options.fixed_threshold()
+        if fixed is not None:
+            return np.full([len(labels)], fixed, np.float32)
+        try:
+            examples, path = self.split("dev")
+        except glue.GlueDataError as err:
+            if self.options.do_eval:
+                raise
+            logging.warning("multi-label thresholds: 0.5 for every label, no dev set to tune "
+                            "them on (%s)", err)
+            return np.full([len(labels)], multilabel.BASELINE_THRESHOLD, np.float32)
+        data = self.dataset(path, self.options.eval_batch_size, False, len(examples))
+        logits = predict_logits(self.strategy, model, data, len(examples),
+                                f"of {len(examples)} dev examples (tuning thresholds)")
+        gold = self.once("dev gold", self._dev_gold)
+        thresholds = multilabel.tune_thresholds(multilabel.sigmoid(logits), gold)
+        if self.chief:
+            record = postprocess.write_thresholds(
+                self.options.output_dir, labels, thresholds,
+                baseline=metrics.compute_metrics(self.spec, logits, gold)["macro_f1"],
+                tuned=metrics.compute_metrics(self.spec, logits, gold, thresholds)["macro_f1"],
+                num_examples=len(examples))
+            logging.info("multi-label thresholds tuned on %d dev examples: macro-F1 %.4f at "
+                         "0.5, %.4f tuned (%s)", len(examples), record["dev_macro_f1_at_0.5"],
+                         record["dev_macro_f1_tuned"], postprocess.THRESHOLDS_FILE)
+        return thresholds
+
     def export_saved_model(self, model) -> None:
-        export_classifier(model, self.options, self.spec)
+        export_classifier(model, self.options, self.spec, self._export_thresholds(model))
 
     def portable_model(self, model) -> portable.PortableModel:
-        return classifier_portable_model(model, self.options, self.spec)
+        return classifier_portable_model(model, self.options, self.spec,
+                                         self._export_thresholds(model))
+
+    def _export_thresholds(self, model) -> Optional[np.ndarray]:
+        return self.thresholds(model) if self.multi_label else None
 
 
 def run_glue(options: ClassificationOptions, strategy: Optional[tf.distribute.Strategy] = None) -> Dict:

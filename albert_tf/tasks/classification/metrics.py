@@ -1,5 +1,6 @@
 """Classification metrics on whole evaluation sets (NumPy): accuracy, F1, Matthews, Pearson,
-Spearman, and a task's metric set (`compute_metrics` on logits, as the job evaluates;
+Spearman, the multi-label set (micro/macro F1, Hamming loss, subset accuracy, ...), and a
+task's metric set (`compute_metrics` on logits, as the job evaluates;
 `prediction_metrics` on predicted labels, as `python -m albert_tf.tasks.classification
 evaluate` scores a predictions file). `spec` is a `glue.TaskSpec` (its `labels`,
 `is_regression`, `extra_metrics`) and `examples` `glue.InputExample`s: glue.py
@@ -98,9 +99,48 @@ def regression_metrics(labels, scores, per_example_loss: Optional[np.ndarray] = 
             "MSE": mse, "eval_loss": loss}
 
 
+def multilabel_metrics(gold, predicted, labels: Sequence[str],
+                       per_example_loss: Optional[np.ndarray] = None) -> Dict[str, float]:
+    """Multi-label metrics of multi-hot [N, K] predictions against multi-hot gold, as
+    scikit-learn computes them over the full label list with zero_division=0:
+    micro_f1, macro_f1, micro_precision, micro_recall, hamming_loss, subset_accuracy,
+    `f1/<label>` per label, eval_loss (with `per_example_loss`). A ratio whose
+    denominator is 0 (no prediction, no gold, for that label or at all) is 0."""
+    gold = np.asarray(gold).astype(bool).reshape(-1, len(labels))
+    predicted = np.asarray(predicted).astype(bool).reshape(-1, len(labels))
+    tp = np.sum(gold & predicted, axis=0)
+    fp = np.sum(~gold & predicted, axis=0)
+    fn = np.sum(gold & ~predicted, axis=0)
+    per_label_f1 = [_ratio(2 * t, 2 * t + p + n) for t, p, n in zip(tp, fp, fn)]
+    tp_all, fp_all, fn_all = int(tp.sum()), int(fp.sum()), int(fn.sum())
+    results = {
+        "micro_f1": _ratio(2 * tp_all, 2 * tp_all + fp_all + fn_all),
+        "macro_f1": float(np.mean(per_label_f1)) if labels else 0.0,
+        "micro_precision": _ratio(tp_all, tp_all + fp_all),
+        "micro_recall": _ratio(tp_all, tp_all + fn_all),
+        "hamming_loss": float(np.mean(gold != predicted)) if gold.size else 0.0,
+        "subset_accuracy": float(np.mean(np.all(gold == predicted, axis=1))) if len(gold)
+        else 0.0,
+    }
+    if per_example_loss is not None:
+        results["eval_loss"] = float(np.mean(per_example_loss))
+    results.update({f"f1/{label}": f1 for label, f1 in zip(labels, per_label_f1)})
+    return results
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return float(numerator / denominator) if denominator else 0.0
+
+
 def per_example_loss(logits: np.ndarray, labels: np.ndarray, regression: bool) -> np.ndarray:
-    """The model's loss per example (float64): squared error, or softmax cross-entropy."""
+    """The model's loss per example (float64): squared error, softmax cross-entropy, or
+    for multi-hot `labels` [N, K] the mean over the labels of each sigmoid's binary
+    cross-entropy."""
     logits = np.asarray(logits, np.float64)
+    labels = np.asarray(labels)
+    if labels.ndim == 2:
+        terms = np.maximum(logits, 0) - logits * labels + np.log1p(np.exp(-np.abs(logits)))
+        return terms.mean(axis=-1)
     if regression:
         return (logits[:, 0] - np.asarray(labels, np.float64)) ** 2
     shifted = logits - logits.max(axis=-1, keepdims=True)
@@ -111,19 +151,31 @@ def per_example_loss(logits: np.ndarray, labels: np.ndarray, regression: bool) -
 def prediction_metrics(spec, predictions: np.ndarray, label_ids: np.ndarray,
                        losses: Optional[np.ndarray] = None) -> Dict[str, float]:
     """The task's metrics (keys as the original + GLUE) of predicted class indices [N]
-    (or scores [N], regression) against `label_ids` [N]; `eval_loss` of classification
-    only with the per-example `losses` (regression's is the squared error)."""
+    (or scores [N], regression; multi-hot [N, K], multi-label) against `label_ids` [N]
+    ([N, K]); `eval_loss` of classification only with the per-example `losses`
+    (regression's is the squared error)."""
+    if spec.multi_label:
+        return multilabel_metrics(label_ids, predictions, spec.labels, losses)
     if spec.is_regression:
         return regression_metrics(label_ids, predictions, losses)
     return classification_metrics(label_ids, predictions, losses, spec.extra_metrics)
 
 
-def compute_metrics(spec, logits: np.ndarray, label_ids: np.ndarray
-                    ) -> Dict[str, float]:
+def compute_metrics(spec, logits: np.ndarray, label_ids: np.ndarray,
+                    thresholds: Optional[np.ndarray] = None) -> Dict[str, float]:
     """The task's metrics on a whole evaluation set from its logits [N, K] (K = 1:
-    regression), `eval_loss` included."""
+    regression), `eval_loss` included. Multi-label: a label is predicted where its
+    sigmoid is above its `thresholds` entry (default 0.5 for every label)."""
     losses = per_example_loss(logits, label_ids, spec.is_regression)
-    predictions = logits[:, 0] if spec.is_regression else np.argmax(logits, axis=-1)
+    if spec.multi_label:
+        probabilities = 1.0 / (1.0 + np.exp(-np.asarray(logits, np.float64)))
+        if thresholds is None:
+            thresholds = np.full([probabilities.shape[1]], 0.5)
+        predictions = probabilities > np.asarray(thresholds)[None, :]
+    elif spec.is_regression:
+        predictions = logits[:, 0]
+    else:
+        predictions = np.argmax(logits, axis=-1)
     return prediction_metrics(spec, predictions, label_ids, losses)
 
 
@@ -132,5 +184,11 @@ def gold_label_ids(spec, examples: Sequence) -> np.ndarray:
     int64 indices into `spec.labels`."""
     if spec.is_regression:
         return np.array([e.label for e in examples], np.float64)
+    if spec.multi_label:
+        out = np.zeros([len(examples), len(spec.labels)], np.int64)
+        index = {label: k for k, label in enumerate(spec.labels)}
+        for n, example in enumerate(examples):
+            out[n, [index[name] for name in example.label or ()]] = 1
+        return out
     index = {label: i for i, label in enumerate(spec.labels)}
     return np.array([index[e.label] for e in examples], np.int64)

@@ -7,11 +7,20 @@ The job's prediction files (in output_dir):
   {TASK}.tsv           the same, under the GLUE leaderboard's file name (e.g. MNLI-m.tsv)
   {task}_predict.json  CLUE tasks: the CLUE submission file (`clue.write_submission`)
 
-`read_predictions` / `predicted_values` read a submit_results.tsv back for
-`python -m albert_tf.tasks.classification evaluate`.
+and for a multi-label task instead of the .tsv submissions:
+
+  predictions.jsonl      one `{"id", "labels", "probabilities"}` line per test example: the
+                         labels above their thresholds (in label order), each label's sigmoid
+  label_thresholds.json  the decision thresholds (`write_thresholds`)
+  test_metrics.json      the test metrics, when the test file is labelled (GoEmotions')
+
+`read_predictions` / `predicted_values` read a submit_results.tsv back, and
+`read_label_sets` a predictions.jsonl, for `python -m albert_tf.tasks.classification
+evaluate`.
 """
 from __future__ import annotations
 
+import json
 import os
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -20,7 +29,7 @@ from absl import logging
 
 from albert_tf import fileio
 from albert_tf.errors import UserValueError
-from albert_tf.tasks.classification import glue
+from albert_tf.tasks.classification import clue, glue, multilabel
 
 HEADER = ("index", "prediction")
 
@@ -115,3 +124,102 @@ def predicted_values(spec: glue.TaskSpec, examples: Sequence[glue.InputExample],
             raise UserValueError(f"{path}:{line}: prediction {prediction!r} is not {expected} "
                                  f"(task {spec.name})") from None
     return np.array(values, np.float64 if spec.is_regression else np.int64)
+
+
+# --- multi-label --------------------------------------------------------------------------------
+
+PREDICTIONS_FILE = "predictions.jsonl"
+THRESHOLDS_FILE = "label_thresholds.json"
+TEST_METRICS_FILE = "test_metrics.json"
+
+
+def write_multilabel_predictions(output_dir: str, spec: glue.TaskSpec,
+                                 examples: Sequence[glue.InputExample], logits: np.ndarray,
+                                 thresholds: np.ndarray) -> Dict:
+    """predictions.jsonl (one `{"id", "labels", "probabilities"}` line per example, in
+    order; `probabilities` maps every label to its sigmoid) and test_results.tsv (the
+    probabilities, a row per example); returns {"probabilities" [N, K], "labels": the
+    label lists, "files"}."""
+    probabilities = multilabel.sigmoid(logits)
+    chosen = multilabel.decide(probabilities, thresholds)
+    label_lists = [[spec.labels[k] for k in np.flatnonzero(row)] for row in chosen]
+    lines = [json.dumps({"id": e.guid, "labels": names,
+                         "probabilities": {label: round(float(p), 6)
+                                           for label, p in zip(spec.labels, row)}},
+                        ensure_ascii=False) + "\n"
+             for e, names, row in zip(examples, label_lists, probabilities)]
+    fileio.atomic_write_text(os.path.join(output_dir, PREDICTIONS_FILE), "".join(lines))
+    fileio.atomic_write_text(os.path.join(output_dir, "test_results.tsv"), "".join(
+        "\t".join(str(float(p)) for p in row) + "\n" for row in probabilities))
+    logging.info("wrote predictions for %d test examples: %s, test_results.tsv",
+                 len(examples), PREDICTIONS_FILE)
+    return {"probabilities": probabilities, "labels": label_lists,
+            "files": [PREDICTIONS_FILE, "test_results.tsv"]}
+
+
+def write_thresholds(output_dir: str, labels: Sequence[str], thresholds: np.ndarray,
+                     baseline: float, tuned: float, num_examples: int) -> Dict:
+    """label_thresholds.json: {"thresholds": {label: threshold}, the dev macro-F1 at 0.5
+    and tuned, the number of dev examples}; returns what it wrote."""
+    record = {"thresholds": {label: float(t) for label, t in zip(labels, thresholds)},
+              "dev_macro_f1_at_0.5": baseline, "dev_macro_f1_tuned": tuned,
+              "dev_examples": num_examples,
+              "rule": "a label is predicted when its probability is above its threshold"}
+    fileio.atomic_write_text(os.path.join(output_dir, THRESHOLDS_FILE),
+                             json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    return record
+
+
+def write_test_metrics(output_dir: str, results: Dict[str, float], num_examples: int) -> Dict:
+    """test_metrics.json: the metrics of the predictions on a labelled test split."""
+    results = dict(results, eval_examples=num_examples)
+    fileio.atomic_write_text(os.path.join(output_dir, TEST_METRICS_FILE),
+                             json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    logging.info("test metrics (%d examples): %s (per label: %s)", num_examples, ", ".join(
+        f"{key} {value:.4f}" for key, value in results.items()
+        if "/" not in key and key != "eval_examples"), TEST_METRICS_FILE)
+    return results
+
+
+def read_label_sets(path: str, spec: glue.TaskSpec,
+                    examples: Sequence[glue.InputExample]) -> np.ndarray:
+    """A predictions.jsonl as int64 multi-hot [N, K] in the examples' order. UserValueError
+    naming file:line for a line that is not a JSON object with a string `id` and a
+    `labels` list of the task's label names, an id given twice, or ids that are not the
+    examples' guids."""
+    index = {label: k for k, label in enumerate(spec.labels)}
+    rows: Dict[str, np.ndarray] = {}
+    lines: Dict[str, int] = {}
+    try:
+        objects = list(clue.read_json_lines(path))
+    except glue.GlueDataError as err:
+        raise UserValueError(str(err)) from None
+    for line, value in objects:
+        where = f"{path}:{line}"
+        guid, names = value.get("id"), value.get("labels")
+        if not isinstance(guid, (str, int)) or isinstance(guid, bool):
+            raise UserValueError(f"{where}: expected an \"id\" (a string), found {guid!r}")
+        guid = str(guid)
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise UserValueError(f"{where}: expected \"labels\": a list of label names, "
+                                 f"found {names!r}")
+        unknown = [name for name in names if name not in index]
+        if unknown:
+            raise UserValueError(f"{where}: label {unknown[0]!r} is not one of the "
+                                 f"{len(index)} labels of {spec.name}")
+        if guid in rows:
+            raise UserValueError(f"{where}: id {guid!r} is given twice (first at line "
+                                 f"{lines[guid]})")
+        row = np.zeros([len(index)], np.int64)
+        row[[index[name] for name in names]] = 1
+        rows[guid], lines[guid] = row, line
+    guids = [e.guid for e in examples]
+    unknown = [guid for guid in rows if guid not in set(guids)]
+    missing = [guid for guid in guids if guid not in rows]
+    if unknown or missing:
+        raise UserValueError(
+            f"{path}: its ids do not match the {len(guids)} examples of {spec.name}: "
+            f"{len(unknown)} unknown (first {unknown[:1]}), {len(missing)} without a "
+            f"prediction (first {missing[:1]})")
+    return np.stack([rows[guid] for guid in guids]) if guids else \
+        np.zeros([0, len(index)], np.int64)

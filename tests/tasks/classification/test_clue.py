@@ -353,7 +353,7 @@ def test_chnsenticorp_tsv_through_the_custom_task(chinese, tmp_path):
     ({"vocab_file": None}, r"give --spm_model_file \(SentencePiece\) or --vocab_file "
                            r"\(WordPiece\)"),
     ({"task_name": "clue"}, "--task_name 'clue' is not one of .* afqmc, cmnli, csl, iflytek, "
-                            r"ocnli, tnews \(CLUE\) or custom"),
+                            r"ocnli, tnews \(CLUE\), goemotions \(multi-label\) or custom"),
 ])
 def test_option_errors_name_the_flag(chinese, clue_dir, tmp_path, change, message):
     from albert_tf.tasks.classification.job import run_glue

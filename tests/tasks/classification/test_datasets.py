@@ -16,8 +16,8 @@ GLUE = ("cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli", "mismnli", "qnli", "rte
 CLUE = ("afqmc", "tnews", "iflytek", "ocnli", "cmnli", "csl")
 
 
-def test_the_family_lists_every_glue_and_clue_task_and_custom():
-    assert registry.names("classification") == GLUE + CLUE + ("custom",)
+def test_the_family_lists_every_glue_and_clue_task_goemotions_and_custom():
+    assert registry.names("classification") == GLUE + CLUE + ("goemotions", "custom")
 
 
 @pytest.mark.parametrize("name", GLUE)
@@ -61,7 +61,8 @@ def test_an_unknown_name_names_the_flag_and_every_data_set(name):
         datasets.get(name)
     assert str(raised.value) == (
         f"--task_name {name!r} is not one of cola, mismnli, mnli, mrpc, qnli, qqp, rte, "
-        "sst-2, sts-b, wnli (GLUE), afqmc, cmnli, csl, iflytek, ocnli, tnews (CLUE) or custom")
+        "sst-2, sts-b, wnli (GLUE), afqmc, cmnli, csl, iflytek, ocnli, tnews (CLUE), "
+        "goemotions (multi-label) or custom")
     assert not datasets.known(name)
 
 

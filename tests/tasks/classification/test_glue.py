@@ -176,7 +176,7 @@ def test_custom_task_tsv_csv_and_errors(tmp_path):
     with pytest.raises(glue.GlueDataError, match=r"--text_a_column='body': no such column"):
         glue.read_custom_examples(bad, str(tmp_path), "train")
     write(tmp_path / "train.tsv", "x\n")
-    with pytest.raises(glue.GlueDataError, match="exactly one of train.tsv and train.csv"):
+    with pytest.raises(glue.GlueDataError, match="exactly one of train.tsv, train.csv and train.jsonl"):
         glue.read_custom_examples(opts, str(tmp_path), "train")
 
 
