@@ -29,7 +29,7 @@ DEFAULT_INT8_MIN_AGREEMENT = 0.98
 # How many evaluation examples the int8 check runs at most (the float32 LiteRT model
 # takes ~0.1 s per example at sequence 128 on a server core).
 AGREEMENT_EXAMPLES = 1000
-COMPARE_RULES = ("argmax", "values", "first", "context_argmax")
+COMPARE_RULES = ("argmax", "values", "first", "context_argmax", "rows")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +45,9 @@ class PortableModel:
       "first" (an integer output's first value per example, e.g. the top-1 of a top-k),
       "context_argmax" (a span logit's argmax over the positions an answer may take:
       `p_mask` 0, [CLS] at position 0 excluded; an argmax over the whole window would
-      compare [CLS] or the question whenever the model is unsure).
+      compare [CLS] or the question whenever the model is unsure), "rows" (an output's
+      whole row as one prediction: a multi-label example's label set, which per-value
+      agreement would flatter, most labels being absent everywhere).
     """
 
     fn: Callable[[Mapping], Dict[str, tf.Tensor]]
@@ -70,6 +72,9 @@ def _compared_values(outputs: Mapping[str, np.ndarray], name: str, rule: str,
         return np.where(allowed, value, -np.inf).argmax(-1)
     if rule == "first":
         return value.reshape(len(value), -1)[:, 0]
+    if rule == "rows":  # a row's values as one prediction (a multi-label row's label set)
+        flat = value.reshape(len(value), -1)
+        return np.array([hash(row.tobytes()) for row in flat])
     return value
 
 

@@ -228,12 +228,14 @@ def classifier_losses(outputs: Mapping, labels: Mapping) -> Dict:
 
     Args:
       outputs: with `logits` float32 [B, K].
-      labels: with `label_ids` [B] (int class ids; float targets when K = 1) or [B, K].
+      labels: with `label_ids` [B] (int class ids; float targets when K = 1; [B, 1] is
+        read as [B]) or [B, K] multi-hot when K > 1.
     Returns `loss` (mean over the batch, as the original: padding examples are
     not excluded here) and `per_example_loss` [B]; for single-label K > 1 also `accuracy`.
     """
     logits = ops.cast(outputs["logits"], "float32")
-    if len(labels["label_ids"].shape) == 2:
+    label_shape = labels["label_ids"].shape
+    if len(label_shape) == 2 and label_shape[-1] == logits.shape[-1] and logits.shape[-1] > 1:
         targets = ops.cast(labels["label_ids"], "float32")
         # max(x, 0) - x z + log(1 + exp(-|x|)): the stable sigmoid cross-entropy.
         terms = (ops.relu(logits) - logits * targets

@@ -165,10 +165,11 @@ class Pipeline:
     def max_length(self) -> int:
         return self.source.max_length
 
-    def too_long(self, length: int, what: str = "the text") -> UserValueError:
+    def too_long(self, length: int, what: str = "the text",
+                 remedy: str = "pass truncation=True (or split the text)") -> UserValueError:
         return UserValueError(
             f"{self.task}: {what} is {length} tokens with [CLS] and [SEP]; the model reads "
-            f"{self.max_length}: pass truncation=True (or split the text)")
+            f"{self.max_length}: {remedy}")
 
 
 def int_option(values: Mapping, name: str, minimum: int, maximum: Optional[int] = None,

@@ -56,7 +56,9 @@ class ModelSource:
     labels: the output names of a classifier or token classifier (None: LABEL_<i>);
     problem_type: Hugging Face's ("single_label_classification", "multi_label_classification",
       "regression") or None; max_length: tokens per row, [CLS] and [SEP] included;
-    kind: what was read ("huggingface", "official", "onnx", "tflite", "saved_model").
+    kind: what was read ("huggingface", "official", "onnx", "tflite", "saved_model");
+    reading: how an export's job read long texts (`long_text`, `doc_stride`,
+      `window_aggregation`; see tasks/classification/long_text.py), the pipeline's defaults.
     """
 
     tokenizer: object
@@ -68,9 +70,14 @@ class ModelSource:
     labels: Optional[List[str]] = None
     problem_type: Optional[str] = None
     num_outputs: Optional[int] = None
+    reading: Dict[str, object] = dataclasses.field(default_factory=dict)
 
     def label(self, index: int) -> str:
         return self.labels[index] if self.labels else f"LABEL_{index}"
+
+
+# What an export's metadata says about reading long texts (the text-classification defaults).
+READING = ("long_text", "doc_stride", "window_aggregation")
 
 
 def load_source(path: str, do_lower_case: Optional[bool] = None) -> ModelSource:
@@ -264,7 +271,8 @@ def _export_source(export_dir: str, do_lower_case: Optional[bool],
                     else "multi_label_classification" if metadata.get("multi_label") else None)
     return ModelSource(tokenizer, head, run, int(metadata.get("max_seq_length") or 512), kind,
                        export_dir, labels, problem_type,
-                       len(labels) if labels else (1 if head == "classifier" else None))
+                       len(labels) if labels else (1 if head == "classifier" else None),
+                       {key: metadata[key] for key in READING if key in metadata})
 
 
 def _export_runner(export_dir: str, head: str, chosen: Optional[str],

@@ -12,7 +12,11 @@ regression; `function_to_apply` ("softmax", "sigmoid", "none") overrides. Withou
 the result is the top label (and a lone string's result is wrapped in a list, as Hugging
 Face's is); with `top_k` (an int, or None for all) a list of labels, best first.
 A text longer than the model is an error unless `truncation=True` (then the longer of the
-pair loses tokens first, as the original's `_truncate_seq_pair`).
+pair loses tokens first, as the original's `_truncate_seq_pair`), or unless `long_text`
+says how to read it (single texts; as run_classifier.py's --long_text, whose settings an
+export of such a run gives as the defaults): "head_tail" (the first and last tokens) or
+"windows" (every window, `doc_stride` tokens apart, the logits' mean or max:
+`window_aggregation`).
 """
 from __future__ import annotations
 
@@ -22,7 +26,8 @@ import numpy as np
 
 from albert_tf.errors import UserValueError
 from albert_tf.pipelines import base
-from albert_tf.pipelines.encoding import Packed, truncate_pair
+from albert_tf.pipelines.encoding import Packed, Tokens, truncate_pair
+from albert_tf.tasks.classification import long_text
 
 _LEGACY = ""  # top_k not given: Hugging Face's legacy output (the top label only)
 FUNCTIONS = ("softmax", "sigmoid", "none")
@@ -31,7 +36,8 @@ FUNCTIONS = ("softmax", "sigmoid", "none")
 class TextClassificationPipeline(base.Pipeline):
     task = "text-classification"
     HEADS = ("classifier",)
-    OPTIONS = {"top_k": _LEGACY, "function_to_apply": None, "truncation": False}
+    OPTIONS = {"top_k": _LEGACY, "function_to_apply": None, "truncation": False,
+               "long_text": None, "doc_stride": None, "window_aggregation": None}
 
     def __call__(self, inputs, **options):
         result = super().__call__(inputs, **options)
@@ -45,6 +51,21 @@ class TextClassificationPipeline(base.Pipeline):
         if top_k not in (_LEGACY, None) and (not isinstance(top_k, int) or top_k < 1):
             raise UserValueError(f"top_k={top_k!r}: a positive int, or None for every label")
         self.function(values)  # checks function_to_apply
+        reading = self.source.reading
+        for key, default in (("long_text", "truncate"), ("window_aggregation", "mean")):
+            if values[key] is None:
+                values[key] = reading.get(key, default)
+        if values["doc_stride"] is None and values["long_text"] == reading.get("long_text"):
+            values["doc_stride"] = reading.get("doc_stride")
+        try:
+            rule = long_text.LongText(values["long_text"], values["doc_stride"],
+                                      values["window_aggregation"])
+            rule.stride(self.max_length - 2)
+        except ValueError as err:  # the flag names of run_classifier.py, as arguments here
+            raise UserValueError(str(err).replace("--long_text", "long_text")
+                                 .replace("--window_aggregation", "window_aggregation")
+                                 .replace("--doc_stride", "doc_stride")) from None
+        values["rule"] = rule
         return values
 
     def encode(self, text: str, text_pair: Optional[str], truncation: bool,
@@ -55,7 +76,9 @@ class TextClassificationPipeline(base.Pipeline):
         length = len(first) + (len(second) if second is not None else 0)
         if length > budget:
             if not truncation:
-                raise self.too_long(length + self.max_length - budget)
+                raise self.too_long(length + self.max_length - budget, remedy=(
+                    "pass truncation=True, or long_text='windows' or 'head_tail' for a single "
+                    "text" if second is None else "pass truncation=True"))
             first, second = truncate_pair(first, second, budget)
         return self.encoder.pack(first, second)
 
@@ -74,7 +97,15 @@ class TextClassificationPipeline(base.Pipeline):
             raise UserValueError(f"{self.task}: an input is a string or {{'text', "
                                  f"'text_pair'}}, not {type(item).__name__}")
         budget = self.max_length - (3 if pair is not None else 2)
-        return [self.encode(text, pair, options["truncation"], budget)]
+        rule = options["rule"]
+        if rule.mode == "truncate":
+            return [self.encode(text, pair, options["truncation"], budget)]
+        if pair is not None:
+            raise UserValueError(f"{self.task}: long_text={rule.mode!r} reads single texts, "
+                                 "not pairs")
+        ids = self.encoder.tokens(text, offsets=False).ids
+        return [self.encoder.pack(Tokens(piece, [], [], []))
+                for piece in long_text.pieces(ids, budget, rule)]
 
     def function(self, options: Mapping) -> str:
         chosen = options["function_to_apply"]
@@ -99,7 +130,11 @@ class TextClassificationPipeline(base.Pipeline):
         return logits
 
     def answer(self, item, rows, outputs: Dict[str, np.ndarray], options: Mapping):
-        scores = self.scores(outputs["logits"][0], options)
+        logits = outputs["logits"]
+        if len(logits) > 1:  # windows of one text
+            logits = long_text.aggregate(logits, np.zeros(len(logits), np.int64), 1,
+                                         options["rule"].aggregation)
+        scores = self.scores(logits[0], options)
         top_k = options["top_k"]
         if top_k == _LEGACY:
             best = int(scores.argmax())

@@ -20,7 +20,10 @@ ADDED = {
     "run_squad": {"classifier_dropout": "one dropout flag name"},
     # Multi-label classification (GoEmotions, custom --multi_label) and its thresholds.
     "run_classifier": {"multi_label": "custom multi-label task",
-                       "multi_label_threshold": "multi-label decision thresholds"},
+                       "multi_label_threshold": "multi-label decision thresholds",
+                       "long_text": "texts longer than the model",
+                       "doc_stride": "--long_text=windows' step (run_squad.py's name)",
+                       "window_aggregation": "--long_text=windows' aggregation"},
 }
 
 

@@ -36,13 +36,15 @@ def _parser():
                         help="The task's data, as run_classifier.py's --data_dir.")
     parser.add_argument("--prediction_file", required=True,
                         help="`index<TAB>prediction` file (header first), e.g. "
-                             "submit_results.tsv.")
+                             "submit_results.tsv; for a multi-label task the job's "
+                             "predictions.jsonl.")
     parser.add_argument("--split", default="dev", choices=("train", "dev", "test"),
                         help="The split whose gold labels score it (default dev; test when "
                              "its file is labelled, as GoEmotions').")
     parser.add_argument("--data_file",
                         help="Score against this file (in the task's format) instead of "
-                             "--data_dir's split.")
+                             "--data_dir's split (GoEmotions: --data_dir may still say where "
+                             "emotions.txt is; default the file's directory).")
     parser.add_argument("--do_lower_case", default=True, type=_boolean,
                         help="Normalise GLUE labels as the job does (default true).")
     custom = parser.add_argument_group("custom task (as run_classifier.py's flags)")
@@ -70,6 +72,8 @@ def _evaluate_main(argv) -> dict:
     data_set = datasets.get(args.task_name)
     if args.data_file:
         check_file(args.data_file, "--data_file", "data file")
+        if args.data_dir and not data_set.settings.get("multi_label"):
+            raise UserValueError("give --data_file or --data_dir (with --split), not both")
         args.data_dir = args.data_dir or os.path.dirname(os.path.abspath(args.data_file))
     elif not args.data_dir:
         raise UserValueError("give --data_dir (with --split) or --data_file")

@@ -135,7 +135,8 @@ def custom_options(values) -> Optional[glue.CustomTaskOptions]:
         return None
     if not (values.text_a_column and values.label_column):
         raise UserValueError("--task_name=custom needs --text_a_column and --label_column")
-    return glue.CustomTaskOptions(**{name: getattr(values, name)
+    defaults = glue.CustomTaskOptions(values.text_a_column, values.label_column)
+    return glue.CustomTaskOptions(**{name: getattr(values, name, getattr(defaults, name))
                                      for name in field_specs(glue.CustomTaskOptions)})
 
 

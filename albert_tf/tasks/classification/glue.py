@@ -427,8 +427,12 @@ def _read_custom_json(options: CustomTaskOptions, path: str, split: str,
             return row[key]
 
         text_a, text_b = text("text_a_column"), text("text_b_column")
-        guid = (f"{split}-{index}" if options.id_column is None
-                else str(row.get(options.id_column, f"{split}-{index}")))
+        guid = f"{split}-{index}"
+        if options.id_column is not None:
+            if options.id_column not in row:
+                raise GlueDataError(f"{where}: no id field {options.id_column!r} "
+                                    "(--id_column)")
+            guid = str(row[options.id_column])
         label = None
         if options.label_column in row:
             raw = row[options.label_column]
@@ -470,11 +474,12 @@ def parse_label_set(value, labels: Optional[Sequence[str]], where: str) -> Tuple
     `where`; the names come back in `labels`' order (else sorted), each once."""
     if isinstance(value, str):
         names = [part.strip() for part in value.split(",") if part.strip()]
-    elif isinstance(value, list) and all(isinstance(name, str) for name in value):
+    elif isinstance(value, list) and all(isinstance(name, str) and name.strip()
+                                          for name in value):
         names = [name.strip() for name in value]
     else:
         raise GlueDataError(f"{where}: a multi-label cell is comma-separated names or "
-                                 f"a JSON list of strings, found {value!r}")
+                            f"a JSON list of non-empty strings, found {value!r}")
     if labels is None:
         return tuple(sorted(set(names)))
     unknown = [name for name in names if name not in labels]

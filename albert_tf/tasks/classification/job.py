@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from typing import ClassVar, Dict, Optional
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import export, finetuning, tokenization
+from albert_tf import errors, export, fileio, finetuning, tokenization
 from albert_tf.finetuning import collapse, predict
 from albert_tf.finetuning.command_line import CommandLine
 from albert_tf.finetuning.options import FinetuningOptions, TaskOptions
@@ -32,10 +33,14 @@ from albert_tf.option_fields import option
 from albert_tf.training import run_dir
 from albert_tf.export import portable
 from albert_tf.modeling.models import AlbertClassifier, classifier_losses
-from albert_tf.tasks.classification import (datasets, features, glue, metrics, multilabel,
-                                            postprocess)
+from albert_tf.tasks.classification import (datasets, features, glue, long_text as
+                                            long_text_rules, metrics, multilabel, postprocess)
 from albert_tf.tasks.classification.export import classifier_portable_model, export_classifier
 from albert_tf.tasks.classification.postprocess import write_predictions  # noqa: F401 (old name)
+
+
+# Eval-result keys of a multi-label run's tuned thresholds: threshold/<label>.
+THRESHOLD_KEY = "threshold/"
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -67,6 +72,19 @@ class ClassificationOptions(TaskOptions):
                       "'tuned': per label, the threshold with the best F1 on the dev set "
                       "(written to label_thresholds.json and into the exports); or one "
                       "number in (0, 1) for every label (0.5: the untuned baseline).")
+    long_text: str = option(
+        "truncate", choices=long_text_rules.MODES,
+        help="Texts longer than --max_seq_length (single-text tasks): 'truncate' reads the "
+             "first tokens (the original); 'head_tail' the first and last (Sun et al. 2019: "
+             "128 + 382 of 510); 'windows' reads every window of the text (--doc_stride) and "
+             "aggregates their logits (--window_aggregation). Training, evaluation, "
+             "prediction and the exports read the same way.")
+    doc_stride: Optional[int] = option(
+        None, help="--long_text=windows: tokens between the starts of a text's windows "
+                   "(default half a window: (max_seq_length - 2) // 2).")
+    window_aggregation: str = option(
+        "mean", choices=long_text_rules.AGGREGATIONS,
+        help="--long_text=windows: a text's logits are the mean or the max of its windows'.")
     custom: Optional[glue.CustomTaskOptions] = None
     finetuning: Optional[FinetuningOptions] = None
     FLAG_DEFAULTS: ClassVar[Dict[str, Optional[str]]] = {"output_dir": None}  # required
@@ -103,6 +121,12 @@ class ClassificationOptions(TaskOptions):
             raise ValueError(f"--classifier_dropout must be in [0, 1), got "
                              f"{self.classifier_dropout}")
         self.fixed_threshold()  # a bad --multi_label_threshold, in one line
+        self.long_text_rule().stride(self.max_seq_length - 2)  # a stride that skips tokens
+
+    def long_text_rule(self) -> long_text_rules.LongText:
+        """--long_text, --doc_stride and --window_aggregation as one rule."""
+        return long_text_rules.LongText(self.long_text, self.doc_stride,
+                                        self.window_aggregation)
 
     def fixed_threshold(self) -> Optional[float]:
         """--multi_label_threshold as a number, or None for 'tuned'."""
@@ -230,55 +254,90 @@ class ClassificationJob(finetuning.FinetuningJob):
         """(examples, feature cache path) of a split, the cache built if needed (once)."""
         return self.once(split, lambda: self._read_split(split))
 
+    @property
+    def windows(self) -> bool:
+        return self.options.long_text_rule().mode == "windows"
+
     def _read_split(self, split: str):
         examples = self.task.read(split)
         if not examples:
             raise glue.GlueDataError(f"the {split} split of {self.spec.name} has no example")
         options = self.options
+        rule = options.long_text_rule()
+        if rule.mode != "truncate" and self.spec.is_pair:
+            raise errors.UserValueError(f"--long_text={rule.mode} reads single-text tasks; "
+                                        f"{self.spec.name} is a sentence-pair task (use "
+                                        "--long_text=truncate)")
         path = features.prepare_features(options.cached_dir or options.output_dir, self.spec,
                                          split, examples, self.tokenizer,
                                          options.max_seq_length,
-                                         tokenization.vocabulary_fingerprint(self.tokenizer))
+                                         tokenization.vocabulary_fingerprint(self.tokenizer),
+                                         long_text=rule)
         return examples, path
+
+    def example_index(self, split: str) -> Optional[np.ndarray]:
+        """int32 [F]: the example each feature (window) of a split belongs to; None when
+        each example is one feature."""
+        if not self.windows:
+            return None
+        return self.once(f"{split} windows",
+                         lambda: features.read_example_index(self.split(split)[1]))
+
+    def num_features(self, split: str) -> int:
+        index = self.example_index(split)
+        return len(self.split(split)[0]) if index is None else len(index)
 
     def dataset(self, path: str, batch_size: int, is_training: bool, num_examples: int,
                 seed=None, input_context=None) -> tf.data.Dataset:
+        """`num_examples`: the cache's records (the windows, with --long_text=windows)."""
         return features.dataset(path, self.options.max_seq_length, self.regression, batch_size,
                                 is_training, num_examples, seed, input_context,
-                                len(self.spec.labels) if self.multi_label else None)
+                                len(self.spec.labels) if self.multi_label else None,
+                                windows=self.windows)
 
     def data(self, purpose: str):
         return self.split({"train": "train", "eval": "dev", "predict": "test"}[purpose])
 
     def num_train_examples(self) -> int:
-        return len(self.split("train")[0])
+        return self.num_features("train")
 
     def train_dataset(self, input_context):
-        examples, path = self.split("train")
+        _, path = self.split("train")
         return self.dataset(path, self.per_replica_train_batch(input_context), True,
-                            len(examples), self.options.seed, input_context)
+                            self.num_features("train"), self.options.seed, input_context)
 
     def eval_features(self):
         if not self.options.do_eval:
             return None
-        examples, path = self.split("dev")
-        return finetuning.real_features(self.dataset(path, 32, False, len(examples)),
+        _, path = self.split("dev")
+        return finetuning.real_features(self.dataset(path, 32, False, self.num_features("dev")),
                                         export.TOKEN_FEATURES)
+
+    def example_logits(self, model, split: str, batch_size: int, what: str = "",
+                       strategy: Optional[tf.distribute.Strategy] = None):
+        """(examples, float32 logits [N, K]) of a split: one row per example, its windows'
+        logits aggregated (--window_aggregation) under --long_text=windows. `strategy`:
+        the run's by default."""
+        examples, path = self.split(split)
+        count = self.num_features(split)
+        data = self.dataset(path, batch_size, False, count)
+        logits = predict_logits(strategy or self.strategy, model, data, count,
+                                f"of {len(examples)} {split} examples{what}")
+        index = self.example_index(split)
+        if index is not None:
+            logits = long_text_rules.aggregate(logits, index, len(examples),
+                                               self.options.window_aggregation)
+        return examples, logits
 
     def evaluate(self, model, step):
         """The task's metrics on the dev set, with `collapsed` (classification, not
         regression: see `finetuning.collapse`)."""
-        examples, path = self.split("dev")
         gold = self.once("dev gold", self._dev_gold)
-        data = self.dataset(path, self.options.eval_batch_size, False, len(examples))
-        logits = predict_logits(self.strategy, model, data, len(examples),
-                                f"of {len(examples)} dev examples")
+        examples, logits = self.example_logits(model, "dev", self.options.eval_batch_size)
         results = metrics.compute_metrics(self.spec, logits, gold)
         results["eval_examples"] = len(examples)
-        if self.multi_label:  # what tuned thresholds would give (tuned on these examples)
-            tuned = multilabel.tune_thresholds(multilabel.sigmoid(logits), gold)
-            results["tuned_macro_f1"] = metrics.compute_metrics(
-                self.spec, logits, gold, tuned)["macro_f1"]
+        if self.multi_label:
+            results.update(self._tuned_on(logits, gold))
         elif not self.regression:  # one label predicted almost everywhere?
             collapse.mark(results, collapse.label_collapse(
                 np.argmax(logits, axis=-1), gold, labels=self.spec.labels),
@@ -292,10 +351,7 @@ class ClassificationJob(finetuning.FinetuningJob):
     def predict(self, model):
         """Logits of the test set, written as the submission files (multi-label:
         predictions.jsonl, and the test metrics when every test example is labelled)."""
-        examples, path = self.split("test")
-        data = self.dataset(path, self.options.predict_batch_size, False, len(examples))
-        logits = predict_logits(self.strategy, model, data, len(examples),
-                                f"of {len(examples)} test examples")
+        examples, logits = self.example_logits(model, "test", self.options.predict_batch_size)
         if self.multi_label:
             return self._predict_multi_label(model, examples, logits)
         if not self.chief:
@@ -305,50 +361,85 @@ class ClassificationJob(finetuning.FinetuningJob):
         return dict(written, logits=logits)
 
     def _predict_multi_label(self, model, examples, logits) -> Dict:
-        thresholds = self.thresholds(model)
         if not self.chief:
             return {"logits": logits}
-        written = postprocess.write_multilabel_predictions(
-            self.options.output_dir, self.spec, examples, logits, thresholds)
+        thresholds = self.thresholds(model)
+        output_dir = self.options.output_dir
+        written = postprocess.write_multilabel_predictions(output_dir, self.spec, examples,
+                                                           logits, thresholds)
         if all(example.label is not None for example in examples):
             written["metrics"] = postprocess.write_test_metrics(
-                self.options.output_dir, metrics.compute_metrics(
+                output_dir, metrics.compute_metrics(
                     self.spec, logits, metrics.gold_label_ids(self.spec, examples), thresholds),
                 len(examples))
+        else:
+            postprocess.remove_test_metrics(output_dir, "the test file is not fully labelled")
         return dict(written, logits=logits)
 
+    def _tuned_on(self, logits: np.ndarray, gold: np.ndarray) -> Dict[str, float]:
+        """`tuned_macro_f1` and `threshold/<label>`: thresholds tuned on these dev logits,
+        and the macro-F1 they give there (optimistic: tuned and scored on the same set).
+        The best checkpoint's are the thresholds the run then uses."""
+        tuned = multilabel.tune_thresholds(logits, gold)
+        values = {"tuned_macro_f1": metrics.compute_metrics(self.spec, logits, gold,
+                                                            tuned)["macro_f1"]}
+        values.update({f"{THRESHOLD_KEY}{label}": float(threshold)
+                       for label, threshold in zip(self.spec.labels, tuned)})
+        return values
+
     def thresholds(self, model) -> np.ndarray:
-        """float32 [K]: each label's decision threshold for `model` (the best weights):
-        --multi_label_threshold's number, or tuned on the dev set and written to
-        label_thresholds.json (0.5 for every label when there is no dev set)."""
+        """float64 [K]: each label's decision threshold for `model` (the best weights),
+        written to label_thresholds.json: --multi_label_threshold's number; else those the
+        best checkpoint's evaluation tuned (best_eval.json); else tuned on the dev set now;
+        else 0.5 for every label."""
         return self.once("thresholds", lambda: self._thresholds(model))
 
     def _thresholds(self, model) -> np.ndarray:
         labels, fixed = self.spec.labels, self.options.fixed_threshold()
         if fixed is not None:
-            return np.full([len(labels)], fixed, np.float32)
+            return self._record(np.full([len(labels)], fixed),
+                                f"--multi_label_threshold={fixed:g}")
+        best = self._best_eval()
+        if all(f"{THRESHOLD_KEY}{label}" in best for label in labels):
+            return self._record(
+                np.array([best[f"{THRESHOLD_KEY}{label}"] for label in labels]),
+                f"tuned on the dev set at step {best.get('global_step')} (the best "
+                "checkpoint's evaluation, best_eval.json)", best.get("eval_examples"),
+                best.get("macro_f1"), best.get("tuned_macro_f1"))
         try:
-            examples, path = self.split("dev")
+            self.split("dev")
         except glue.GlueDataError as err:
             if self.options.do_eval:
                 raise
             logging.warning("multi-label thresholds: 0.5 for every label, no dev set to tune "
                             "them on (%s)", err)
-            return np.full([len(labels)], multilabel.BASELINE_THRESHOLD, np.float32)
-        data = self.dataset(path, self.options.eval_batch_size, False, len(examples))
-        logits = predict_logits(self.strategy, model, data, len(examples),
-                                f"of {len(examples)} dev examples (tuning thresholds)")
+            return self._record(np.full([len(labels)], multilabel.BASELINE_THRESHOLD),
+                                "0.5: no dev set")
+        # In this process alone (the chief's export runs without the other workers).
+        examples, logits = self.example_logits(model, "dev", self.options.eval_batch_size,
+                                               " (tuning thresholds)",
+                                               tf.distribute.get_strategy())
         gold = self.once("dev gold", self._dev_gold)
-        thresholds = multilabel.tune_thresholds(multilabel.sigmoid(logits), gold)
+        tuned = self._tuned_on(logits, gold)
+        return self._record(np.array([tuned[f"{THRESHOLD_KEY}{label}"] for label in labels]),
+                            "tuned on the dev set", len(examples),
+                            metrics.compute_metrics(self.spec, logits, gold)["macro_f1"],
+                            tuned["tuned_macro_f1"])
+
+    def _best_eval(self) -> Dict:
+        path = os.path.join(self.options.output_dir, "best_eval.json")
+        return fileio.read_json(path) if tf.io.gfile.exists(path) else {}
+
+    def _record(self, thresholds: np.ndarray, source: str, dev_examples=None,
+                at_half=None, tuned=None) -> np.ndarray:
+        """Writes label_thresholds.json (chief) and logs where the thresholds come from."""
         if self.chief:
-            record = postprocess.write_thresholds(
-                self.options.output_dir, labels, thresholds,
-                baseline=metrics.compute_metrics(self.spec, logits, gold)["macro_f1"],
-                tuned=metrics.compute_metrics(self.spec, logits, gold, thresholds)["macro_f1"],
-                num_examples=len(examples))
-            logging.info("multi-label thresholds tuned on %d dev examples: macro-F1 %.4f at "
-                         "0.5, %.4f tuned (%s)", len(examples), record["dev_macro_f1_at_0.5"],
-                         record["dev_macro_f1_tuned"], postprocess.THRESHOLDS_FILE)
+            postprocess.write_thresholds(self.options.output_dir, self.spec.labels, thresholds,
+                                         source, dev_examples, at_half, tuned)
+        logging.info("multi-label thresholds: %s%s (%s)", source,
+                     f"; dev macro-F1 {at_half:.4f} at 0.5, {tuned:.4f} tuned"
+                     if at_half is not None and tuned is not None else "",
+                     postprocess.THRESHOLDS_FILE)
         return thresholds
 
     def export_saved_model(self, model) -> None:

@@ -128,6 +128,21 @@ def multilabel_metrics(gold, predicted, labels: Sequence[str],
     return results
 
 
+def logit_thresholds(thresholds) -> np.ndarray:
+    """float32 [K]: the logit of each probability threshold, log(t / (1 - t))."""
+    thresholds = np.asarray(thresholds, np.float64)
+    return np.log(thresholds / (1.0 - thresholds)).astype(np.float32)
+
+
+def above_thresholds(logits, thresholds) -> np.ndarray:
+    """int32 [N, K]: 1 where a label is predicted, its probability above its threshold.
+
+    Compared as float32 logits against `logit_thresholds`: the rule every path uses (the
+    job, the SavedModel, ONNX, LiteRT), so that they agree at the boundary too."""
+    return (np.asarray(logits, np.float32) > logit_thresholds(thresholds)[None, :]
+            ).astype(np.int32)
+
+
 def _ratio(numerator: float, denominator: float) -> float:
     return float(numerator / denominator) if denominator else 0.0
 
@@ -168,10 +183,9 @@ def compute_metrics(spec, logits: np.ndarray, label_ids: np.ndarray,
     sigmoid is above its `thresholds` entry (default 0.5 for every label)."""
     losses = per_example_loss(logits, label_ids, spec.is_regression)
     if spec.multi_label:
-        probabilities = 1.0 / (1.0 + np.exp(-np.asarray(logits, np.float64)))
         if thresholds is None:
-            thresholds = np.full([probabilities.shape[1]], 0.5)
-        predictions = probabilities > np.asarray(thresholds)[None, :]
+            thresholds = np.full([np.shape(logits)[1]], 0.5)
+        predictions = above_thresholds(logits, thresholds)
     elif spec.is_regression:
         predictions = logits[:, 0]
     else:

@@ -15,8 +15,9 @@ Custom files (`--task_name=custom --multi_label`): a label cell holds comma-sepa
 label names (an empty cell: no label), or, in JSON lines, a list of names.
 
 Decision thresholds: a label is predicted when its sigmoid probability is above its
-threshold. `tune_thresholds` picks, per label, the threshold of a fixed grid that
-maximises that label's F1 on dev (ties: the one nearest 0.5), so the tuned macro-F1 on
+threshold (`metrics.above_thresholds`: float32 logits against the thresholds' logits).
+`tune_thresholds` picks, per label, the threshold of a fixed grid that maximises that
+label's F1 on dev (ties: the one nearest 0.5, then the lower), so the tuned macro-F1 on
 dev is never below the 0.5 baseline's.
 
 Pure Python and NumPy (no TensorFlow at import).
@@ -31,7 +32,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 from absl import logging
 
-from albert_tf.tasks.classification import glue
+from albert_tf.tasks.classification import glue, metrics
 
 GOEMOTIONS = "goemotions"
 LABELS_FILE = "emotions.txt"
@@ -114,7 +115,7 @@ def label_ids_to_names(text: str, labels: Sequence[str], where: str) -> Tuple[st
     chosen = set()
     for part in text.split(","):
         part = part.strip()
-        if not part.isdigit() or int(part) >= len(labels):
+        if not (part.isascii() and part.isdigit()) or int(part) >= len(labels):
             raise glue.GlueDataError(f"{where}: label id {part!r} is not a number from 0 to "
                                      f"{len(labels) - 1} (the lines of {LABELS_FILE})")
         chosen.add(int(part))
@@ -126,14 +127,10 @@ def sigmoid(logits) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-logits))
 
 
-def decide(probabilities, thresholds) -> np.ndarray:
-    """int32 [N, K]: 1 where the probability is above the label's threshold."""
-    return (np.asarray(probabilities) > np.asarray(thresholds)[None, :]).astype(np.int32)
-
-
-def _f1_per_threshold(probabilities: np.ndarray, gold: np.ndarray) -> np.ndarray:
-    """[len(THRESHOLD_GRID)]: the F1 of one label at each threshold of the grid."""
-    predicted = probabilities[None, :] > THRESHOLD_GRID[:, None]
+def _f1_per_threshold(logits: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    """[len(THRESHOLD_GRID)]: the F1 of one label (float32 logits [N]) at each threshold of
+    the grid."""
+    predicted = logits[None, :] > metrics.logit_thresholds(THRESHOLD_GRID)[:, None]
     positive = gold[None, :] == 1
     tp = np.sum(predicted & positive, axis=1)
     fp = np.sum(predicted & ~positive, axis=1)
@@ -142,16 +139,18 @@ def _f1_per_threshold(probabilities: np.ndarray, gold: np.ndarray) -> np.ndarray
     return np.where(denominator > 0, 2 * tp / np.maximum(denominator, 1), 0.0)
 
 
-def tune_thresholds(probabilities, gold) -> np.ndarray:
-    """float64 [K]: per label, the grid threshold with the best dev F1 (ties: nearest to
-    0.5, then the lower); a label without a positive dev example keeps 0.5."""
-    probabilities, gold = np.asarray(probabilities, np.float64), np.asarray(gold)
-    thresholds = np.full([probabilities.shape[1]], BASELINE_THRESHOLD)
-    distance = np.abs(THRESHOLD_GRID - BASELINE_THRESHOLD)
-    for k in range(probabilities.shape[1]):
+def tune_thresholds(logits, gold) -> np.ndarray:
+    """float64 [K]: per label, the grid threshold with the best dev F1 for the dev logits
+    [N, K] (ties: nearest to 0.5, then the lower); a label without a positive dev example
+    keeps 0.5."""
+    logits, gold = np.asarray(logits, np.float32), np.asarray(gold)
+    thresholds = np.full([logits.shape[1]], BASELINE_THRESHOLD)
+    # Distances in hundredths, exact: 0.3 and 0.7 tie, and the lower one wins.
+    distance = np.abs(np.arange(1, 100) - 50)
+    for k in range(logits.shape[1]):
         if not gold[:, k].any():
             continue
-        scores = _f1_per_threshold(probabilities[:, k], gold[:, k])
+        scores = _f1_per_threshold(logits[:, k], gold[:, k])
         best = np.flatnonzero(scores == scores.max())
         thresholds[k] = THRESHOLD_GRID[best[np.argmin(distance[best])]]
     return thresholds

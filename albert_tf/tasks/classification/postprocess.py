@@ -29,7 +29,7 @@ from absl import logging
 
 from albert_tf import fileio
 from albert_tf.errors import UserValueError
-from albert_tf.tasks.classification import clue, glue, multilabel
+from albert_tf.tasks.classification import clue, glue, metrics, multilabel
 
 HEADER = ("index", "prediction")
 
@@ -139,12 +139,20 @@ def write_multilabel_predictions(output_dir: str, spec: glue.TaskSpec,
     """predictions.jsonl (one `{"id", "labels", "probabilities"}` line per example, in
     order; `probabilities` maps every label to its sigmoid) and test_results.tsv (the
     probabilities, a row per example); returns {"probabilities" [N, K], "labels": the
-    label lists, "files"}."""
+    label lists, "files"}. UserValueError when two examples share an id (the file could
+    not be scored)."""
+    seen: Dict[str, str] = {}
+    for example in examples:
+        if example.guid in seen:
+            raise UserValueError(f"{example.source}: id {example.guid!r} is given twice "
+                                 f"(first at {seen[example.guid]}); predictions.jsonl needs "
+                                 "one id per example")
+        seen[example.guid] = example.source
     probabilities = multilabel.sigmoid(logits)
-    chosen = multilabel.decide(probabilities, thresholds)
+    chosen = metrics.above_thresholds(logits, thresholds)
     label_lists = [[spec.labels[k] for k in np.flatnonzero(row)] for row in chosen]
     lines = [json.dumps({"id": e.guid, "labels": names,
-                         "probabilities": {label: round(float(p), 6)
+                         "probabilities": {label: float(p)
                                            for label, p in zip(spec.labels, row)}},
                         ensure_ascii=False) + "\n"
              for e, names, row in zip(examples, label_lists, probabilities)]
@@ -158,13 +166,17 @@ def write_multilabel_predictions(output_dir: str, spec: glue.TaskSpec,
 
 
 def write_thresholds(output_dir: str, labels: Sequence[str], thresholds: np.ndarray,
-                     baseline: float, tuned: float, num_examples: int) -> Dict:
-    """label_thresholds.json: {"thresholds": {label: threshold}, the dev macro-F1 at 0.5
-    and tuned, the number of dev examples}; returns what it wrote."""
+                     source: str, dev_examples: Optional[int] = None,
+                     at_half: Optional[float] = None, tuned: Optional[float] = None) -> Dict:
+    """label_thresholds.json: {"thresholds": {label: threshold}, "source": where they come
+    from, and when known the dev macro-F1 at 0.5 and with them}; returns what it wrote."""
     record = {"thresholds": {label: float(t) for label, t in zip(labels, thresholds)},
-              "dev_macro_f1_at_0.5": baseline, "dev_macro_f1_tuned": tuned,
-              "dev_examples": num_examples,
+              "source": source,
               "rule": "a label is predicted when its probability is above its threshold"}
+    if dev_examples is not None:
+        record["dev_examples"] = dev_examples
+    if at_half is not None and tuned is not None:
+        record.update({"dev_macro_f1_at_0.5": at_half, "dev_macro_f1_tuned": tuned})
     fileio.atomic_write_text(os.path.join(output_dir, THRESHOLDS_FILE),
                              json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     return record
@@ -179,6 +191,16 @@ def write_test_metrics(output_dir: str, results: Dict[str, float], num_examples:
         f"{key} {value:.4f}" for key, value in results.items()
         if "/" not in key and key != "eval_examples"), TEST_METRICS_FILE)
     return results
+
+
+def remove_test_metrics(output_dir: str, why: str) -> None:
+    """Removes an earlier run's test_metrics.json, which these predictions do not match."""
+    path = os.path.join(output_dir, TEST_METRICS_FILE)
+    if os.path.exists(path):
+        os.remove(path)
+        logging.info("removed the earlier %s: %s", TEST_METRICS_FILE, why)
+    else:
+        logging.info("no test metrics: %s", why)
 
 
 def read_label_sets(path: str, spec: glue.TaskSpec,
@@ -214,7 +236,8 @@ def read_label_sets(path: str, spec: glue.TaskSpec,
         row[[index[name] for name in names]] = 1
         rows[guid], lines[guid] = row, line
     guids = [e.guid for e in examples]
-    unknown = [guid for guid in rows if guid not in set(guids)]
+    known = set(guids)
+    unknown = [guid for guid in rows if guid not in known]
     missing = [guid for guid in guids if guid not in rows]
     if unknown or missing:
         raise UserValueError(

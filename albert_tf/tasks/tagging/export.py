@@ -148,25 +148,31 @@ def word_windows(is_start, num_tokens, max_tokens: int, doc_stride: int):
     Returns (starts, lengths int32 [B, I], valid bool [B, I]): row b's windows are its
     first columns with `valid`, in order (I = the most windows of a row; 0 for a row
     without sub-tokens).
+
+    Linear in T: each step looks only at the max_tokens + 1 positions from its window's
+    start, and the windows are written to TensorArrays (not grown by concatenation).
     """
     num_tokens = tf.cast(num_tokens, tf.int32)
-    batch = tf.shape(is_start)[0]
-    positions = tf.range(tf.shape(is_start)[1] + 1)[None, :]
+    batch, width = tf.shape(is_start)[0], tf.shape(is_start)[1]
+    positions = tf.range(width + 1)[None, :]
     boundary = (tf.concat([is_start, tf.zeros([batch, 1], tf.bool)], axis=1)
                 | tf.equal(positions, num_tokens[:, None]))
+    # Padded so that every position start + [0, max_tokens] can be gathered.
+    boundary = tf.concat([boundary, tf.zeros([batch, max_tokens + 1], tf.bool)], axis=1)
+    offsets = tf.range(max_tokens + 1)[None, :]
 
-    def last_boundary(low, high):  # the last boundary in (low, high], -1 if none
-        hit = boundary & (positions > low[:, None]) & (positions <= high[:, None])
-        return tf.reduce_max(tf.where(hit, positions, -1), axis=1)
+    def step(index, start, active, starts, lengths, valid):
+        local = start[:, None] + offsets                       # [B, max_tokens + 1]
+        hits = tf.gather(boundary, local, batch_dims=1)
 
-    def first_boundary(low, high):  # the first boundary in (low, high], INT32_MAX if none
-        hit = boundary & (positions > low[:, None]) & (positions <= high[:, None])
-        return tf.reduce_min(tf.where(hit, positions, _INT32_MAX), axis=1)
+        def last_boundary(low, high):  # the last boundary in (low, high], -1 if none
+            hit = hits & (local > low[:, None]) & (local <= high[:, None])
+            return tf.reduce_max(tf.where(hit, local, -1), axis=1)
 
-    def append(columns, value):
-        return tf.concat([columns, value[:, None]], axis=1)
+        def first_boundary(low, high):  # the first boundary in (low, high], MAX if none
+            hit = hits & (local > low[:, None]) & (local <= high[:, None])
+            return tf.reduce_min(tf.where(hit, local, _INT32_MAX), axis=1)
 
-    def step(start, active, starts, lengths, valid):
         end = tf.minimum(start + max_tokens, num_tokens)
         last = last_boundary(start, end)
         end = tf.where(last >= 0, last, end)  # none: a word longer than a window
@@ -175,18 +181,24 @@ def word_windows(is_start, num_tokens, max_tokens: int, doc_stride: int):
         following = tf.where(back >= 0, back,
                              tf.where(forward < _INT32_MAX, forward, step_to))
         more = active & (end < num_tokens)
-        return (tf.where(more, following, start), more, append(starts, start),
-                append(lengths, end - start), append(valid, active))
+        return (index + 1, tf.where(more, following, start), more,
+                starts.write(index, start), lengths.write(index, end - start),
+                valid.write(index, active))
 
-    empty = tf.zeros([batch, 0], tf.int32)
-    initial = (tf.zeros([batch], tf.int32), num_tokens > 0, empty, empty,
-               tf.zeros([batch, 0], tf.bool))
-    matrix = tf.TensorShape([None, None])
-    _, _, starts, lengths, valid = tf.while_loop(
-        lambda start, active, *_: tf.reduce_any(active), step, initial,
-        shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]), matrix, matrix,
-                          matrix))
-    return starts, lengths, valid
+    def columns(dtype):
+        return tf.TensorArray(dtype, size=0, dynamic_size=True, element_shape=[None])
+
+    initial = (tf.constant(0), tf.zeros([batch], tf.int32), num_tokens > 0,
+               columns(tf.int32), columns(tf.int32), columns(tf.bool))
+    _, _, _, starts, lengths, valid = tf.while_loop(
+        lambda index, start, active, *_: tf.reduce_any(active), step, initial)
+
+    def matrix(array, dtype):  # [I, B] -> [B, I]; [B, 0] when no row has a token
+        stacked = tf.cond(array.size() > 0, array.stack,
+                          lambda: tf.zeros([0, batch], dtype))
+        return tf.transpose(stacked)
+
+    return matrix(starts, tf.int32), matrix(lengths, tf.int32), matrix(valid, tf.bool)
 
 
 def max_context_window(token, starts, lengths, valid):
@@ -203,6 +215,46 @@ def max_context_window(token, starts, lengths, valid):
     best = tf.reduce_max(score, axis=1, keepdims=True)
     columns = tf.range(tf.shape(starts)[1])[None, :]
     first = tf.reduce_min(tf.where(inside & tf.equal(score, best), columns, _INT32_MAX), axis=1)
+    return tf.where(first < _INT32_MAX, first, -1)
+
+
+def max_context_flat(row, token, starts, lengths, valid, max_tokens: int):
+    """`max_context_window` without the [N, I] matrices, linear in the text's length: for
+    each sub-token (row int32 [N], token int32 [N], its position in the row), the index of
+    its max-context window among all valid windows in row-major order (as `tf.where(valid)`
+    lists them), -1 when none holds it. starts, lengths, valid [B, I] as `word_windows`
+    returns them; a window holds at most `max_tokens` sub-tokens.
+
+    Only the windows starting in (token - max_tokens, token] can hold a token, and a row's
+    windows start in increasing order: their range is found by a binary search over all
+    windows laid end to end (each row shifted by the tokens of the rows before it)."""
+    token, row = tf.cast(token, tf.int32), tf.cast(row, tf.int32)
+    where = tf.cast(tf.where(valid), tf.int32)                       # [W, (row, column)]
+    window_row = where[:, 0]
+    row_width = tf.reduce_max(starts + lengths, axis=1)              # [B]
+    shift = tf.cumsum(tf.maximum(row_width, 0), exclusive=True)
+    window_start = tf.gather_nd(starts, where) + tf.gather(shift, window_row)       # sorted
+    window_length = tf.gather_nd(lengths, where)
+    position = token + tf.gather(shift, row)
+    high = tf.searchsorted(window_start, position, side="right", out_type=tf.int32)
+    low = tf.searchsorted(window_start, position - max_tokens, side="right",
+                          out_type=tf.int32)
+    count = tf.reduce_max(tf.concat([high - low, [0]], axis=0))
+    candidate = low[:, None] + tf.range(count)[None, :]                # [N, C]
+    exists = candidate < high[:, None]
+    candidate = tf.minimum(candidate, tf.maximum(tf.shape(window_start)[0] - 1, 0))
+    start = tf.gather(tf.concat([window_start, [0]], 0), candidate)
+    length = tf.gather(tf.concat([window_length, [0]], 0), candidate)
+    same_row = tf.equal(tf.gather(tf.concat([window_row, [-1]], 0), candidate), row[:, None])
+    last = start + length - 1
+    where_token = position[:, None]
+    inside = exists & same_row & (where_token >= start) & (where_token <= last)
+    score = (tf.cast(tf.minimum(where_token - start, last - where_token), tf.float64)
+             + 0.01 * tf.cast(length, tf.float64))
+    score = tf.where(inside, score, tf.constant(-np.inf, tf.float64))
+    best = tf.reduce_max(score, axis=1, keepdims=True)
+    first = tf.reduce_min(tf.where(inside & tf.equal(score, best), candidate, _INT32_MAX),
+                          axis=1)
     return tf.where(first < _INT32_MAX, first, -1)
 
 
@@ -376,12 +428,8 @@ class TaggingServingModule(tf.Module):
         outputs = self._outputs(self.window_features(
             dense, is_start, windows[:, 0], tf.gather_nd(starts, windows),
             tf.gather_nd(lengths, windows)))
-        column = max_context_window(token, tf.gather(starts, row), tf.gather(lengths, row),
-                                    tf.gather(valid, row))
-        first_window = tf.cumsum(tf.reduce_sum(tf.cast(valid, tf.int32), axis=1),
-                                 exclusive=True)
-        at = tf.stack([tf.gather(first_window, row) + column,
-                       1 + token - tf.gather_nd(starts, tf.stack([row, column], axis=1))],
+        window = max_context_flat(row, token, starts, lengths, valid, max_seq_length - 2)
+        at = tf.stack([window, 1 + token - tf.gather(tf.gather_nd(starts, windows), window)],
                       axis=1)
         label = tf.gather_nd(outputs["predictions"], at)
         probability = tf.gather(tf.nn.softmax(tf.gather_nd(outputs["logits"], at)), label,

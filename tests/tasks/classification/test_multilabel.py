@@ -58,6 +58,7 @@ def test_goemotions_sample_is_read_as_its_readme_counts(goemotions_dir):
 @pytest.mark.parametrize("line, message", [
     ("text\t28\tid1", "label id '28' is not a number from 0 to 27"),
     ("text\t3,x\tid1", "label id 'x' is not a number from 0 to 27"),
+    ("text\t\u00b2\tid1", "label id '\u00b2' is not a number from 0 to 27"),
     ("text\t3", "expected 3 tab-separated fields"),
     ('"an unclosed quote\t3\tid1\nnext\t4\tid2', "a quoted text runs on to line"),
 ])
@@ -96,15 +97,14 @@ def test_custom_tsv_label_cells_are_comma_separated_sets(tmp_path):
 
 
 def test_custom_json_lines_take_label_lists(tmp_path):
-    rows = [{"text": "a", "labels": ["x", "y"], "id": 7}, {"text": "b", "labels": []},
-            {"text": "c", "labels": ["z"]}]
+    rows = [{"text": "a", "labels": ["x", "y"], "id": 7}, {"text": "b", "labels": [], "id": 8},
+            {"text": "c", "labels": ["z"], "id": "c"}]
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (tmp_path / "test.jsonl").write_text(json.dumps({"text": "t"}) + "\n")
+    (tmp_path / "test.jsonl").write_text(json.dumps({"text": "t", "id": "t1"}) + "\n")
     options = custom(id_column="id")
     labels = glue.custom_labels(options, str(tmp_path))
     train = glue.read_custom_examples(options, str(tmp_path), "train", labels)
-    assert [(e.guid, e.label) for e in train] == [("7", ("x", "y")), ("train-1", ()),
-                                                 ("train-2", ("z",))]
+    assert [(e.guid, e.label) for e in train] == [("7", ("x", "y")), ("8", ()), ("c", ("z",))]
     assert glue.read_custom_examples(options, str(tmp_path), "test", labels)[0].label is None
     # Single-label JSON lines read the same way.
     (tmp_path / "dev.jsonl").write_text(json.dumps({"text": "d", "labels": "x"}) + "\n")
@@ -118,6 +118,10 @@ def test_custom_json_lines_take_label_lists(tmp_path):
      r"dev.jsonl:2: --text_a_column='text': expected a string field 'text', found int"),
     ("dev.jsonl", '{"text": "d", "labels": [1]}\n', {},
      r"dev.jsonl:1: a multi-label cell is comma-separated names or a JSON list"),
+    ("dev.jsonl", '{"text": "d", "labels": ["x", ""]}\n', {},
+     r"dev.jsonl:1: a multi-label cell is comma-separated names or a JSON list of non-empty"),
+    ("dev.jsonl", '{"text": "d", "labels": ["x"]}\n', {"id_column": "id"},
+     r"dev.jsonl:1: no id field 'id' \(--id_column\)"),
     ("dev.jsonl", '{"text": "d"}\n', {}, r"dev.jsonl:1: no label field 'labels'"),
     ("dev.jsonl", '{"text": "d", "labels": ["x"]}\n', {"multi_label": False},
      r"dev.jsonl:1: expected a label string, found \['x'\] \(a list of labels needs "
@@ -314,13 +318,14 @@ def test_tuned_thresholds_never_lose_to_the_baseline_and_keep_half_without_posit
     gold = (rng.random([300, 6]) < 0.15).astype(int)
     gold[:, 5] = 0  # a label dev never shows
     # Under-confident scores: the true labels score ~0.3, the others ~0.1.
-    probabilities = np.clip(0.1 + 0.2 * gold + rng.normal(0, 0.08, gold.shape), 0, 1)
-    thresholds = multilabel.tune_thresholds(probabilities, gold)
+    probabilities = np.clip(0.1 + 0.2 * gold + rng.normal(0, 0.08, gold.shape), 1e-4, 1 - 1e-4)
+    logits = np.log(probabilities / (1 - probabilities)).astype(np.float32)
+    thresholds = multilabel.tune_thresholds(logits, gold)
     assert thresholds[5] == 0.5
     assert all(0.01 <= t <= 0.99 for t in thresholds)
     names = list("abcdef")
     at_half = metrics.multilabel_metrics(gold, probabilities > 0.5, names)["macro_f1"]
-    tuned = metrics.multilabel_metrics(gold, multilabel.decide(probabilities, thresholds),
+    tuned = metrics.multilabel_metrics(gold, metrics.above_thresholds(logits, thresholds),
                                        names)["macro_f1"]
     assert tuned > at_half + 0.3
     # Each label's threshold is the best of the grid for that label alone.
@@ -332,15 +337,29 @@ def test_tuned_thresholds_never_lose_to_the_baseline_and_keep_half_without_posit
                                         zero_division=0) == pytest.approx(best)
 
 
+def test_the_decision_compares_float32_logits_with_the_thresholds_logits():
+    # float32(-0.84729785) is the float32 logit of 0.3: its float64 sigmoid is just above
+    # 0.3, its float32 one equal to float32(0.3). Every path decides on the logit: not above.
+    logit = np.float32(-0.84729785)
+    assert 1 / (1 + np.exp(-np.float64(logit))) > 0.3
+    assert metrics.above_thresholds([[logit]], [0.3])[0, 0] == 0
+    assert metrics.above_thresholds([[np.nextafter(logit, np.float32(1))]], [0.3])[0, 0] == 1
+    assert metrics.above_thresholds([[0.0, 1e-7]], [0.5, 0.5]).tolist() == [[0, 1]]
+
+
 def test_ties_pick_the_threshold_nearest_a_half():
+    def logits(probabilities):
+        probabilities = np.array(probabilities, np.float64)
+        return np.log(probabilities / (1 - probabilities)).astype(np.float32)
+
     # Every threshold in [0.3, 0.7) separates these perfectly: 0.5 is kept.
-    probabilities = np.array([[0.2], [0.25], [0.75], [0.8]])
     gold = np.array([[0], [0], [1], [1]])
-    assert multilabel.tune_thresholds(probabilities, gold)[0] == 0.5
-    # Only [0.80, 0.85) separates these: the lowest such grid point would be 0.80.
-    probabilities = np.array([[0.8], [0.85]])
-    gold = np.array([[0], [1]])
-    assert multilabel.tune_thresholds(probabilities, gold)[0] == pytest.approx(0.8)
+    assert multilabel.tune_thresholds(logits([[0.2], [0.25], [0.75], [0.8]]), gold)[0] == 0.5
+    # Only [0.80, 0.85) separates these: the first grid point there.
+    assert multilabel.tune_thresholds(logits([[0.805], [0.85]]), [[0], [1]])[0] == 0.81
+    # 0.3 and 0.7 both separate these best (exactly as far from 0.5): the lower wins.
+    assert multilabel.tune_thresholds(logits([[0.295], [0.305], [0.695], [0.695], [0.705]]),
+                                      [[0], [1], [0], [0], [1]])[0] == 0.3
 
 
 def test_the_predictions_file_round_trips(tmp_path):

@@ -98,6 +98,11 @@ def test_tuned_thresholds_beat_a_half_on_dev_and_best_is_by_macro_f1(run):
     best = json.loads((out / "best_eval.json").read_text())
     assert {"macro_f1", "micro_f1", "hamming_loss", "subset_accuracy", "tuned_macro_f1",
             "f1/admiration"} <= set(best)
+    # The thresholds are the best checkpoint's evaluation's: no second pass over dev.
+    assert "best_eval.json" in record["source"]
+    assert record["thresholds"] == {label: best[f"threshold/{label}"]
+                                    for label in run["task"].spec.labels}
+    assert record["dev_macro_f1_tuned"] == best["tuned_macro_f1"]
     evals = (out / "eval_results.txt").read_text().splitlines()
     scores = [float(line.split(" = ")[1]) for line in evals if line.startswith("macro_f1 ")]
     assert len(scores) == 2 and best["macro_f1"] == max(scores)

@@ -114,6 +114,15 @@ def test_word_windows_and_max_context_equal_the_python_rules():
             got = list(zip(starts[i, :count].numpy().tolist(), lengths[i, :count].numpy().tolist()))
             assert got == want, (n, word_starts, max_tokens, stride)
             assert best[token_row == i].tolist() == features.max_context_windows(want, n)
+        # The linear search gives the same windows, numbered over all valid windows.
+        flat = tagging_export.max_context_flat(tf.constant(token_row, tf.int32), token, starts,
+                                               lengths, valid, max_tokens).numpy()
+        first = np.cumsum([0] + valid.numpy().sum(axis=1).tolist())[:-1]
+        np.testing.assert_array_equal(flat, np.where(best >= 0, first[token_row] + best, -1))
+    # Rows without a token: no window at all.
+    starts, lengths, valid = tagging_export.word_windows(
+        tf.zeros([3, 0], tf.bool), tf.zeros([3], tf.int32), 6, 2)
+    assert starts.shape == lengths.shape == valid.shape == (3, 0)
 
 
 @pytest.mark.parametrize("scheme", ["iob2", "bioes"])
