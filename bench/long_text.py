@@ -2,7 +2,8 @@
 the NER raw-text signature (its windows), at growing text lengths.
 
     .venv/bin/python bench/long_text.py [--words 2500 5000 10000 20000] [--size small]
-        [--max_seq_length 512] [--rounds 3] [--skip_ner] [--output bench/results/long_text.json]
+        [--max_seq_length 512] [--rounds 3] [--skip_ner | --ner_only]
+        [--output bench/results/long_text.json]
 
 One random model of `--size` (the real 30k-clean.model vocabulary), texts made of the shared
 Gutenberg books' words. Each signature is traced once, warmed up on the shortest text, then
@@ -68,12 +69,14 @@ def models(args):
 
 
 def signatures(args, classifier, tagger, tokenizer):
-    from albert_tf.tasks.classification.export import ClassifierServingModule
-    from albert_tf.tasks.classification.long_text import LongText
     from albert_tf.tasks.tagging.export import TaggingServingModule
 
+    if not args.ner_only:  # (--ner_only also runs on a tree from before --long_text)
+        from albert_tf.tasks.classification.export import ClassifierServingModule
+        from albert_tf.tasks.classification.long_text import LongText
+
     calls = {}
-    for mode in ("truncate", "head_tail", "windows"):
+    for mode in () if args.ner_only else ("truncate", "head_tail", "windows"):
         module = ClassifierServingModule(classifier, tokenizer, args.max_seq_length, ["a", "b"],
                                          pair=False, long_text=LongText(mode))
         calls[f"classifier {mode}"] = module.serving_default
@@ -91,6 +94,7 @@ def main() -> None:
     parser.add_argument("--max_seq_length", type=int, default=512)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip_ner", action="store_true")
+    parser.add_argument("--ner_only", action="store_true")
     parser.add_argument("--output", default=str(REPO / "bench" / "results" / "long_text.json"))
     args = parser.parse_args()
 

@@ -18,7 +18,7 @@ from albert_tf import _lazy
 # ClassifierServingModule moved to albert_tf.tasks.classification.export: it still reads
 # here, with a DeprecationWarning (albert_tf._moved.MOVED_NAMES).
 _EXPORTS = {name: "saved_model" for name in (
-    "TOKEN_FEATURES", "call_for_export", "model_outputs",
+    "TOKEN_FEATURES", "call_for_export", "in_chunks", "model_outputs",
     "op_types", "pack_pair", "save_serving_model", "saved_model_proto",
     "token_input_signature", "truncate_pair_lengths", "warn_about_xla_functions",
     "xla_function_names")}

@@ -90,6 +90,32 @@ def model_outputs(model, names: Sequence[str],
     return call
 
 
+def in_chunks(call: Callable[[Mapping], Mapping], features: Mapping[str, tf.Tensor],
+              chunk: int, outputs: Mapping[str, tuple]) -> Dict[str, tf.Tensor]:
+    """`call(features)` on `chunk` rows at a time, the outputs concatenated, in the graph.
+
+    A long text's many windows then never go through the model as one batch, whose
+    memory (and, past the caches, time per row) would grow with the text. `outputs`: the
+    outputs to keep, name -> (dtype, shape of a row), e.g. {"logits": (tf.float32,
+    [K])}; with no rows each is empty [0, ...].
+    """
+    count = tf.shape(next(iter(features.values())))[0]
+    arrays = {name: tf.TensorArray(dtype, size=0, dynamic_size=True, infer_shape=False,
+                                   element_shape=[None, *shape])
+              for name, (dtype, shape) in outputs.items()}
+
+    def body(start, written):
+        part = call({name: value[start:start + chunk] for name, value in features.items()})
+        return start + chunk, {name: array.write(start // chunk, part[name])
+                               for name, array in written.items()}
+
+    _, arrays = tf.while_loop(lambda start, _: start < count, body, (tf.constant(0), arrays))
+    return {name: tf.cond(array.size() > 0, array.concat,
+                          lambda dtype=outputs[name][0], shape=outputs[name][1]:
+                          tf.zeros([0, *shape], dtype))
+            for name, array in arrays.items()}
+
+
 def truncate_pair_lengths(len_a, len_b, budget):
     """Lengths the original's `_truncate_seq_pair` leaves, computed without a loop.
 

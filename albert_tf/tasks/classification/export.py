@@ -122,22 +122,11 @@ class ClassifierServingModule(tf.Module):
             return tf.sigmoid(logits)
         return logits if self.regression else tf.nn.softmax(logits, axis=-1)
 
-    def window_logits(self, features, chunk: int = WINDOW_BATCH):
-        """float32 logits [W, K] of W packed windows, `chunk` windows per model call (a
+    def window_logits(self, features):
+        """float32 logits [W, K] of W packed windows, WINDOW_BATCH windows per model call (a
         long text's windows do not all go through the model at once)."""
-        count = tf.shape(features["input_ids"])[0]
-
-        def body(start, written):
-            part = {name: value[start:start + chunk] for name, value in features.items()}
-            return start + chunk, written.write(start // chunk, self._logits(part)["logits"])
-
-        _, written = tf.while_loop(
-            lambda start, _: start < count, body,
-            (tf.constant(0), tf.TensorArray(tf.float32, size=0, dynamic_size=True,
-                                            infer_shape=False,
-                                            element_shape=[None, self.num_outputs])))
-        return tf.cond(written.size() > 0, written.concat,
-                       lambda: tf.zeros([0, self.num_outputs], tf.float32))
+        return export.in_chunks(self._logits, features, WINDOW_BATCH,
+                                {"logits": (tf.float32, [self.num_outputs])})["logits"]
 
     def _serve_pair(self, text_a, text_b):
         return self._finish(self.pack_text(text_a, text_b))

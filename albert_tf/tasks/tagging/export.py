@@ -92,6 +92,9 @@ import tensorflow as tf
 from albert_tf import export
 from albert_tf.tasks.tagging import schemes
 
+# Windows of the raw-text signature per model call.
+WINDOW_BATCH = 16
+
 PAD_OFFSET = -1  # start / end of a padding column
 PAD_SCORE = -1.0  # score of a padding column
 DEFAULT_DOC_STRIDE = 64  # run_ner.py's --doc_stride
@@ -386,10 +389,13 @@ class TaggingServingModule(tf.Module):
         tok = self.tokenizer
         position = tf.range(max_seq_length)[None, :]
         inside = (position >= 1) & (position <= lengths[:, None])
-        last = tf.maximum(tf.shape(tokens)[1] - 1, 0)
-        index = tf.clip_by_value(starts[:, None] + position - 1, 0, last)
-        ids = tf.gather(tf.gather(tokens, rows), index, batch_dims=1)
-        word_start = tf.gather(tf.gather(is_start, rows), index, batch_dims=1)
+        width = tf.shape(tokens)[1]
+        index = tf.clip_by_value(starts[:, None] + position - 1, 0, tf.maximum(width - 1, 0))
+        # Each window gathers its own positions from the flat rows ([W, S], never [W, T]:
+        # a long text's many windows would make that quadratic in its length).
+        flat = rows[:, None] * width + index
+        ids = tf.gather(tf.reshape(tokens, [-1]), flat)
+        word_start = tf.gather(tf.reshape(is_start, [-1]), flat)
         specials = tf.where(tf.equal(position, 0), tok.cls_id,
                             tf.where(tf.equal(position, lengths[:, None] + 1), tok.sep_id,
                                      max(tok.pad_id, 0)))
@@ -425,9 +431,12 @@ class TaggingServingModule(tf.Module):
         starts, lengths, valid = word_windows(is_start, tokens.row_lengths(),
                                               max_seq_length - 2, doc_stride)
         windows = tf.cast(tf.where(valid), tf.int32)                     # [W, (row, column)]
-        outputs = self._outputs(self.window_features(
+        # A long text's windows go through the model WINDOW_BATCH at a time.
+        outputs = export.in_chunks(self._outputs, self.window_features(
             dense, is_start, windows[:, 0], tf.gather_nd(starts, windows),
-            tf.gather_nd(lengths, windows)))
+            tf.gather_nd(lengths, windows)), WINDOW_BATCH,
+            {"predictions": (tf.int32, [max_seq_length]),
+             "logits": (tf.float32, [max_seq_length, len(self._label_names)])})
         window = max_context_flat(row, token, starts, lengths, valid, max_seq_length - 2)
         at = tf.stack([window, 1 + token - tf.gather(tf.gather_nd(starts, windows), window)],
                       axis=1)
@@ -464,12 +473,10 @@ class TaggingServingModule(tf.Module):
     def entities(self, texts, words, begin, end, labels, probabilities):
         """The entities of `word_labels`' output as the dense `serving_default` outputs."""
         row, first, last, score, kind = self.chunks(words, labels, probabilities)
-        row_text = tf.gather(texts, row)
         byte_begin = tf.gather(begin.flat_values, first)
-        entity_text = tf.strings.substr(row_text, byte_begin,
-                                        tf.gather(end.flat_values, last) - byte_begin)
-        before = tf.strings.substr(row_text, tf.zeros_like(byte_begin), byte_begin)
-        start = tf.strings.length(before, unit="UTF8_CHAR")
+        entity_text = substrings(texts, row, byte_begin,
+                                 tf.gather(end.flat_values, last) - byte_begin)
+        start = char_positions(texts, row, byte_begin)
         stop = start + tf.strings.length(entity_text, unit="UTF8_CHAR")
         batch = tf.shape(texts, out_type=tf.int64)[0]
         return {"entity_type": dense_rows(kind, row, batch, ""),
@@ -506,6 +513,30 @@ class TaggingServingModule(tf.Module):
                 "num_entities": count_rows(row, batch),
                 "tags": tf.pad(tags, [[0, 0], [0, width - tf.shape(tags)[1]]],
                                constant_values="")}
+
+
+def substrings(texts, row, byte_begin, byte_length) -> tf.Tensor:
+    """tf.string [E]: bytes [begin, begin + length) of texts[row] for each of E spans, rows
+    non-decreasing. Each text is read in place (gathering texts[row] per span would copy a
+    long text once per entity: quadratic)."""
+    batch = tf.shape(texts, out_type=tf.int64)[0]
+    counts = tf.math.bincount(tf.cast(row, tf.int32), minlength=tf.cast(batch, tf.int32),
+                              maxlength=tf.cast(batch, tf.int32), dtype=tf.int64)
+    spans = tf.strings.substr(texts[:, None], dense_rows(byte_begin, row, batch, 0),
+                              dense_rows(byte_length, row, batch, 0))        # [B, most]
+    return tf.RaggedTensor.from_tensor(spans, lengths=counts).flat_values
+
+
+def char_positions(texts, row, byte_offset) -> tf.Tensor:
+    """int32 [E]: the character index in texts[row] of each byte offset [E] (a character
+    boundary). By a binary search over every text's character offsets laid end to end:
+    linear in the texts' length (measuring each entity's prefix would be quadratic)."""
+    offsets = tf.strings.unicode_decode_with_offsets(texts, "UTF-8")[1]       # [B, (C)]
+    shift = tf.cumsum(tf.cast(tf.strings.length(texts), tf.int64), exclusive=True)
+    laid = offsets.flat_values + tf.gather(shift, offsets.value_rowids())
+    found = tf.searchsorted(laid, tf.gather(shift, row) + tf.cast(byte_offset, tf.int64),
+                            side="left", out_type=tf.int64)
+    return tf.cast(found - tf.gather(offsets.row_starts(), row), tf.int32)
 
 
 def dense_rows(values, row, batch, padding) -> tf.Tensor:
