@@ -71,6 +71,18 @@ def classifier_case(spm_model):
     return classifier_portable_model(model, options, spec), features
 
 
+def multilabel_case(spm_model):
+    features = real_features(spm_model)
+    model = built(models.AlbertClassifier(config(), num_labels=3, multi_label=True), features)
+    custom = glue.CustomTaskOptions("text", "labels", multi_label=True)
+    spec = glue.custom_spec(custom, ("x", "y", "z"))
+    options = ClassificationOptions(task_name="custom", data_dir="unused", albert_config=config(),
+                                    spm_model_file=spm_model, output_dir="unused",
+                                    max_seq_length=SEQ, custom=custom)
+    # Thresholds around the random model's sigmoids (about 0.5), so rows differ.
+    return classifier_portable_model(model, options, spec, [0.49, 0.5, 0.51]), features
+
+
 def squad_case(spm_model, v2):
     features = real_features(spm_model)
     if v2:
@@ -93,6 +105,7 @@ def multiple_choice_case(spm_model, task):
 
 CASES = {
     "classifier": classifier_case,
+    "multilabel": multilabel_case,
     "squad_v1": lambda spm: squad_case(spm, False),
     "squad_v2": lambda spm: squad_case(spm, True),
     "race": lambda spm: multiple_choice_case(spm, "race"),

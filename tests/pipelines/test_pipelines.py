@@ -9,7 +9,7 @@ import pytest
 
 from albert_tf import pipeline
 from albert_tf.errors import UserError
-from albert_tf.pipelines import sources
+from albert_tf.pipelines import encoding, sources
 from tests.helpers import hf_models
 
 TEXTS = ["Anna Smith lives in New York.", "The film was a gripping thriller.", "Bob, 1999."]
@@ -121,6 +121,47 @@ def test_too_long_text_needs_truncation(models):
                                         "pass truncation=True"):
         classify(LONG)
     assert set(classify(LONG, truncation=True)[0]) == {"label", "score"}
+
+
+@pytest.mark.parametrize("model, aggregation", [("sentiment", "mean"), ("multilabel", "max")])
+def test_long_texts_are_read_in_windows_or_head_and_tail(models, model, aggregation):
+    from albert_tf.tasks.classification import long_text
+
+    classify = pipeline("text-classification", model=models[model])
+    ids = classify.encoder.tokens(LONG, offsets=False).ids
+    budget = classify.max_length - 2
+    assert len(ids) > 2 * budget
+    for rule in (long_text.LongText("windows", 20, aggregation), long_text.LongText("head_tail")):
+        pieces = long_text.pieces(ids, budget, rule)
+        rows = [classify.encoder.pack(encoding.Tokens(piece, [], [], [])) for piece in pieces]
+        logits = long_text.aggregate(classify.run_rows(rows)["logits"],
+                                     np.zeros(len(rows), int), 1, aggregation)[0]
+        got = classify(LONG, top_k=None, long_text=rule.mode, doc_stride=rule.doc_stride,
+                       window_aggregation=aggregation)
+        scores = {item["label"]: item["score"] for item in got}
+        np.testing.assert_allclose([scores[classify.source.label(k)]
+                                    for k in range(len(logits))],
+                                   classify.scores(logits, {"function_to_apply": None}),
+                                   atol=1e-6)
+    # A text that fits reads the same under every rule.
+    short = [classify(TEXTS[0], top_k=None, long_text=mode)
+             for mode in ("truncate", "head_tail", "windows")]
+    assert short[0] == short[1] == short[2]
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(long_text="windows", doc_stride=100), "doc_stride 100 exceeds the 62 text tokens a "
+                                                "window holds"),
+    (dict(long_text="middle"), "long_text must be one of truncate, head_tail, windows"),
+    (dict(long_text="windows", window_aggregation="sum"),
+     "window_aggregation must be one of mean, max"),
+])
+def test_bad_long_text_options_are_one_line(models, options, message):
+    classify = pipeline("text-classification", model=models["sentiment"])
+    with pytest.raises(UserError, match=message):
+        classify(LONG, **options)
+    with pytest.raises(UserError, match="long_text='windows' reads single texts, not pairs"):
+        classify({"text": LONG, "text_pair": "x"}, long_text="windows")
 
 
 def test_batches_and_streams_give_the_same_results(models):

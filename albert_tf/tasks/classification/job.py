@@ -367,13 +367,16 @@ class ClassificationJob(finetuning.FinetuningJob):
         output_dir = self.options.output_dir
         written = postprocess.write_multilabel_predictions(output_dir, self.spec, examples,
                                                            logits, thresholds)
-        if all(example.label is not None for example in examples):
+        # An empty label column reads as empty sets: no gold to score against.
+        if all(example.label is not None for example in examples) and \
+                any(example.label for example in examples):
             written["metrics"] = postprocess.write_test_metrics(
                 output_dir, metrics.compute_metrics(
                     self.spec, logits, metrics.gold_label_ids(self.spec, examples), thresholds),
                 len(examples))
         else:
-            postprocess.remove_test_metrics(output_dir, "the test file is not fully labelled")
+            postprocess.remove_test_metrics(output_dir, "the test file is not labelled (every "
+                                                        "example with a label set)")
         return dict(written, logits=logits)
 
     def _tuned_on(self, logits: np.ndarray, gold: np.ndarray) -> Dict[str, float]:

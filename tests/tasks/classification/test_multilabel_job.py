@@ -123,6 +123,16 @@ def test_saved_model_onnx_and_pipeline_give_the_jobs_probabilities_and_labels(ru
     record = json.loads((out / "export" / "albert_tf_export.json").read_text())
     assert record["multi_label"] is True
     np.testing.assert_allclose(record["thresholds"], [thresholds[n] for n in labels], atol=1e-7)
+    # model.onnx decides as the job: its multi-hot predictions are predictions.jsonl's labels.
+    from albert_tf.export import portable
+    from albert_tf.tasks.classification import features
+    cache = next(out.glob("goemotions_test_s48_*.tf_record"))
+    rows = {k: np.concatenate([b[k] for b in features.dataset(
+        str(cache), 48, False, 100, False, 100, num_multi_labels=28).as_numpy_iterator()])
+        for k in ("input_ids", "input_mask", "segment_ids")}
+    onnx_out = portable.run_file(str(out / "export" / "model.onnx"), rows)
+    assert [[labels[k] for k in np.flatnonzero(row)] for row in onnx_out["predictions"]] == \
+        [line["labels"] for line in lines]
     for model in (out / "export", out / "export" / "model.onnx"):
         classify = pipeline("text-classification", model=str(model))
         scores = classify([e.text_a for e in test[:10]], top_k=None)
