@@ -15,9 +15,11 @@ docs/pipelines.md lists each task's options and where albert-tf differs on purpo
   feature-extraction                      feature_extraction        any encoder
   zero-shot-classification                zero_shot                 classifier (NLI)
   multiple-choice                         multiple_choice           multiple choice
+  sentence-embedding                      sentence_embedding        any encoder (pooled), or a
+                                                                    sentence-embedding export
 
-Model sources (`sources.load_source`): Hugging Face ALBERT directories, official TF1 /
-TF-Hub directories, albert-tf exports (SavedModel, ONNX, LiteRT).
+Model sources (`sources.load_source`): Hugging Face ALBERT directories, sentence-transformers
+directories, official TF1 / TF-Hub directories, albert-tf exports (SavedModel, ONNX, LiteRT).
   encoding.py  tokens with character offsets, rows, windows
   base.py      the Pipeline every task subclasses: inputs one / many / streamed, batching
 
@@ -39,6 +41,7 @@ TASKS: Dict[str, str] = {
     "feature-extraction": "feature_extraction.FeatureExtractionPipeline",
     "zero-shot-classification": "zero_shot.ZeroShotClassificationPipeline",
     "multiple-choice": "multiple_choice.MultipleChoicePipeline",
+    "sentence-embedding": "sentence_embedding.SentenceEmbeddingPipeline",
 }
 ALIASES = {"sentiment-analysis": "text-classification", "ner": "token-classification"}
 

@@ -4,6 +4,9 @@
 longest row the model takes, and `run(features, names=None)`: int32 token features [B, S]
 (numpy) in, the head's outputs (numpy) out (a Keras model's only those in `names`). The paths it reads:
 
+  a sentence-transformers directory  modules.json (Transformer, Pooling, Normalize) over a
+                                     Hugging Face ALBERT directory: an encoder with its
+                                     pooling (`checkpoints.sentence_transformers`)
   a Hugging Face ALBERT directory    config.json + model.safetensors + spiece.model (or
                                      vocab.txt); the head is config.json's architectures
   an official TF1 / TF-Hub directory albert_config.json + vocabulary + checkpoint: the
@@ -21,6 +24,8 @@ Heads and their outputs (`run`; a Keras model's also `sequence_output` [B, S, H]
   token_classifier  logits [B, S, K]
   span              start_logits, end_logits [B, S]
   multiple_choice   logits [B] (one score per row: a row is one choice)
+  sentence_embedding  embedding [B, D] (an export's; a Keras encoder's is pooled by the
+                    sentence-embedding pipeline from `sequence_output`)
 """
 from __future__ import annotations
 
@@ -41,12 +46,13 @@ MODEL_HEADS = {"pretrainer": "masked_lm", "encoder": "encoder", "classifier": "c
                "token_classifier": "token_classifier", "span_labeler": "span",
                "multiple_choice": "multiple_choice"}
 # An export's metadata "task" -> the pipeline head.
-EXPORT_HEADS = {"classifier": "classifier", "tagging": "token_classifier", "squad_v1": "span"}
+EXPORT_HEADS = {"classifier": "classifier", "tagging": "token_classifier", "squad_v1": "span",
+                "sentence_embedding": "sentence_embedding"}
 TOKEN_FEATURES = ("input_ids", "input_mask", "segment_ids")
 # What each head returns (an export the same but `sequence_output`).
 HEAD_OUTPUTS = {"masked_lm": ("mlm_logits",), "encoder": (), "classifier": ("logits",),
                 "token_classifier": ("logits",), "multiple_choice": ("logits",),
-                "span": ("start_logits", "end_logits")}
+                "span": ("start_logits", "end_logits"), "sentence_embedding": ("embedding",)}
 
 
 @dataclasses.dataclass
@@ -71,6 +77,9 @@ class ModelSource:
     problem_type: Optional[str] = None
     num_outputs: Optional[int] = None
     reading: Dict[str, object] = dataclasses.field(default_factory=dict)
+    # How token vectors become a sentence vector (a sentence-transformers directory's, or
+    # the sentence-embedding pipeline's defaults): {"pooling": (modes), "normalize": bool}.
+    pooling: Dict[str, object] = dataclasses.field(default_factory=dict)
 
     def label(self, index: int) -> str:
         return self.labels[index] if self.labels else f"LABEL_{index}"
@@ -90,6 +99,8 @@ def load_source(path: str, do_lower_case: Optional[bool] = None) -> ModelSource:
         return _export_source(os.path.dirname(path) or ".", do_lower_case, chosen)
     if os.path.isdir(path) and os.path.exists(os.path.join(path, EXPORT_RECORD)):
         return _export_source(path, do_lower_case, None)
+    if os.path.isdir(path) and os.path.exists(os.path.join(path, "modules.json")):
+        return _sentence_transformers_source(path, do_lower_case)
     if _is_hf_dir(path):
         return _huggingface_source(path, do_lower_case)
     if os.path.isdir(path) and _has_official_config(path):  # also a TF-Hub module directory
@@ -204,6 +215,21 @@ def _huggingface_source(path: str, do_lower_case: Optional[bool]) -> ModelSource
     return ModelSource(tokenizer, head, keras_runner(model, head), max_length, "huggingface",
                        path, hf.labels_from_hf_config(values, source), values.get("problem_type"),
                        num_labels if head in ("classifier", "token_classifier") else None)
+
+
+def _sentence_transformers_source(path: str, do_lower_case: Optional[bool]) -> ModelSource:
+    from albert_tf.checkpoints import sentence_transformers
+
+    spec = sentence_transformers.read_sentence_transformers_dir(path)
+    if not _is_hf_dir(spec.transformer_path):
+        raise UserFileNotFoundError(f"{spec.transformer_path}: the Transformer module's "
+                                    "directory has no config.json + model.safetensors")
+    source = _huggingface_source(spec.transformer_path, do_lower_case)
+    if spec.max_seq_length:
+        source.max_length = min(source.max_length, spec.max_seq_length)
+    source.path, source.kind = path, "sentence_transformers"
+    source.pooling = {"pooling": spec.pooling, "normalize": spec.normalize}
+    return source
 
 
 def _official_source(path: str, do_lower_case: Optional[bool]) -> ModelSource:

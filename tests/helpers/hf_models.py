@@ -57,3 +57,29 @@ def write_hf_dir(directory: str, head: str, spm_model_file: str, labels=None, se
     hf.save_hf_checkpoint(model, directory, labels, spm_model_file=spm_model_file,
                           vocab_file=vocab_file, problem_type=problem_type)
     return directory
+
+
+def write_sentence_transformers_dir(directory: str, spm_model_file: str, pooling=("mean",),
+                                    normalize: bool = False, seed: int = 0,
+                                    max_seq_length: int = 48, vocab_file=None) -> str:
+    """A sentence-transformers directory of a random small ALBERT (weights as write_hf_dir's),
+    written by `checkpoints.sentence_transformers` as sentence-transformers lays it out."""
+    import tensorflow as tf
+
+    from albert_tf import convert
+    from albert_tf.checkpoints import sentence_transformers
+
+    tf.keras.utils.set_random_seed(seed)
+    vocab_size = 30000
+    if vocab_file:
+        with open(vocab_file, encoding="utf-8") as handle:
+            vocab_size = sum(1 for _ in handle)
+    encoder = convert.build_model("encoder", small_config(64, vocab_size))
+    rng = np.random.default_rng(seed)
+    for variable in encoder.weights:
+        if "layer_norm" not in variable.path.lower() and "layernorm" not in variable.path.lower():
+            variable.assign(rng.normal(0, 0.1, variable.shape).astype(np.float32))
+    sentence_transformers.save_sentence_transformers_dir(
+        encoder, directory, pooling, normalize, max_seq_length, spm_model_file=spm_model_file,
+        vocab_file=vocab_file)
+    return directory

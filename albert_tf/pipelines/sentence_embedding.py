@@ -1,0 +1,121 @@
+"""sentence-embedding: one vector per text, as sentence-transformers' `encode` computes it.
+
+    embed = albert_tf.pipeline("sentence-embedding", model="runs/sts/export")
+    vectors = embed(["A man plays a guitar.", "Someone plays music."])  # float32 [2, D]
+    embed("One text.")                                                # float32 [D]
+
+Model sources: an albert-tf sentence-embedding export (its `embedding` output, pooled in
+the model), a sentence-transformers directory (its Pooling and Normalize modules), or any
+Hugging Face / official ALBERT directory (pooled here: mean by default, as
+sentence-transformers pools a plain Hugging Face model).
+
+Pooling of the last hidden states h [T, H] over the text's tokens ([CLS] and [SEP]
+included, padding excluded), as sentence-transformers' Pooling computes it:
+  cls            h[0]
+  max            the largest value of each dimension
+  mean           sum(h) / max(T, 1e-9)
+  mean_sqrt_len  sum(h) / sqrt(T)
+(several modes: concatenated in that order), then with normalize h / max(|h|, 1e-12).
+
+Options: `pooling` (a mode or a list of modes), `normalize_embeddings` (as `encode`'s
+argument: normalize on top of the model's own), `truncation` (True: a text keeps the
+model's first max_length - 2 tokens, as sentence-transformers cuts silently; False: an
+error naming the length).
+
+Written in NumPy rather than with the Keras pooling layer so that ONNX and LiteRT sources
+run without TensorFlow; `modeling.sentence_encoder` computes the same in the model.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Mapping, Sequence
+
+import numpy as np
+
+from albert_tf.errors import UserValueError
+from albert_tf.pipelines import base
+from albert_tf.pipelines.encoding import Packed
+
+MODES = ("cls", "max", "mean", "mean_sqrt_len")
+
+
+def pool(hidden: np.ndarray, mask: np.ndarray, modes: Sequence[str],
+         normalize: bool = False) -> np.ndarray:
+    """float32 [B, D]: hidden [B, T, H] pooled over the positions where mask [B, T] is 1."""
+    hidden = np.asarray(hidden, np.float32)
+    mask = np.asarray(mask, np.float32)[:, :, None]
+    parts = []
+    for mode in sorted(modes, key=MODES.index):
+        if mode == "cls":
+            parts.append(hidden[:, 0])
+        elif mode == "max":
+            parts.append(np.where(mask > 0, hidden, np.float32(-1e9)).max(axis=1))
+        else:
+            total = (hidden * mask).sum(axis=1)
+            count = np.maximum(mask.sum(axis=1), np.float32(1e-9))
+            parts.append(total / (count if mode == "mean" else np.sqrt(count)))
+    vectors = np.concatenate(parts, axis=1)
+    if normalize:
+        vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True),
+                                       np.float32(1e-12))
+    return vectors.astype(np.float32)
+
+
+class SentenceEmbeddingPipeline(base.Pipeline):
+    task = "sentence-embedding"
+    OPTIONS = {"pooling": None, "normalize_embeddings": False, "truncation": True}
+
+    def __init__(self, source, batch_size: int = 8, **options):
+        self.pooled_by_model = source.head == "sentence_embedding"
+        if source.kind in ("onnx", "tflite", "saved_model") and not self.pooled_by_model:
+            raise UserValueError(f"{source.path}: a {source.head} export holds a task's "
+                                 "outputs, not token vectors; use a sentence-embedding export, "
+                                 "a sentence-transformers or a Hugging Face directory")
+        self.OUTPUTS = ("embedding",) if self.pooled_by_model else ("sequence_output",)
+        super().__init__(source, batch_size, **options)
+
+    def __call__(self, inputs, **options):
+        result = super().__call__(inputs, **options)
+        if isinstance(inputs, str):
+            return result
+        if isinstance(inputs, (list, tuple)):
+            return (np.stack(result) if result else
+                    np.zeros([0, 0], np.float32))
+        return result  # a stream: one vector at a time
+
+    def resolve_options(self, options: Mapping) -> Dict:
+        values = super().resolve_options(options)
+        pooling = values["pooling"]
+        if pooling is None:
+            pooling = self.source.pooling.get("pooling", ("mean",))
+        pooling = (pooling,) if isinstance(pooling, str) else tuple(pooling)
+        unknown = [mode for mode in pooling if mode not in MODES]
+        if unknown or not pooling:
+            raise UserValueError(f"pooling={values['pooling']!r}: one or more of "
+                                 f"{', '.join(MODES)}")
+        if self.pooled_by_model and values["pooling"] is not None:
+            raise UserValueError(f"{self.source.path}: the export pools in the model; "
+                                 "pooling= cannot change it")
+        values["pooling"] = pooling
+        return values
+
+    def rows(self, item, options: Mapping) -> List[Packed]:
+        if not isinstance(item, str):
+            raise UserValueError(f"{self.task}: an input is a string, not {type(item).__name__}")
+        tokens = self.encoder.tokens(item, offsets=False)
+        if len(tokens) + 2 > self.max_length:
+            if not options["truncation"]:
+                raise self.too_long(len(tokens) + 2)
+            tokens = tokens.window(0, self.max_length - 2)
+        return [self.encoder.pack(tokens)]
+
+    def answer(self, item, rows, outputs: Dict[str, np.ndarray], options: Mapping):
+        normalize = bool(options["normalize_embeddings"])
+        if self.pooled_by_model:
+            vector = pool(outputs["embedding"][:1, None, :], np.ones([1, 1]), ("cls",),
+                          normalize)
+        else:
+            length = len(rows[0].input_ids)
+            vector = pool(outputs["sequence_output"][:1, :length], np.ones([1, length]),
+                          options["pooling"],
+                          normalize or bool(self.source.pooling.get("normalize")))
+        return vector[0]

@@ -1,0 +1,95 @@
+"""The sentence-embedding pipeline against sentence-transformers' `encode` (5.1, torch) on
+sentence-transformers directories of small random ALBERTs: every pooling mode, concatenated
+modes, Normalize, texts cut at max_seq_length, and a Chinese WordPiece model.
+
+Run by `make test-oracle` (.venv-oracle, ALBERT_TF_ORACLE_PYTHON); skipped elsewhere. The
+directories are written by albert-tf (`checkpoints.sentence_transformers`), so the test also
+shows that sentence-transformers reads what albert-tf writes. Equal means within 1e-4.
+"""
+import json
+import os
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+from albert_tf import pipeline
+from tests.helpers import hf_models
+
+ORACLE = os.environ.get("ALBERT_TF_ORACLE_PYTHON")
+pytestmark = [pytest.mark.oracle,
+              pytest.mark.skipif(not ORACLE, reason="sentence-transformers oracle not set up: "
+                                                    "run `make test-oracle`")]
+TOLERANCE = 1e-4
+PROGRAM = r"""
+import json, sys
+import sentence_transformers
+request = json.load(open(sys.argv[1]))
+out = {}
+for name, case in request.items():
+    model = sentence_transformers.SentenceTransformer(case["dir"], device="cpu")
+    vectors = model.encode(case["texts"], batch_size=4,
+                           normalize_embeddings=case["normalize_embeddings"])
+    out[name] = {"vectors": vectors.tolist(), "max_seq_length": model.max_seq_length,
+                 "version": sentence_transformers.__version__}
+print(json.dumps(out))
+"""
+TEXTS = ["A man is playing a guitar on the stage tonight.", "Someone plays music.",
+         "Café Müller opened in Zürich in 1999, said Jean - Luc.", "",
+         "tabs\tand\nnewlines   between words"]
+ZH = ["中国的首都是北京。", "ALBERT 模型在 2019 年发布，Google 的 Lan 等人提出。"]
+CASES = {
+    "mean": dict(pooling=("mean",)), "cls": dict(pooling=("cls",)),
+    "max": dict(pooling=("max",)), "mean_sqrt_len": dict(pooling=("mean_sqrt_len",)),
+    "mean_normalize": dict(pooling=("mean",), normalize=True),
+    "cls_max_mean": dict(pooling=("cls", "max", "mean")),
+    "encode_normalizes": dict(pooling=("cls",), normalize_embeddings=True),
+    "chinese": dict(pooling=("mean",), normalize=True, zh=True),
+}
+
+
+def long_text(shared_data) -> str:
+    """100 words of a book, its user-defined pieces ( ) " - . kept apart from the next word
+    (where transformers' fast tokenizer, which sentence-transformers uses, differs from the
+    original SentencePiece: docs/pipelines.md)."""
+    book = sorted((shared_data / "corpus" / "gutenberg").glob("*.txt"))[0]
+    words = book.read_text(encoding="utf-8", errors="replace").split()[3000:3100]
+    return re.sub(r'([()"\-.–£€])(?=\S)', r"\1 ", " ".join(words))
+
+
+@pytest.fixture(scope="module")
+def compared(shared_data, tmp_path_factory):
+    spm = str(shared_data / "spm_official" / "30k-clean.model")
+    vocab = shared_data / "chinese" / "vocab" / "vocab_chinese.txt"
+    root = tmp_path_factory.mktemp("st")
+    request, ours = {}, {}
+    for index, (name, case) in enumerate(CASES.items()):
+        zh = case.get("zh")
+        if zh and not vocab.exists():
+            continue
+        directory = hf_models.write_sentence_transformers_dir(
+            str(root / name), None if zh else spm, case["pooling"], case.get("normalize", False),
+            seed=index, max_seq_length=32, vocab_file=str(vocab) if zh else None)
+        texts = ZH if zh else TEXTS + [long_text(shared_data)]  # the long one is cut at 32
+        normalize = case.get("normalize_embeddings", False)
+        request[name] = {"dir": directory, "texts": texts, "normalize_embeddings": normalize}
+        embed = pipeline("sentence-embedding", model=directory, batch_size=3)
+        ours[name] = embed(texts, normalize_embeddings=normalize)
+    (root / "request.json").write_text(json.dumps(request))
+    done = subprocess.run([ORACLE, "-c", PROGRAM, str(root / "request.json")],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    theirs = json.loads(done.stdout.strip().splitlines()[-1])
+    return ours, theirs
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_embeddings_equal_sentence_transformers_encode(compared, name):
+    ours, theirs = compared
+    if name not in ours:
+        pytest.skip("the Chinese vocabulary is not in ../shared/data")
+    want = np.array(theirs[name]["vectors"], np.float32)
+    assert ours[name].dtype == np.float32 and ours[name].shape == want.shape
+    np.testing.assert_allclose(ours[name], want, atol=TOLERANCE, rtol=0)
+    assert theirs[name]["max_seq_length"] == 32
