@@ -38,11 +38,11 @@ RANKS = {
     "albert_tf.cli_finetuning": 7, "albert_tf.convert": 7, "albert_tf.fill_mask": 7,
     "albert_tf.tasks.squad": 7, "albert_tf.tasks.span_qa.__main__": 7,
     "albert_tf.tasks.tagging.__main__": 7, "albert_tf.tasks.classification.__main__": 7,
-    "albert_tf.tasks.multiple_choice.__main__": 7,
+    "albert_tf.tasks.multiple_choice.__main__": 7, "albert_tf.tasks.embeddings.__main__": 7,
     # The pipelines: text to answers from any model source, over the programs' readers.
     "albert_tf.pipelines": 7, "albert_tf.predict": 7,
 }
-TASK_FAMILIES = ("classification", "span_qa", "multiple_choice", "tagging")
+TASK_FAMILIES = ("classification", "embeddings", "span_qa", "multiple_choice", "tagging")
 
 
 def module_name(path: pathlib.Path) -> str:

@@ -379,6 +379,7 @@ def _architecture(model, labels: Optional[Sequence[str]] = None,
                   problem_type: Optional[str] = None) -> Tuple[str, Dict]:
     from albert_tf.modeling import models
     from albert_tf.modeling.encoder import AlbertEncoder
+    from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
     from albert_tf.modeling.token_classifier import AlbertTokenClassifier
 
     if isinstance(model, models.AlbertPretrainer):
@@ -401,8 +402,8 @@ def _architecture(model, labels: Optional[Sequence[str]] = None,
         return "AlbertForTokenClassification", label_maps(model.num_labels, labels)
     if isinstance(model, models.AlbertSpanLabeler):
         return "AlbertForQuestionAnswering", {}
-    if isinstance(model, AlbertEncoder):
-        return "AlbertModel", {}
+    if isinstance(model, (AlbertEncoder, AlbertSentenceEncoder)):
+        return "AlbertModel", {}  # a sentence encoder's pooling has no weights
     raise UserValueError(f"{type(model).__name__} has no Hugging Face counterpart "
                          "(the SQuAD v2 beam head has none)")
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Callable, Dict
 
-from albert_tf.modeling import models, token_classifier
+from albert_tf.modeling import models, sentence_encoder, token_classifier
 from albert_tf.modeling.encoder import AlbertEncoder
 
 ENCODER_SCOPE = "bert"
@@ -173,3 +173,6 @@ register(models.AlbertSpanLabeler, span_labeler_variables)
 register(models.AlbertSquadV2, squad_v2_variables)
 register(models.AlbertMultipleChoice, multiple_choice_variables)
 register(token_classifier.AlbertTokenClassifier, token_classifier_variables)
+# A sentence encoder's pooling has no weights: its checkpoint is the encoder's.
+register(sentence_encoder.AlbertSentenceEncoder,
+         lambda model: encoder_variables(_built(model).encoder))

@@ -13,6 +13,7 @@ collapse.py       collapse warnings: an evaluation predicting one label, no answ
 hparams.py        the paper's (and the CLUE baselines') hyperparameters per task
                   (--hparams=paper)
 seeds.py          run_seeds: N fine-tunings with different seeds, their median and best
+correlation.py    Pearson and Spearman (STS-B, sentence embeddings)
 
 The names below are loaded on first use (PEP 562), so that a task module importing
 `feature_cache` does not load TensorFlow and Keras with the job.

@@ -19,7 +19,7 @@ from typing import Callable, Dict, Mapping, Optional, Tuple
 
 from albert_tf.errors import UserValueError
 
-FAMILIES = ("classification", "multiple_choice", "span_qa", "tagging")
+FAMILIES = ("classification", "embeddings", "multiple_choice", "span_qa", "tagging")
 
 
 @dataclasses.dataclass(frozen=True)

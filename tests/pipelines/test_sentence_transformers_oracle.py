@@ -93,3 +93,39 @@ def test_embeddings_equal_sentence_transformers_encode(compared, name):
     assert ours[name].dtype == np.float32 and ours[name].shape == want.shape
     np.testing.assert_allclose(ours[name], want, atol=TOLERANCE, rtol=0)
     assert theirs[name]["max_seq_length"] == 32
+
+
+def test_an_embedding_export_equals_sentence_transformers_on_its_directory(shared_data,
+                                                                           tmp_path):
+    """run_embeddings' export: the raw-text SavedModel signature and the
+    sentence-transformers directory written beside it give the same vectors."""
+    import tensorflow as tf
+
+    from albert_tf.checkpoints import sentence_transformers
+    from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
+    from albert_tf.tasks.embeddings.export import EmbeddingServingModule
+    from albert_tf.tokenization import in_graph_tokenizer
+
+    spm = str(shared_data / "spm_official" / "30k-clean.model")
+    tf.keras.utils.set_random_seed(11)
+    model = AlbertSentenceEncoder(hf_models.small_config(64), pooling=["max", "mean"],
+                                  normalize=True)
+    model.build()
+    rng = np.random.default_rng(11)
+    for variable in model.weights:
+        if "layer_norm" not in variable.path.lower():
+            variable.assign(rng.normal(0, 0.1, variable.shape).astype(np.float32))
+    directory = str(tmp_path / "st")
+    sentence_transformers.save_sentence_transformers_dir(model, directory, model.pooling,
+                                                         model.normalize, 32,
+                                                         spm_model_file=spm)
+    texts = TEXTS + [long_text(shared_data)]
+    module = EmbeddingServingModule(model, in_graph_tokenizer(spm_model_file=spm), 32)
+    ours = module.serving_default(text=tf.constant(texts))["embedding"].numpy()
+    (tmp_path / "request.json").write_text(json.dumps(
+        {"export": {"dir": directory, "texts": texts, "normalize_embeddings": False}}))
+    done = subprocess.run([ORACLE, "-c", PROGRAM, str(tmp_path / "request.json")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    theirs = np.array(json.loads(done.stdout.strip().splitlines()[-1])["export"]["vectors"])
+    np.testing.assert_allclose(ours, theirs, atol=TOLERANCE, rtol=0)

@@ -19,6 +19,10 @@ from typing import Dict, Optional, Sequence
 
 import numpy as np
 
+# Pearson and Spearman moved to finetuning/correlation.py (the embeddings family reads them
+# too); re-exported here for old imports.
+from albert_tf.finetuning.correlation import average_ranks, pearson, spearman  # noqa: F401
+
 
 def accuracy(labels, predictions) -> float:
     """Fraction of predictions equal to the labels."""
@@ -45,33 +49,6 @@ def matthews_corrcoef(labels, predictions, positive: int = 1) -> float:
     fn = float(np.sum(~predictions & labels))
     denominator = (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
     return (tp * tn - fp * fn) / np.sqrt(denominator) if denominator else 0.0
-
-
-def pearson(x, y) -> float:
-    """Pearson correlation coefficient of two 1-D arrays."""
-    x = np.asarray(x, np.float64) - np.mean(x)
-    y = np.asarray(y, np.float64) - np.mean(y)
-    denominator = np.sqrt(np.sum(x * x) * np.sum(y * y))
-    return float(np.sum(x * y) / denominator) if denominator else float("nan")
-
-
-def average_ranks(values) -> np.ndarray:
-    """1-based ranks, ties sharing the mean of their positions (SciPy's 'average')."""
-    values = np.asarray(values)
-    order = np.argsort(values, kind="mergesort")
-    sorted_values = values[order]
-    # Group boundaries of equal values in sorted order.
-    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
-    ends = np.r_[starts[1:], len(values)]
-    ranks_sorted = np.repeat((starts + ends + 1) / 2.0, ends - starts)
-    ranks = np.empty(len(values), np.float64)
-    ranks[order] = ranks_sorted
-    return ranks
-
-
-def spearman(x, y) -> float:
-    """Spearman rank correlation: Pearson on average ranks."""
-    return pearson(average_ranks(x), average_ranks(y))
 
 
 def classification_metrics(labels, predictions, per_example_loss=None,
