@@ -49,7 +49,7 @@ class SentencePooling(keras.layers.Layer):
 
     def call(self, hidden, mask):
         hidden = ops.cast(hidden, "float32")
-        mask = ops.cast(mask, "float32")[:, :, None]
+        mask = ops.expand_dims(ops.cast(mask, "float32"), -1)  # (LiteRT lacks new-axis slices)
         parts = []
         for mode in self.pooling:
             if mode == "cls":

@@ -27,7 +27,7 @@ run without TensorFlow; `modeling.sentence_encoder` computes the same in the mod
 """
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -74,13 +74,27 @@ class SentenceEmbeddingPipeline(base.Pipeline):
         super().__init__(source, batch_size, **options)
 
     def __call__(self, inputs, **options):
+        if isinstance(inputs, (list, tuple)) and inputs:
+            return self._encode_sorted(list(inputs), self.resolve_options(options))
         result = super().__call__(inputs, **options)
-        if isinstance(inputs, str):
-            return result
         if isinstance(inputs, (list, tuple)):
-            return (np.stack(result) if result else
-                    np.zeros([0, 0], np.float32))
-        return result  # a stream: one vector at a time
+            return np.zeros([0, 0], np.float32)
+        return result  # one text: [D]; a stream: one vector at a time
+
+    def _encode_sorted(self, texts: List, options: Mapping) -> np.ndarray:
+        """float32 [N, D]: the texts batched longest first, as sentence-transformers' encode
+        does, so that a batch's rows need little padding; returned in the input order."""
+        self.encoder.prefetch(text for text in texts if isinstance(text, str))
+        rows = [self.rows(text, options)[0] for text in texts]
+        order = sorted(range(len(rows)), key=lambda i: -len(rows[i].input_ids))
+        vectors: List[Optional[np.ndarray]] = [None] * len(rows)
+        for start in range(0, len(order), self.batch_size):
+            chosen = order[start:start + self.batch_size]
+            outputs = self.run_rows([rows[i] for i in chosen])
+            for at, index in enumerate(chosen):
+                part = {name: value[at:at + 1] for name, value in outputs.items()}
+                vectors[index] = self.answer(texts[index], [rows[index]], part, options)
+        return np.stack(vectors)
 
     def resolve_options(self, options: Mapping) -> Dict:
         values = super().resolve_options(options)

@@ -83,6 +83,19 @@ def multilabel_case(spm_model):
     return classifier_portable_model(model, options, spec, [0.49, 0.5, 0.51]), features
 
 
+def embedding_case(spm_model):
+    import argparse
+
+    from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
+    from albert_tf.tasks.embeddings import export as embeddings_export
+
+    features = real_features(spm_model)
+    model = built(AlbertSentenceEncoder(config(), pooling=["mean", "max"], normalize=True),
+                  features)
+    options = argparse.Namespace(task_name="sts-b", max_seq_length=SEQ, do_lower_case=True)
+    return embeddings_export.portable_model(model, options), features
+
+
 def squad_case(spm_model, v2):
     features = real_features(spm_model)
     if v2:
@@ -106,6 +119,7 @@ def multiple_choice_case(spm_model, task):
 CASES = {
     "classifier": classifier_case,
     "multilabel": multilabel_case,
+    "sentence_embedding": embedding_case,
     "squad_v1": lambda spm: squad_case(spm, False),
     "squad_v2": lambda spm: squad_case(spm, True),
     "race": lambda spm: multiple_choice_case(spm, "race"),

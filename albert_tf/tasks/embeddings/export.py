@@ -39,8 +39,12 @@ class EmbeddingServingModule(tf.Module):
 
     def _serve_text(self, text):
         tok = self.tokenizer
-        return self._outputs(export.pack_pair(tok(text), None, self.max_seq_length, tok.cls_id,
-                                              tok.sep_id, max(tok.pad_id, 0)))
+        features = export.pack_pair(tok(text), None, self.max_seq_length, tok.cls_id,
+                                    tok.sep_id, max(tok.pad_id, 0))
+        # Only as long as the batch's longest text: padding changes no pooled value (the
+        # pooling skips it) but costs as much as text.
+        longest = tf.maximum(tf.reduce_max(tf.reduce_sum(features["input_mask"], axis=1)), 1)
+        return self._outputs({name: value[:, :longest] for name, value in features.items()})
 
     def signatures(self) -> Dict[str, Callable]:
         return {"serving_default": self.serving_default, "serve_tokens": self.serve_tokens}

@@ -134,3 +134,24 @@ def test_ranking_and_simcse_train_from_custom_files(spm, tmp_path, files, loss):
     with pytest.raises(errors.UserError, match=f"--loss=cosent trains on pairs with scores"):
         run_embeddings(options(tmp_path, tmp_path / "out2", spm, task_name="custom",
                                columns=columns, loss="cosent"))
+
+
+def test_lcqmc_trains_with_the_chinese_wordpiece_vocabulary(shared_data, tmp_path):
+    vocab = shared_data / "chinese" / "vocab" / "vocab_chinese.txt"
+    if not vocab.exists():
+        pytest.skip(f"{vocab} not found")
+    pairs = [("今天天气怎么样", "今天天气如何", 1), ("我想买手机", "推荐一款手机", 1),
+             ("北京是首都", "上海在南方", 0), ("他喜欢篮球", "她讨厌下雨", 0)]
+    for split, repeat in (("train", 6), ("dev", 2)):
+        (tmp_path / f"{split}.tsv").write_text("".join(
+            f"{a}\t{b}\t{label}\n" for a, b, label in pairs * repeat), encoding="utf-8")
+    config = AlbertConfig(vocab_size=21128, embedding_size=16, hidden_size=32,
+                          num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                          max_position_embeddings=64)
+    out = tmp_path / "out"
+    results = run_embeddings(options(tmp_path, out, None, task_name="lcqmc", spm_model_file=None,
+                                     vocab_file=str(vocab), albert_config=config, train_step=6,
+                                     save_checkpoints_steps=6, iterations_per_loop=6))
+    best = json.loads((out / "best_eval.json").read_text())
+    assert best["eval_examples"] == 8 and np.isfinite(best["spearman"])
+    assert results["best"]["spearman"] == best["spearman"]
