@@ -4,7 +4,8 @@ A sentence-transformers model directory (sentence-transformers 5.x layout) holds
 
   modules.json                the modules in order: a Transformer (the Hugging Face model
                               directory, "" = this one), a Pooling, optionally a Normalize
-  sentence_bert_config.json   {"max_seq_length": tokens per text, "do_lower_case": ...}
+  sentence_bert_config.json   {"max_seq_length": tokens per text, "do_lower_case": lower-case
+                              the text first, "tokenizer_args": for AutoTokenizer}
   config.json, model.safetensors, spiece.model | vocab.txt, tokenizer_config.json
                               the Hugging Face AlbertModel (`checkpoints.hf`)
   1_Pooling/config.json       which of the token vectors make the sentence vector:
@@ -42,12 +43,14 @@ UNSUPPORTED_MODES = ("pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken
 @dataclasses.dataclass(frozen=True)
 class SentenceEncoderSpec:
     """What turns a text into its vector: the Hugging Face model directory, the pooling
-    modes (in concatenation order), normalization, and the tokens a text keeps."""
+    modes (in concatenation order), normalization, the tokens a text keeps, and whether
+    sentence-transformers lower-cases a text before its tokenizer sees it."""
 
     transformer_path: str
     pooling: Tuple[str, ...] = ("mean",)
     normalize: bool = False
     max_seq_length: Optional[int] = None
+    lowercase: bool = False
 
 
 def is_sentence_transformers_dir(path: str) -> bool:
@@ -82,7 +85,8 @@ def read_sentence_transformers_dir(path: str) -> SentenceEncoderSpec:
         raise UserValueError(f"{pooling_file}: no pooling mode is on")
     length = settings.get("max_seq_length")
     return SentenceEncoderSpec(transformer, modes, len(types) == 3,
-                               int(length) if length else None)
+                               int(length) if length else None,
+                               bool(settings.get("do_lower_case", False)))
 
 
 def save_sentence_transformers_dir(encoder, directory: str, pooling: Sequence[str] = ("mean",),
@@ -110,8 +114,13 @@ def save_sentence_transformers_dir(encoder, directory: str, pooling: Sequence[st
     config = {key: False for _, key in POOLING_MODES + tuple((k, k) for k in UNSUPPORTED_MODES)}
     config.update({keys[mode]: True for mode in pooling})
     config.update(word_embedding_dimension=int(encoder.config.hidden_size), include_prompt=True)
-    files = {MODULES_FILE: modules,
-             CONFIG_FILE: {"max_seq_length": int(max_seq_length), "do_lower_case": False},
+    settings = {"max_seq_length": int(max_seq_length), "do_lower_case": False}
+    if spm_model_file:
+        # transformers' fast ALBERT tokenizer splits words at the model's user-defined
+        # pieces ("jean-luc"); the slow one gives the original SentencePiece ids, which
+        # the model was trained on.
+        settings["tokenizer_args"] = {"use_fast": False}
+    files = {MODULES_FILE: modules, CONFIG_FILE: settings,
              os.path.join("1_Pooling", "config.json"): config}
     os.makedirs(os.path.join(directory, "1_Pooling"), exist_ok=True)
     for name, value in files.items():

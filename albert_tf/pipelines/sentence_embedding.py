@@ -77,8 +77,8 @@ class SentenceEmbeddingPipeline(base.Pipeline):
         if isinstance(inputs, (list, tuple)) and inputs:
             return self._encode_sorted(list(inputs), self.resolve_options(options))
         result = super().__call__(inputs, **options)
-        if isinstance(inputs, (list, tuple)):
-            return np.zeros([0, 0], np.float32)
+        if isinstance(inputs, (list, tuple)):  # no text
+            return np.zeros([0, len(self([""])[0])], np.float32)
         return result  # one text: [D]; a stream: one vector at a time
 
     def _encode_sorted(self, texts: List, options: Mapping) -> np.ndarray:
@@ -115,6 +115,8 @@ class SentenceEmbeddingPipeline(base.Pipeline):
     def rows(self, item, options: Mapping) -> List[Packed]:
         if not isinstance(item, str):
             raise UserValueError(f"{self.task}: an input is a string, not {type(item).__name__}")
+        if self.source.pooling.get("lowercase"):  # sentence_bert_config.json's do_lower_case
+            item = item.lower()
         tokens = self.encoder.tokens(item, offsets=False)
         if len(tokens) + 2 > self.max_length:
             if not options["truncation"]:

@@ -228,7 +228,8 @@ def _sentence_transformers_source(path: str, do_lower_case: Optional[bool]) -> M
     if spec.max_seq_length:
         source.max_length = min(source.max_length, spec.max_seq_length)
     source.path, source.kind = path, "sentence_transformers"
-    source.pooling = {"pooling": spec.pooling, "normalize": spec.normalize}
+    source.pooling = {"pooling": spec.pooling, "normalize": spec.normalize,
+                      "lowercase": spec.lowercase}
     return source
 
 

@@ -4,6 +4,7 @@ Signatures (see `ClassifierServingModule`):
   serving_default(text_a [B][, text_b [B]]: tf.string)
       -> probabilities float32 [B, K], predictions tf.string [B] (label names; the float32
          score for regression)
+      and logits float32 [B, K] (what a long text's windows aggregate)
       multi-label: probabilities float32 [B, K] (a sigmoid per label), predictions int32
          [B, K] (1: above the label's threshold), labels tf.string [B, M] (those labels'
          names in label order, padded with "" to the longest row's M)
@@ -77,13 +78,16 @@ class ClassifierServingModule(tf.Module):
     def _finish(self, features, outputs=None):
         outputs = self._outputs(features) if outputs is None else outputs
         if self.thresholds is not None:
-            return multi_label_outputs(outputs["probabilities"], outputs["logits"],
-                                       self.thresholds, self.label_names)
+            return dict(multi_label_outputs(outputs["probabilities"], outputs["logits"],
+                                            self.thresholds, self.label_names),
+                        logits=outputs["logits"])
         if self.regression:
             predictions = outputs["probabilities"][:, 0]
         else:
             predictions = tf.gather(self.label_names, outputs["predictions"])
-        return {"probabilities": outputs["probabilities"], "predictions": predictions}
+        # The logits too: what a text's windows aggregate (the pipeline reads them).
+        return {"probabilities": outputs["probabilities"], "predictions": predictions,
+                "logits": outputs["logits"]}
 
     def pack_text(self, text_a, text_b=None):
         """Raw strings [B] -> int32 features [B, max_seq_length]."""

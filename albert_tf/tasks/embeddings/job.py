@@ -140,7 +140,8 @@ class EmbeddingJob(finetuning.FinetuningJob):
     OPTIONS = EmbeddingOptions
     COMMAND_LINE = CommandLine(
         required=("data_dir", "task_name", "albert_config_file", "output_dir"),
-        hparams_task=lambda values: values.task_name,
+        # No published hyperparameters: the paper's STS-B row is a regression classifier's.
+        hparams_task=lambda values: f"embeddings {values.task_name}",
         default_rules=lambda values: ["eval_batch_size:8", "predict_batch_size:8"],
         flag_groups=(datasets.EmbeddingColumns,))
     metric = "spearman"
@@ -158,7 +159,9 @@ class EmbeddingJob(finetuning.FinetuningJob):
     def identity(self):
         return run_dir.RunIdentity.of(run_dir.FINETUNING, f"embeddings {self.options.task_name}",
                                       self.options.albert_config,
-                                      pooling=list(self.options.pooling_modes()),
+                                      pooling=sorted(self.options.pooling_modes(),
+                                                     key=MODES.index),
+                                      loss=self.options.loss,
                                       normalize=self.options.normalize)
 
     def build_model(self, dtype_policy: str = "float32"):
@@ -167,8 +170,14 @@ class EmbeddingJob(finetuning.FinetuningJob):
 
     def objective(self):
         examples, _ = self.split("train")
-        return EmbeddingObjective(choose_loss(self.options.loss, examples),
-                                  features.texts_of(examples), self.options.scale)
+        loss = choose_loss(self.options.loss, examples)
+        config = self.options.albert_config
+        if loss == "simcse" and not (config.hidden_dropout_prob or
+                                     config.attention_probs_dropout_prob):
+            raise errors.UserValueError(
+                "--loss=simcse needs dropout (each text is its own positive under two dropout "
+                "masks) and the model config's dropouts are 0: pass --albert_dropout=0.1")
+        return EmbeddingObjective(loss, features.texts_of(examples), self.options.scale)
 
     def split(self, split: str):
         return self.once(split, lambda: self._read_split(split))
@@ -179,6 +188,14 @@ class EmbeddingJob(finetuning.FinetuningJob):
             raise datasets.EmbeddingDataError(f"the {split} split of {self.options.task_name} "
                                               "has no example")
         options = self.options
+        if split in ("dev", "test") and any(e.text_b is None for e in examples):
+            raise errors.UserValueError(f"{examples[0].source.rsplit(':', 1)[0]}: the {split} "
+                                        "file holds single texts; it is read as pairs (their "
+                                        "similarities are what is scored)")
+        if split == "dev" and options.do_eval and any(e.score is None for e in examples):
+            missing = next(e for e in examples if e.score is None)
+            raise errors.UserValueError(f"{missing.source}: no score; --do_eval scores the dev "
+                                        "pairs against theirs (--label_column)")
         path = features.prepare_features(options.cached_dir or options.output_dir,
                                          options.task_name, split, examples, self.tokenizer,
                                          options.max_seq_length,

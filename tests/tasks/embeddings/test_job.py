@@ -125,8 +125,13 @@ def test_ranking_and_simcse_train_from_custom_files(spm, tmp_path, files, loss):
     (tmp_path / "dev.tsv").write_text("q\tp\tscore\n" + "".join(
         f"text {i} a\ttext {i % 3} b\t{i % 3}\n" for i in range(9)))
     columns = datasets.EmbeddingColumns("q", "p", "score", "n")
+    config = AlbertConfig.from_dict(dict(CONFIG.to_dict(), hidden_dropout_prob=0.1))
+    if loss == "simcse":  # two dropout masks make the positive: none, nothing to learn
+        with pytest.raises(errors.UserError, match="--loss=simcse needs dropout"):
+            run_embeddings(options(tmp_path, tmp_path / "out0", spm, task_name="custom",
+                                   columns=columns))
     results = run_embeddings(options(tmp_path, tmp_path / "out", spm, task_name="custom",
-                                     columns=columns, train_step=6,
+                                     columns=columns, train_step=6, albert_config=config,
                                      save_checkpoints_steps=6, iterations_per_loop=6))
     assert np.isfinite(results["best"]["spearman"])
     assert json.loads((tmp_path / "out" / "albert_tf_run.json").read_text())["task"] == \
@@ -155,3 +160,17 @@ def test_lcqmc_trains_with_the_chinese_wordpiece_vocabulary(shared_data, tmp_pat
     best = json.loads((out / "best_eval.json").read_text())
     assert best["eval_examples"] == 8 and np.isfinite(best["spearman"])
     assert results["best"]["spearman"] == best["spearman"]
+
+
+def test_an_unusable_dev_split_is_refused_before_training(spm, tmp_path):
+    (tmp_path / "train.txt").write_text("one\ntwo\nthree\n")
+    (tmp_path / "dev.txt").write_text("four\nfive\n")
+    with pytest.raises(errors.UserError, match=r"dev.txt: the dev file holds single texts"):
+        run_embeddings(options(tmp_path, tmp_path / "out", spm, task_name="custom",
+                               columns=datasets.EmbeddingColumns("q")))
+    assert not (tmp_path / "out" / "checkpoints").exists()
+    (tmp_path / "dev.txt").unlink()
+    (tmp_path / "dev.tsv").write_text("q\tp\nfour\tfive\n")
+    with pytest.raises(errors.UserError, match=r"dev.tsv:2: no score; --do_eval scores"):
+        run_embeddings(options(tmp_path, tmp_path / "out", spm, task_name="custom",
+                               columns=datasets.EmbeddingColumns("q", "p", "score")))
