@@ -29,6 +29,20 @@ def read_json(path: str) -> Dict:
         raise UserValueError(f"{path}: not readable JSON ({error})") from None
 
 
+def read_utf8_text(path: str, error: type = ValueError) -> str:
+    """A whole UTF-8 file, local or gs:// (a BOM is skipped); `error` (a UserError type of
+    the caller's) naming file:line when it is not UTF-8."""
+    import tensorflow as tf  # gfile: local paths and gs:// alike
+
+    with tf.io.gfile.GFile(path, "rb") as handle:
+        raw = handle.read()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw[:err.start].count(b"\n") + 1
+        raise error(f"{path}:{line}: not valid UTF-8 ({err.reason})") from err
+
+
 def _temp_name(path: str) -> str:
     directory, base = os.path.split(path)
     return os.path.join(directory, f".{base}.tmp-{uuid.uuid4().hex[:8]}")

@@ -276,8 +276,8 @@ def _export_source(export_dir: str, do_lower_case: Optional[bool],
     head = EXPORT_HEADS.get(task)
     if head is None:
         raise UserValueError(f"{export_dir}: a {task} export; the pipelines read classifier, "
-                             "tagging and SQuAD v1 exports (use the run's Hugging Face or TF1 "
-                             "checkpoint for the others)")
+                             "tagging, SQuAD v1 and sentence-embedding exports (use the run's "
+                             "Hugging Face or TF1 checkpoint for the others)")
     if metadata.get("use_crf"):
         raise UserValueError(f"{export_dir}: a tagging export with a CRF; the pipeline decodes "
                              "each token on its own (as Hugging Face's), which would ignore the "

@@ -36,6 +36,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from absl import logging
 
+from albert_tf import fileio
 from albert_tf.option_fields import option
 from albert_tf.errors import UserError
 # Moved to features.py and metrics.py; re-exported for old imports.
@@ -155,15 +156,7 @@ CUSTOM_TASK = "custom"
 
 def read_utf8_text(path: str) -> str:
     """A whole UTF-8 file (a BOM is skipped); GlueDataError naming file:line if it is not UTF-8."""
-    import tensorflow as tf  # gfile: local paths and gs:// alike
-
-    with tf.io.gfile.GFile(path, "rb") as handle:
-        raw = handle.read()
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = raw[:err.start].count(b"\n") + 1
-        raise GlueDataError(f"{path}:{line}: not valid UTF-8 ({err.reason})") from err
+    return fileio.read_utf8_text(path, GlueDataError)
 
 
 def read_json_lines(path: str) -> Iterator[Tuple[int, dict]]:

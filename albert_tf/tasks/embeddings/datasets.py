@@ -23,6 +23,7 @@ from typing import Callable, List, Optional
 
 from absl import logging
 
+from albert_tf import fileio
 from albert_tf.errors import UserError, UserValueError
 from albert_tf.option_fields import option
 from albert_tf.tasks import registry
@@ -70,17 +71,11 @@ class EmbeddingData:
 
 
 def _read_text(path: str) -> str:
-    import tensorflow as tf  # gfile: local paths and gs:// alike
+    import tensorflow as tf
 
     if not tf.io.gfile.exists(path):
         raise EmbeddingDataError(f"{path}: file not found (check --data_dir and --task_name)")
-    with tf.io.gfile.GFile(path, "rb") as handle:
-        raw = handle.read()
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = raw[:err.start].count(b"\n") + 1
-        raise EmbeddingDataError(f"{path}:{line}: not valid UTF-8 ({err.reason})") from err
+    return fileio.read_utf8_text(path, EmbeddingDataError)
 
 
 def _rows(path: str, delimiter: str = "\t"):

@@ -136,7 +136,7 @@ def test_ranking_and_simcse_train_from_custom_files(spm, tmp_path, files, loss):
     assert np.isfinite(results["best"]["spearman"])
     assert json.loads((tmp_path / "out" / "albert_tf_run.json").read_text())["task"] == \
         "embeddings custom"
-    with pytest.raises(errors.UserError, match=f"--loss=cosent trains on pairs with scores"):
+    with pytest.raises(errors.UserError, match="--loss=cosent trains on pairs with scores"):
         run_embeddings(options(tmp_path, tmp_path / "out2", spm, task_name="custom",
                                columns=columns, loss="cosent"))
 
