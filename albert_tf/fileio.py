@@ -43,6 +43,28 @@ def read_utf8_text(path: str, error: type = ValueError) -> str:
         raise error(f"{path}:{line}: not valid UTF-8 ({err.reason})") from err
 
 
+def read_rows(path: str, delimiter: str = "\t", error: type = ValueError):
+    """(1-based line number, fields) of each non-blank row of a UTF-8 (optional BOM) TSV or
+    CSV file, local or gs://. TSV is read without quoting (GLUE's convention: quotes are
+    text); CSV with the standard double-quote rules. `error` (the caller's UserError type)
+    names the file when it is missing, and file:line when it is not UTF-8."""
+    import csv
+    import io
+
+    import tensorflow as tf
+
+    if not tf.io.gfile.exists(path):
+        raise error(f"{path}: file not found (check --data_dir and --task_name)")
+    quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+    reader = csv.reader(io.StringIO(read_utf8_text(path, error), newline=""),
+                        delimiter=delimiter, quoting=quoting)
+    previous_end = 0
+    for row in reader:
+        line, previous_end = previous_end + 1, reader.line_num
+        if row:
+            yield line, row
+
+
 def _temp_name(path: str) -> str:
     directory, base = os.path.split(path)
     return os.path.join(directory, f".{base}.tmp-{uuid.uuid4().hex[:8]}")

@@ -165,6 +165,18 @@ class Pipeline:
     def max_length(self) -> int:
         return self.source.max_length
 
+    def text_row(self, item, truncation: bool) -> Packed:
+        """One text as one row, `[CLS] tokens [SEP]`: cut to the model's length with
+        `truncation`, else a text too long is an error naming its length."""
+        if not isinstance(item, str):
+            raise UserValueError(f"{self.task}: an input is a string, not {type(item).__name__}")
+        tokens = self.encoder.tokens(item, offsets=False)
+        if len(tokens) + 2 > self.max_length:
+            if not truncation:
+                raise self.too_long(len(tokens) + 2)
+            tokens = tokens.window(0, self.max_length - 2)
+        return self.encoder.pack(tokens)
+
     def too_long(self, length: int, what: str = "the text",
                  remedy: str = "pass truncation=True (or split the text)") -> UserValueError:
         return UserValueError(

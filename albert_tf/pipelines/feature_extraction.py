@@ -31,14 +31,7 @@ class FeatureExtractionPipeline(base.Pipeline):
         super().__init__(source, batch_size, **options)
 
     def rows(self, item, options: Mapping) -> List[Packed]:
-        if not isinstance(item, str):
-            raise UserValueError(f"{self.task}: an input is a string, not {type(item).__name__}")
-        tokens = self.encoder.tokens(item, offsets=False)
-        if len(tokens) + 2 > self.max_length:
-            if not options["truncation"]:
-                raise self.too_long(len(tokens) + 2)
-            tokens = tokens.window(0, self.max_length - 2)
-        return [self.encoder.pack(tokens)]
+        return [self.text_row(item, options["truncation"])]
 
     def answer(self, item, rows, outputs: Dict[str, np.ndarray], options: Mapping):
         hidden = outputs["sequence_output"][:1, :len(rows[0].input_ids)]

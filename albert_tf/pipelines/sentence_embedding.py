@@ -113,16 +113,9 @@ class SentenceEmbeddingPipeline(base.Pipeline):
         return values
 
     def rows(self, item, options: Mapping) -> List[Packed]:
-        if not isinstance(item, str):
-            raise UserValueError(f"{self.task}: an input is a string, not {type(item).__name__}")
-        if self.source.pooling.get("lowercase"):  # sentence_bert_config.json's do_lower_case
-            item = item.lower()
-        tokens = self.encoder.tokens(item, offsets=False)
-        if len(tokens) + 2 > self.max_length:
-            if not options["truncation"]:
-                raise self.too_long(len(tokens) + 2)
-            tokens = tokens.window(0, self.max_length - 2)
-        return [self.encoder.pack(tokens)]
+        if isinstance(item, str) and self.source.pooling.get("lowercase"):
+            item = item.lower()  # sentence_bert_config.json's do_lower_case
+        return [self.text_row(item, options["truncation"])]
 
     def answer(self, item, rows, outputs: Dict[str, np.ndarray], options: Mapping):
         normalize = bool(options["normalize_embeddings"])

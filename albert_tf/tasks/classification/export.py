@@ -52,7 +52,6 @@ class ClassifierServingModule(tf.Module):
                  long_text: Optional[long_text_rules.LongText] = None):
         super().__init__(name=name)
         self.long_text = long_text or long_text_rules.LongText()
-        self._logits = export.model_outputs(model, ["logits"], layer_norm)
         self.model = model
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
@@ -129,7 +128,7 @@ class ClassifierServingModule(tf.Module):
     def window_logits(self, features):
         """float32 logits [W, K] of W packed windows, WINDOW_BATCH windows per model call (a
         long text's windows do not all go through the model at once)."""
-        return export.in_chunks(self._logits, features, WINDOW_BATCH,
+        return export.in_chunks(self._outputs, features, WINDOW_BATCH,
                                 {"logits": (tf.float32, [self.num_outputs])})["logits"]
 
     def _serve_pair(self, text_a, text_b):

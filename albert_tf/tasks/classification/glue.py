@@ -27,9 +27,7 @@ here for old imports).
 """
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import json
 import os
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
@@ -180,21 +178,9 @@ def read_rows(path: str, delimiter: str = "\t") -> Iterator[Tuple[int, List[str]
     """(1-based line number, fields) of a UTF-8 (optional BOM) TSV or CSV file.
 
     TSV is read without quoting (GLUE's convention: quotes are text); CSV with
-    the standard double-quote rules.
+    the standard double-quote rules (`fileio.read_rows`, GlueDataError naming the file).
     """
-    import tensorflow as tf  # gfile: local paths and gs:// alike
-
-    if not tf.io.gfile.exists(path):
-        raise GlueDataError(f"{path}: file not found (check --data_dir and --task_name)")
-    text = read_utf8_text(path)
-    quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting)
-    previous_end = 0
-    for row in reader:
-        line = previous_end + 1
-        previous_end = reader.line_num
-        if row:
-            yield line, row
+    return fileio.read_rows(path, delimiter, GlueDataError)
 
 
 def _field(row: List[str], column: int, where: str, task: str) -> str:

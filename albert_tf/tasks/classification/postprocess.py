@@ -98,20 +98,28 @@ def read_predictions(path: str) -> Dict[str, Tuple[int, str]]:
     return predictions
 
 
+def _matching_ids(path: str, what: str, spec: glue.TaskSpec,
+                  examples: Sequence[glue.InputExample], given) -> List[str]:
+    """The examples' guids, in order; UserValueError when the ids `given` by a predictions
+    file (its `what`: "indices", "ids") are not exactly them."""
+    guids = [e.guid for e in examples]
+    known = set(guids)
+    unknown = [guid for guid in given if guid not in known]
+    missing = [guid for guid in guids if guid not in given]
+    if unknown or missing:
+        raise UserValueError(
+            f"{path}: its {what} do not match the {len(guids)} examples of {spec.name}: "
+            f"{len(unknown)} unknown (first {unknown[:1]}), {len(missing)} without a "
+            f"prediction (first {missing[:1]})")
+    return guids
+
+
 def predicted_values(spec: glue.TaskSpec, examples: Sequence[glue.InputExample],
                      predictions: Dict[str, Tuple[int, str]], path: str) -> np.ndarray:
     """The predictions (`read_predictions`) in the examples' order, as the metrics take
     them: label indices [N] int64 (float64 scores, regression). UserValueError when the
     indices are not the examples' guids, or a prediction is not a label (a number)."""
-    guids = [e.guid for e in examples]
-    known = set(guids)
-    unknown = [index for index in predictions if index not in known]
-    missing = [guid for guid in guids if guid not in predictions]
-    if unknown or missing:
-        raise UserValueError(
-            f"{path}: its indices do not match the {len(guids)} examples of {spec.name}: "
-            f"{len(unknown)} unknown (first {unknown[:1]}), {len(missing)} without a "
-            f"prediction (first {missing[:1]})")
+    guids = _matching_ids(path, "indices", spec, examples, predictions)
     index = {label: i for i, label in enumerate(spec.labels or ())}
     values = []
     for guid in guids:
@@ -235,14 +243,6 @@ def read_label_sets(path: str, spec: glue.TaskSpec,
         row = np.zeros([len(index)], np.int64)
         row[[index[name] for name in names]] = 1
         rows[guid], lines[guid] = row, line
-    guids = [e.guid for e in examples]
-    known = set(guids)
-    unknown = [guid for guid in rows if guid not in known]
-    missing = [guid for guid in guids if guid not in rows]
-    if unknown or missing:
-        raise UserValueError(
-            f"{path}: its ids do not match the {len(guids)} examples of {spec.name}: "
-            f"{len(unknown)} unknown (first {unknown[:1]}), {len(missing)} without a "
-            f"prediction (first {missing[:1]})")
+    guids = _matching_ids(path, "ids", spec, examples, rows)
     return np.stack([rows[guid] for guid in guids]) if guids else \
         np.zeros([0, len(index)], np.int64)

@@ -15,9 +15,7 @@ with by default (cosent for scored pairs). Pure Python (no TensorFlow at import)
 """
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import os
 from typing import Callable, List, Optional
 
@@ -80,14 +78,7 @@ def _read_text(path: str) -> str:
 
 def _rows(path: str, delimiter: str = "\t"):
     """(line, fields) of a TSV (no quoting, as GLUE) or CSV file; blank lines skipped."""
-    quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
-    reader = csv.reader(io.StringIO(_read_text(path), newline=""), delimiter=delimiter,
-                        quoting=quoting)
-    end = 0
-    for row in reader:
-        line, end = end + 1, reader.line_num
-        if row:
-            yield line, row
+    return fileio.read_rows(path, delimiter, EmbeddingDataError)
 
 
 def _score(text: str, where: str) -> float:
