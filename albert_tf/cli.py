@@ -6,7 +6,8 @@ The error contract (albert_tf/errors.py): a `UserError`, an absl
 prints `<prog>: error: <message>` on stderr and exits 2, with no usage dump and
 no traceback; `--help` / `--helpfull` print the complete help as always; any
 other exception is a bug and keeps its traceback; Ctrl-C exits 130 with one
-line saying what was kept.
+line saying what was kept; a training run preempted (SIGTERM) exits 143 and one that
+lost a worker exits 75, each with one line naming the checkpoint to resume from.
 
 Only the CLIs' modules call `define_runtime_flags()` (at import) and read flags;
 library code receives plain values. This module imports TensorFlow only when
@@ -56,7 +57,8 @@ def _interrupted_line(prog: str, interrupted: Interrupted) -> str:
 
 def guard(main: Callable, argv, prog: str, interrupted: Interrupted = None):
     """Calls `main(argv)` under the error contract; returns what it returns, or the exit
-    status after printing the one line of a user error (2) or an interrupt (130).
+    status after printing the one line of a user error (2), an interrupt (130), a
+    preemption (143: `<prog>: preempted: ...`) or a lost worker (75).
 
     `interrupted` (a string, or a function called at Ctrl-C time) says what was
     kept and how to resume, e.g. "checkpoints in runs/x are kept; rerun the same
@@ -69,6 +71,13 @@ def guard(main: Callable, argv, prog: str, interrupted: Interrupted = None):
     except (errors.UserError, app.UsageError) as err:
         report(prog, err)
         return errors.EXIT_USER_ERROR
+    except errors.Preempted as stop:
+        sys.stderr.write(f"{prog}: preempted: {stop}\n")
+        sys.stderr.flush()
+        return errors.EXIT_PREEMPTED
+    except errors.WorkerLost as lost:
+        report(prog, lost)
+        return errors.EXIT_WORKER_LOST
     except KeyboardInterrupt:
         try:
             line = _interrupted_line(prog, interrupted)
@@ -127,7 +136,9 @@ def run(main: Callable, *, interrupted: Interrupted = None, argv=None) -> None:
         if choice is not None:  # programs that run TensorFlow say what it runs with
             logging.info("%s", choice.describe())
         status = guard(main, args, prog, interrupted)
-        if status == errors.EXIT_INTERRUPTED:
+        if status in (errors.EXIT_INTERRUPTED, errors.EXIT_PREEMPTED, errors.EXIT_WORKER_LOST):
+            # TensorFlow's threads may still run (and a lost peer's collectives never
+            # end): the interpreter's teardown would wait on them.
             exit_now(status)
         return status
 
@@ -159,7 +170,8 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def define_runtime_flags() -> None:
-    """Defines --strategy, the original's TPU flags, --mixed_precision, --jit_compile,
+    """Defines --strategy, --worker_timeout_seconds, the original's TPU flags,
+    --mixed_precision, --jit_compile,
     --gradient_accumulation_steps, --seed, --deterministic and the divergence guard's flags
     (--on_divergence, --spike_factor, --spike_window, --divergence_lr_factor,
     --max_rollbacks)."""
@@ -168,6 +180,12 @@ def define_runtime_flags() -> None:
     flags.DEFINE_enum("strategy", "one_device", list(distribute.STRATEGIES),
                       "Distribution strategy (multi_worker_mirrored reads TF_CONFIG).")
     flags.DEFINE_bool("use_tpu", False, "Same as --strategy=tpu (the original's flag).")
+    flags.DEFINE_float("worker_timeout_seconds", distribute.DEFAULT_WORKER_TIMEOUT_SECONDS,
+                       "multi_worker_mirrored: a worker silent this long (killed, crashed, "
+                       "frozen, cut off) counts as lost; every other worker then stops, "
+                       "naming it and the last checkpoint, with exit status 75 (rerun on "
+                       "every worker to resume). SIGTERM on any worker makes all of them "
+                       "save a checkpoint at the current step and exit 143.")
     flags.DEFINE_string("tpu_name", None, "TPU name or grpc:// address.")
     flags.DEFINE_string("tpu_zone", None, "GCE zone of the TPU.")
     flags.DEFINE_string("gcp_project", None, "GCP project of the TPU.")
@@ -345,8 +363,12 @@ def strategy_from_flags(values=flags.FLAGS):
     from albert_tf.training import distribute
 
     name = "tpu" if values.use_tpu else values.strategy
+    if not values.worker_timeout_seconds > 0:
+        raise errors.UserValueError(f"--worker_timeout_seconds must be positive, got "
+                                    f"{values.worker_timeout_seconds}")
     return distribute.get_strategy(name, tpu_address=values.tpu_name or values.master,
-                                   tpu_zone=values.tpu_zone, gcp_project=values.gcp_project)
+                                   tpu_zone=values.tpu_zone, gcp_project=values.gcp_project,
+                                   worker_timeout_seconds=values.worker_timeout_seconds)
 
 
 def check_options(validate: Callable, *args) -> None:

@@ -30,6 +30,29 @@ class UserFileNotFoundError(UserError, FileNotFoundError):
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
+# A training run stopped by a preemption notice (SIGTERM, a GCE maintenance event) after
+# saving a checkpoint at its current step: restart it. 143 (128 + SIGTERM) is what a
+# SIGTERM-killed process reports, so schedulers that already restart those keep doing so,
+# and TensorFlow's PreemptionCheckpointHandler exits with it on GCE.
+EXIT_PREEMPTED = 143
+# A multi-worker run that lost a worker (killed, crashed, unreachable): restart every
+# worker, which resumes from the last checkpoint. sysexits.h's EX_TEMPFAIL ("a temporary
+# failure: retry").
+EXIT_WORKER_LOST = 75
+
+
+class Preempted(Exception):
+    """Training stopped on a preemption notice after saving a checkpoint at its current
+    step; the message says where. Not a failure: rerunning the same command resumes there."""
+
+    def __init__(self, message: str, step: int, checkpoint: str):
+        super().__init__(message)
+        self.step = step
+        self.checkpoint = checkpoint
+
+
+class WorkerLost(Exception):
+    """A multi-worker run lost a peer; the message names it and the last checkpoint."""
 
 
 def check_file(path: str, flag: str, what: str = "file") -> str:

@@ -30,8 +30,15 @@ TRACKABLE_BASE = ("tensorflow", "__internal__.tracking.Trackable")
 VARIABLE_FREEZER = ("tensorflow.python.framework.convert_to_constants",
                     "convert_variables_to_constants_v2")
 TFLITE_SCHEMA = ("tensorflow.lite.python.schema_py_generated", "ModelT")
+_FAILURE_HANDLING = "tensorflow.python.distribute.failure_handling.failure_handling_util"
+ON_GCP = (_FAILURE_HANDLING, "on_gcp")
+GCE_MAINTENANCE_CHECK = (_FAILURE_HANDLING, "termination_watcher_function_gce")
+COORDINATION_CONFIG = ("tensorflow.compiler.xla.tsl.protobuf.coordination_config_pb2",
+                       "CoordinatedJob")
+EAGER_CONTEXT = ("tensorflow.python.eager.context", "context")
 INTERNALS = (SAVE_CONTEXT_PROBE, XLA_CONTEXT_PROBE, ONEDNN_SWITCH, OP_DEF_LOOKUP,
-             RAW_OP_MAKER, ATTR_VALUE_PROTO, TRACKABLE_BASE, VARIABLE_FREEZER, TFLITE_SCHEMA)
+             RAW_OP_MAKER, ATTR_VALUE_PROTO, TRACKABLE_BASE, VARIABLE_FREEZER, TFLITE_SCHEMA,
+             ON_GCP, GCE_MAINTENANCE_CHECK, COORDINATION_CONFIG, EAGER_CONTEXT)
 
 ONEDNN_LAYER_NORM_OP = "_MklLayerNorm"
 
@@ -178,3 +185,39 @@ def tflite_schema():
     if _lookup(*TFLITE_SCHEMA) is None:
         return None
     return importlib.import_module(TFLITE_SCHEMA[0])
+
+
+def gce_termination_watcher():
+    """TensorFlow's check for Google Cloud's host-maintenance notice (a function returning
+    True once the VM will be taken down), or None off Google Cloud. Asks the metadata server
+    (up to 5 s): call it off the training thread. Why: PreemptionCheckpointHandler's GCE
+    support is the only maintained reader of that notice.
+
+    Missing internal: None (SIGTERM, which GCE sends before a preemption, still works)."""
+    on_gcp, check = _lookup(*ON_GCP), _lookup(*GCE_MAINTENANCE_CHECK)
+    if on_gcp is None or check is None or not on_gcp():
+        return None
+    return check
+
+
+def configure_worker_heartbeat(cluster_spec, heartbeat_timeout_seconds: float) -> bool:
+    """Starts TensorFlow's coordination service (as MultiWorkerMirroredStrategy would, with
+    the chief, else worker 0, as its leader) with a heartbeat timeout of
+    `heartbeat_timeout_seconds`: a worker silent for that long is reported lost to every
+    other worker, whose collectives then abort. Call before the strategy is built; returns
+    whether it was configured. Why: the strategy itself leaves TensorFlow's default timeout.
+
+    Missing internal: False, and the strategy's default heartbeat (10 s) applies."""
+    coordinated_job = _lookup(*COORDINATION_CONFIG)
+    context = _lookup(*EAGER_CONTEXT)
+    if coordinated_job is None or context is None:
+        return False
+    jobs = cluster_spec.as_dict()
+    leader_job = "chief" if "chief" in jobs else "worker"
+    coordinated = [coordinated_job(name=job, num_tasks=cluster_spec.num_tasks(job))
+                   for job in ("chief", "worker") if job in jobs]
+    context().configure_coordination_service(
+        service_type="standalone", service_leader=f"/job:{leader_job}/replica:0/task:0",
+        coordinated_jobs=coordinated,
+        heartbeat_timeout_in_ms=int(heartbeat_timeout_seconds * 1000))
+    return True

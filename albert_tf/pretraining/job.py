@@ -310,7 +310,9 @@ def _held_out_evaluator(options: PretrainingOptions, strategy: tf.distribute.Str
         eval_config = _input_config(options, options.eval_input_file, is_training=False)
         metrics = training.evaluate(strategy, model, task,
                                     _dataset_fn(eval_config, options.eval_batch_size),
-                                    task.metric_names, max_steps=options.max_eval_steps)
+                                    task.metric_names, max_steps=options.max_eval_steps,
+                                    checkpoint_dir=os.path.join(options.output_dir,
+                                                                CHECKPOINT_SUBDIR))
         metrics.pop("eval_batches", None)
         tracker.record(step, metrics, model, eval_writer)
         results["eval"] = metrics

@@ -7,18 +7,27 @@ from __future__ import annotations
 from typing import Optional
 
 import tensorflow as tf
+from absl import logging
+
+from albert_tf.kernels import tf_internals
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+# Seconds without a heartbeat after which a worker counts as lost (--worker_timeout_seconds).
+DEFAULT_WORKER_TIMEOUT_SECONDS = 30.0
 
 
 def get_strategy(name: str = "one_device", tpu_address: Optional[str] = None,
                  tpu_zone: Optional[str] = None, gcp_project: Optional[str] = None,
-                 device: Optional[str] = None) -> tf.distribute.Strategy:
+                 device: Optional[str] = None,
+                 worker_timeout_seconds: float = DEFAULT_WORKER_TIMEOUT_SECONDS
+                 ) -> tf.distribute.Strategy:
     """Builds the strategy `name`.
 
     one_device: the first GPU if any, else the CPU (or `device`).
     mirrored: every local GPU, or every local logical CPU device when there is no GPU.
-    multi_worker_mirrored: the cluster described by the TF_CONFIG environment variable.
+    multi_worker_mirrored: the cluster described by the TF_CONFIG environment variable; a
+        worker silent for `worker_timeout_seconds` is reported lost to the others, whose
+        collectives then fail (the training loop stops them with one line).
     tpu: a TPU found by `tpu_address` (name, grpc:// address or "local").
     """
     if name == "one_device":
@@ -30,7 +39,13 @@ def get_strategy(name: str = "one_device", tpu_address: Optional[str] = None,
         devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
         return tf.distribute.MirroredStrategy(devices)
     if name == "multi_worker_mirrored":
-        return tf.distribute.MultiWorkerMirroredStrategy()
+        resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+        cluster = resolver.cluster_spec()
+        if cluster.jobs and not tf_internals.configure_worker_heartbeat(
+                cluster, worker_timeout_seconds):
+            logging.warning("this TensorFlow cannot set the workers' heartbeat timeout: a lost "
+                            "worker is noticed after TensorFlow's default (10 s)")
+        return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
     if name == "tpu":
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
             tpu=tpu_address or "", zone=tpu_zone, project=gcp_project)
@@ -64,3 +79,15 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
         return True
     has_chief = "chief" in resolver.cluster_spec().as_dict()
     return task_type == "worker" and task_id == 0 and not has_chief
+
+
+def worker_address(strategy: tf.distribute.Strategy, task_type: str, task_id: int
+                   ) -> Optional[str]:
+    """The host:port of one worker of a multi-worker strategy's cluster (None if unknown)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None:
+        return None
+    try:
+        return resolver.cluster_spec().task_address(task_type, task_id)
+    except (ValueError, KeyError):
+        return None

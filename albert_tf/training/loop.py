@@ -16,6 +16,7 @@ b examples equals one step of a single device on the R*k*b batch.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -29,10 +30,9 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.training import distribute, optimization
+from albert_tf.training import distribute, optimization, preemption, worker_loss
 from albert_tf.training.divergence import Divergence, DivergenceGuard, DivergenceOptions
-from albert_tf.errors import UserError, UserFileNotFoundError, UserValueError
-from albert_tf.kernels import tf_internals
+from albert_tf.errors import Preempted, UserError, UserFileNotFoundError, UserValueError
 
 
 class DivergenceError(UserError, RuntimeError):
@@ -80,7 +80,12 @@ class TrainingConfig:
     gradient_accumulation_steps: int = 1
     clip_norm: Optional[float] = 1.0
     jit_compile: bool = False
-    checkpoint_iterator: bool = True  # also save the input pipeline position
+    # Resume the input where the checkpoint left it: the iterator is saved in the checkpoint
+    # where the strategy allows (one replica), else a resumed run skips the batches read.
+    checkpoint_iterator: bool = True
+    # SIGTERM (or GCE's maintenance notice) during train(): stop after the current step,
+    # save a checkpoint there and raise errors.Preempted (every worker of a cluster alike).
+    handle_preemption: bool = True
     summary_dir: Optional[str] = None  # TensorBoard logs; default <output_dir>/train
     # Stop (with a checkpoint) at the first window that ends past this many seconds of
     # this call's training; the rest of the schedule is left undone. None: no limit.
@@ -101,6 +106,16 @@ class _GuardState(tf.Module):
         self.rollbacks = tf.Variable(0, dtype=tf.int64, trainable=False, name="rollbacks")
         self.initial_loss = tf.Variable(-1.0, dtype=tf.float32, trainable=False,
                                         name="initial_loss")
+
+
+class _InputPosition(tf.Module):
+    """How many optimizer steps' worth of input the run has read (rolled-back steps too;
+    kept in every checkpoint): where a resumed run's input starts when the iterator itself
+    cannot be checkpointed."""
+
+    def __init__(self):
+        super().__init__(name="input_position")
+        self.steps_read = tf.Variable(0, dtype=tf.int64, trainable=False, name="steps_read")
 
 
 def _zeros_like_sums(names):
@@ -146,6 +161,10 @@ class Trainer:
                 raise ValueError("rolling back on divergence needs a learning rate it can "
                                  "scale: a constant rate or an optimization.ScaledSchedule")
         self.is_chief = distribute.is_chief(strategy)
+        # Host variables, outside the strategy's scope: one per process.
+        self._stop = preemption.StopRequest()
+        self._input_position = _InputPosition()
+        self._iterator_saved = False
         self._grad_fn = tf.function(self._micro_batch_gradients, jit_compile=config.jit_compile)
         self._train_fn = None
         self.stopped_early = False  # the last train() call hit config.max_train_seconds
@@ -162,11 +181,14 @@ class Trainer:
                  for g, v in zip(grads, variables)]
         return grads, loss, sums
 
-    def _replica_step(self, features):
+    def _replica_step(self, features, stop_request):
         k = self.config.gradient_accumulation_steps
         ctx = tf.distribute.get_replica_context()
-        normalizers = ctx.all_reduce(tf.distribute.ReduceOp.SUM,
-                                     self.task.normalizers(features))
+        # A stop request rides on the all-reduce every step makes anyway: every replica of
+        # every worker learns of any worker's request in the same step.
+        normalizers = ctx.all_reduce(tf.distribute.ReduceOp.SUM, dict(
+            self.task.normalizers(features), stop=tf.cast(stop_request, tf.float32)))
+        stop = normalizers.pop("stop")
         grad_fn = self._grad_fn
         if k == 1:
             grads, loss, sums = grad_fn(features, normalizers)
@@ -201,26 +223,32 @@ class Trainer:
         sums["loss_sum"] = loss
         sums["nonfinite"] = tf.cast(tf.logical_not(tf.math.is_finite(loss)), tf.float32)
         sums["grad_norm"] = tf.cast(grad_norm, tf.float32)
+        sums["stop"] = stop
         return sums
 
     def build_train_function(self):
         """The compiled loop `train_loop(iterator, num_steps)` that `train()` runs: it
         takes `num_steps` (int32 scalar tensor) optimizer steps on batches from
-        `iterator` and returns the summed metrics, `loss_sum`, `nonfinite` and `steps`
-        (float32 scalars), and with the divergence guard on, each step's loss and
-        gradient norm (`step_losses`, `step_grad_norms`: float32 [num_steps]). Public for
-        benchmarks and custom loops; no checkpoints, summaries or logging happen in it."""
-        names = self.metric_names + ["loss_sum", "nonfinite", "steps"]
+        `iterator`, fewer when a stop is requested (it ends after the step that saw the
+        request), and returns the summed metrics, `loss_sum`, `nonfinite`, `stop` (> 0:
+        stopped on request) and `steps` (float32 scalars), and with the divergence guard
+        on, each step's loss and gradient norm (`step_losses`, `step_grad_norms`: float32
+        [steps]). Public for benchmarks and custom loops; no checkpoints, summaries or
+        logging happen in it."""
+        names = self.metric_names + ["loss_sum", "nonfinite", "stop", "steps"]
         record = self.config.divergence is not None
         strategy = self.strategy
+        stop_request = self._stop.variable
 
         @tf.function
         def train_loop(iterator, num_steps):
             totals = _zeros_like_sums(names)
-            losses = tf.TensorArray(tf.float32, size=num_steps)
-            norms = tf.TensorArray(tf.float32, size=num_steps)
+            losses = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+            norms = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
             for i in tf.range(num_steps):
-                per_replica = strategy.run(self._replica_step, args=(next(iterator),))
+                # Read before every step: a signal's reader thread may set it meanwhile.
+                per_replica = strategy.run(self._replica_step,
+                                           args=(next(iterator), stop_request.read_value()))
                 step_sums = {name: strategy.reduce(tf.distribute.ReduceOp.SUM,
                                                    per_replica[name], axis=None)
                              for name in names[:-1]}
@@ -232,6 +260,8 @@ class Trainer:
                         tf.distribute.ReduceOp.MEAN, per_replica["grad_norm"], axis=None))
                 # Rebuilt, not mutated: autograph carries only reassigned loop variables.
                 totals = {name: totals[name] + step_sums[name] for name in names}
+                if step_sums["stop"] > 0:  # the same all-reduced value on every worker
+                    break
             if record:
                 totals = dict(totals, step_losses=losses.stack(), step_grad_norms=norms.stack())
             return totals
@@ -246,7 +276,7 @@ class Trainer:
 
     def make_checkpoint(self, iterator=None) -> tf.train.Checkpoint:
         items = {"model": self.model, "optimizer": self.optimizer,
-                 "divergence_guard": self._guard_state}
+                 "divergence_guard": self._guard_state, "input_position": self._input_position}
         if iterator is not None:
             items["iterator"] = iterator
         return tf.train.Checkpoint(**items)
@@ -262,14 +292,8 @@ class Trainer:
         """
         cfg = self.config
         self.stopped_early = False
-        iterator = self._make_iterator(dataset_fn)
-        save_iterator = cfg.checkpoint_iterator
-        if save_iterator and not tf_internals.is_trackable(iterator):
-            logging.info("this strategy's input iterator cannot be checkpointed; a resumed run "
-                         "restarts the input pipeline from its beginning")
-            save_iterator = False
-        checkpoint = self.make_checkpoint(iterator if save_iterator else None)
-        manager = self._restore(checkpoint)
+        self._stop.clear()
+        iterator, checkpoint, manager = self._resume(dataset_fn)
         if self.is_chief:
             self._trim_jsonl(self.step)
         if self._train_fn is None:
@@ -283,12 +307,18 @@ class Trainer:
             cfg.summary_dir or os.path.join(cfg.output_dir, "train")) if self.is_chief \
             else tf.summary.create_noop_writer()
         start_snapshot = None
+        watcher = preemption.PreemptionWatcher(self._stop) if cfg.handle_preemption \
+            else contextlib.nullcontext()
         try:
             if guard is not None and cfg.divergence.on_divergence == "rollback" \
                     and manager.latest_checkpoint is None:
                 start_snapshot = self._write_start_snapshot(checkpoint)
-            return self._train_windows(iterator, checkpoint, manager, guard, start_snapshot,
-                                       writer, on_checkpoint)
+            with watcher:
+                return self._train_windows(iterator, checkpoint, manager, guard,
+                                           start_snapshot, writer, on_checkpoint)
+        except tf.errors.OpError as err:
+            worker_loss.reraise(err, self.strategy, cfg.output_dir)
+            raise
         finally:
             writer.flush()
             if start_snapshot is not None:
@@ -310,6 +340,7 @@ class Trainer:
             loop_start = time.time()
             totals = self._run_window(iterator, num_steps)
             elapsed = time.time() - loop_start
+            stop = totals.pop("stop") > 0
             if guard is not None:
                 event = guard.inspect(step, totals.pop("step_losses"),
                                       totals.pop("step_grad_norms"))
@@ -330,11 +361,15 @@ class Trainer:
                            and time.time() - budget_start >= cfg.max_train_seconds
                            and self.step < cfg.num_train_steps)
             if (self.step % cfg.save_checkpoints_steps == 0 or self.step >= cfg.num_train_steps
-                    or out_of_time):
+                    or out_of_time or stop):
                 path = manager.save(checkpoint_number=self.step)
                 logging.info("saved checkpoint %s", path)
-                if on_checkpoint is not None:
+                # A preempted run leaves the evaluation to the resumed one (its grace period
+                # is short); a checkpoint off the schedule is not evaluated at all.
+                if on_checkpoint is not None and not stop:
                     on_checkpoint(self.step, path)
+            if stop:
+                raise self._preempted()
             if out_of_time:
                 logging.warning("time limit of %.0f s reached: stopped at step %d of %d",
                                 cfg.max_train_seconds, self.step, cfg.num_train_steps)
@@ -350,8 +385,19 @@ class Trainer:
             raise CorruptedInputError(
                 f"corrupted training input ({err.message.strip()}); "
                 "albert_tf.pretraining.inputs.locate_corruption(files) finds the file") from err
-        return {name: value.numpy() if value.shape.rank else float(value)
-                for name, value in totals.items()}
+        totals = {name: value.numpy() if value.shape.rank else float(value)
+                  for name, value in totals.items()}
+        self._input_position.steps_read.assign_add(int(totals["steps"]))
+        return totals
+
+    def _preempted(self) -> Preempted:
+        """The exception that ends a run stopped on a preemption notice (just saved)."""
+        cfg = self.config
+        why = self._stop.reason or "a preemption notice reached another worker"
+        path = os.path.join(cfg.output_dir, f"ckpt-{self.step}")
+        return Preempted(f"{why}; saved checkpoint {path} at step {self.step} of "
+                         f"{cfg.num_train_steps}: rerun the same command to resume there",
+                         self.step, path)
 
     # --- the divergence guard ------------------------------------------------------------
 
@@ -386,10 +432,15 @@ class Trainer:
             raise self._divergence_error(event, latest, rollbacks)
         scale = self._guard_state.learning_rate_scale
         new_scale = float(scale.numpy()) * options.lr_factor
+        # Without a saved iterator the input goes on from where it is; a resumed run must
+        # skip what was read, not what the checkpoint had read.
+        steps_read = self._input_position.steps_read.numpy()
         if latest:
             checkpoint.restore(latest).expect_partial()
         else:
             checkpoint.read(start_snapshot).expect_partial()
+        if not self._iterator_saved:
+            self._input_position.steps_read.assign(steps_read)
         scale.assign(new_scale)
         self._guard_state.rollbacks.assign(rollbacks + 1)
         where = latest or "the starting weights"
@@ -487,10 +538,43 @@ class Trainer:
         logging.info("%s: dropped %d lines logged after step %d by the interrupted run", path,
                      len(lines) - len(kept), step)
 
-    def _make_iterator(self, dataset_fn):
-        """A checkpointable plain iterator on one replica, a distributed one otherwise."""
-        if (self.strategy.num_replicas_in_sync == 1
-                and not isinstance(self.strategy, tf.distribute.TPUStrategy)):
+    def _single_pipeline(self) -> bool:
+        """One replica fed by a plain (checkpointable) iterator; else a distributed one."""
+        return (self.strategy.num_replicas_in_sync == 1
+                and not isinstance(self.strategy, tf.distribute.TPUStrategy))
+
+    def _resume(self, dataset_fn):
+        """(iterator, checkpoint, manager) of train(), restored from the latest checkpoint.
+
+        With one replica the iterator is in the checkpoint. A distributed iterator cannot be
+        (TensorFlow 2.21), so the input restarts and skips, element by element, what the
+        checkpointed run had read: the same position when the input order is reproducible
+        (a seed and --deterministic_input or --deterministic)."""
+        cfg = self.config
+        self._iterator_saved = cfg.checkpoint_iterator and self._single_pipeline()
+        if self._iterator_saved:
+            iterator = self._make_iterator(dataset_fn)
+            checkpoint = self.make_checkpoint(iterator)
+            return iterator, checkpoint, self._restore(checkpoint)
+        checkpoint = self.make_checkpoint()
+        manager = self._restore(checkpoint)
+        skip = int(self._input_position.steps_read.numpy()) if cfg.checkpoint_iterator else 0
+        if skip:
+            logging.info("this strategy's input iterator cannot be checkpointed: skipping the "
+                         "%d steps of input the checkpoint had read", skip)
+        return self._make_iterator(dataset_fn, skip), checkpoint, manager
+
+    def _make_iterator(self, dataset_fn, skip_steps: int = 0):
+        """A checkpointable plain iterator on one replica, a distributed one otherwise; the
+        first `skip_steps` optimizer steps' elements skipped."""
+        if skip_steps:
+            strategy, make = self.strategy, dataset_fn
+
+            def dataset_fn(context):  # each input pipeline feeds its replicas in turn
+                per_step = max(1, strategy.num_replicas_in_sync // context.num_input_pipelines)
+                return make(context).skip(skip_steps * per_step)
+
+        if self._single_pipeline():
             context = tf.distribute.InputContext(num_input_pipelines=1, input_pipeline_id=0,
                                                  num_replicas_in_sync=1)
             return iter(dataset_fn(context))
@@ -525,8 +609,11 @@ class Trainer:
 
 
 def evaluate(strategy, model, task: Objective, dataset_fn, metric_names,
-             max_steps: Optional[int] = None) -> Dict[str, float]:
-    """Runs `task.loss` (training=False) over the dataset (at most `max_steps` batches)."""
+             max_steps: Optional[int] = None, checkpoint_dir: Optional[str] = None
+             ) -> Dict[str, float]:
+    """Runs `task.loss` (training=False) over the dataset (at most `max_steps` batches).
+    A lost worker (multi-worker strategies) raises errors.WorkerLost naming the latest
+    checkpoint of `checkpoint_dir`."""
     dataset = strategy.distribute_datasets_from_function(dataset_fn)
 
     # No data-dependent Python control flow here, so no AutoGraph (which cannot
@@ -544,12 +631,16 @@ def evaluate(strategy, model, task: Objective, dataset_fn, metric_names,
 
     totals = {name: 0.0 for name in metric_names}
     batches = 0
-    for features in dataset:
-        if max_steps is not None and batches >= max_steps:
-            break
-        for name, value in eval_step(features).items():
-            totals[name] += float(value)
-        batches += 1
+    try:
+        for features in dataset:
+            if max_steps is not None and batches >= max_steps:
+                break
+            for name, value in eval_step(features).items():
+                totals[name] += float(value)
+            batches += 1
+    except tf.errors.OpError as err:
+        worker_loss.reraise(err, strategy, checkpoint_dir)
+        raise
     if batches == 0:
         raise UserValueError("the evaluation data produced no batch (is it smaller than one batch?)")
     metrics = task.finalize(totals)
