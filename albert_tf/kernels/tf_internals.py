@@ -26,7 +26,6 @@ ONEDNN_SWITCH = ("tensorflow.python.util._pywrap_util_port", "IsMklEnabled")
 OP_DEF_LOOKUP = ("tensorflow.python.framework.op_def_registry", "get")
 RAW_OP_MAKER = ("tensorflow", "Graph._create_op_internal")
 ATTR_VALUE_PROTO = ("tensorflow.core.framework.attr_value_pb2", "AttrValue")
-TRACKABLE_BASE = ("tensorflow", "__internal__.tracking.Trackable")
 VARIABLE_FREEZER = ("tensorflow.python.framework.convert_to_constants",
                     "convert_variables_to_constants_v2")
 TFLITE_SCHEMA = ("tensorflow.lite.python.schema_py_generated", "ModelT")
@@ -37,7 +36,7 @@ COORDINATION_CONFIG = ("tensorflow.compiler.xla.tsl.protobuf.coordination_config
                        "CoordinatedJob")
 EAGER_CONTEXT = ("tensorflow.python.eager.context", "context")
 INTERNALS = (SAVE_CONTEXT_PROBE, XLA_CONTEXT_PROBE, ONEDNN_SWITCH, OP_DEF_LOOKUP,
-             RAW_OP_MAKER, ATTR_VALUE_PROTO, TRACKABLE_BASE, VARIABLE_FREEZER, TFLITE_SCHEMA,
+             RAW_OP_MAKER, ATTR_VALUE_PROTO, VARIABLE_FREEZER, TFLITE_SCHEMA,
              ON_GCP, GCE_MAINTENANCE_CHECK, COORDINATION_CONFIG, EAGER_CONTEXT)
 
 ONEDNN_LAYER_NORM_OP = "_MklLayerNorm"
@@ -138,23 +137,6 @@ def make_onednn_layer_norm(z, gamma, beta, epsilon: float, name: str):
         attrs={"T": attr_value(type=tf.float32.as_datatype_enum),
                "epsilon": attr_value(f=epsilon)})
     return op.outputs[0]
-
-
-def is_trackable(obj) -> bool:
-    """Whether `obj` is a TensorFlow trackable object (an instance of
-    `tf.__internal__.tracking.Trackable`), which `tf.train.Checkpoint` can save. Why:
-    some strategies' input iterators are not, and a checkpoint holding one would fail.
-
-    Missing internal: whether `tf.train.Checkpoint` accepts `obj` (it raises for an
-    object that is not trackable), the same answer through the public API."""
-    trackable = _lookup(*TRACKABLE_BASE)
-    if trackable is not None:
-        return isinstance(obj, trackable)
-    try:
-        tf.train.Checkpoint(probe=obj)
-    except (ValueError, TypeError):
-        return False
-    return True
 
 
 def freeze_variables(concrete_function):

@@ -1,7 +1,9 @@
 """run_classifier.py end to end on a few hundred SST-2 rows: train, evaluate, predict, export,
 reload the SavedModel in a process without albert_tf, and compare raw-text predictions."""
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -9,6 +11,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.helpers.cluster import last_line, wait_for_checkpoint
 
 CONFIG = {"vocab_size": 8000, "embedding_size": 16, "hidden_size": 32, "num_hidden_layers": 2,
           "num_attention_heads": 4, "intermediate_size": 64, "max_position_embeddings": 64}
@@ -37,7 +40,8 @@ def sst2(shared_data, tmp_path_factory):
             "test_sentences": test_sentences}
 
 
-def run_cli(sst2, output_dir, **extra):
+def cli_argv(sst2, output_dir, **extra):
+    """The run_classifier.py command line of these tests (`extra` flags added)."""
     args = {"task_name": "sst-2", "data_dir": sst2["data_dir"], "spm_model_file": sst2["spm"],
             "albert_config_file": sst2["config"], "output_dir": str(output_dir),
             "max_seq_length": 32, "train_batch_size": 16, "eval_batch_size": 16,
@@ -47,8 +51,12 @@ def run_cli(sst2, output_dir, **extra):
     args.update(extra)
     argv = [f"--{k}" if v is True else f"--no{k}" if v is False else f"--{k}={v}"
             for k, v in args.items()]
-    return subprocess.run([sys.executable, str(REPO_ROOT / "run_classifier.py")] + argv,
-                          capture_output=True, text=True, cwd=REPO_ROOT)
+    return [sys.executable, str(REPO_ROOT / "run_classifier.py")] + argv
+
+
+def run_cli(sst2, output_dir, **extra):
+    return subprocess.run(cli_argv(sst2, output_dir, **extra), capture_output=True, text=True,
+                          cwd=REPO_ROOT)
 
 
 LOADER = r"""
@@ -235,3 +243,33 @@ def test_option_errors_are_clear(sst2, tmp_path, extra, message):
     options = glue_options(sst2, tmp_path, **extra)
     with pytest.raises(ValueError, match=message):
         run_glue(options)
+
+
+@pytest.mark.slow  # 40 s
+def test_sigterm_saves_the_current_step_and_a_rerun_goes_on_from_there(sst2, tmp_path):
+    """A fine-tuning run preempted (SIGTERM) between its scheduled checkpoints: exit 143 with
+    a checkpoint at the step reached; the rerun resumes there and evaluates only the
+    scheduled checkpoints, as an uninterrupted run does."""
+    out = tmp_path / "run"
+    args = dict(do_train=True, do_eval=True, train_step=400, save_checkpoints_steps=100,
+                iterations_per_loop=50)
+    with open(tmp_path / "log", "w") as log:
+        proc = subprocess.Popen(cli_argv(sst2, out, **args), stdout=subprocess.DEVNULL,
+                                stderr=log, cwd=REPO_ROOT,
+                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+        try:
+            wait_for_checkpoint(out / "checkpoints", 100, [proc])
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=60) == 143
+        finally:
+            proc.kill()
+    line = last_line((tmp_path / "log").read_text())
+    step = int(re.search(r"at step (\d+) of 400", line).group(1))
+    assert line == (f"run_classifier.py: preempted: received SIGTERM; saved checkpoint "
+                    f"{out / 'checkpoints' / f'ckpt-{step}'} at step {step} of 400: rerun the "
+                    "same command to resume there")
+    done = run_cli(sst2, out, **args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"resumed from {out / 'checkpoints' / f'ckpt-{step}'} at step {step}" in done.stderr
+    evaluated = re.findall(r"global_step = (\d+)", (out / "eval_results.txt").read_text())
+    assert sorted(map(int, evaluated)) == [100, 200, 300, 400]

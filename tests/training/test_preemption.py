@@ -146,7 +146,7 @@ def test_a_peer_nobody_names_is_found_by_its_closed_port():
                 "127.0.0.1:1"]})
         message = "Collective ops is aborted by: recvmsg:Connection reset by peer"
         line = worker_loss.describe_message(message, ("worker", 2), cluster)
-    assert line.startswith(f"lost worker 1 (127.0.0.1:") and ", worker 0" not in line, line
+    assert line.startswith("lost worker 1 (127.0.0.1:") and ", worker 0" not in line, line
 
 
 @pytest.mark.parametrize("raised,status,line", [
