@@ -53,7 +53,9 @@ test-avx2-onednn: $(STAMP)
 test-slow: $(STAMP)
 	$(VPY) -m pytest -q -m slow tests
 
-# data_prep's Beam DirectRunner against the local runner (byte-identical output).
+# data_prep's Beam pipeline against the local runner (byte-identical output): on the
+# DirectRunner, and on the DaskRunner against a localhost dask.distributed cluster the tests
+# start (a scheduler and two workers), once with a worker killed mid-run.
 $(BEAM_STAMP): requirements-beam.txt
 	test -x $(BEAM_VENV)/bin/python || $(PYTHON) -m venv $(BEAM_VENV)
 	$(BEAM_VENV)/bin/python -m pip install --quiet --upgrade pip
@@ -61,7 +63,8 @@ $(BEAM_STAMP): requirements-beam.txt
 	touch $(BEAM_STAMP)
 
 test-beam: $(BEAM_STAMP)
-	$(BEAM_VENV)/bin/python -m pytest -q tests/data_prep/test_beam_pipeline.py
+	$(BEAM_VENV)/bin/python -m pytest -q tests/data_prep/test_beam_pipeline.py \
+		tests/data_prep/test_beam_dask.py
 
 # albert-tf's pipelines against transformers' (torch CPU, its own venv: the oracle program
 # runs there; the test itself runs in .venv).

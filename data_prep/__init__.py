@@ -10,6 +10,7 @@ Modules (one job each):
   tfrecord           TFRecord framing and CRC32C in NumPy
   pipeline           options, blocks, worker tasks, shuffle-by-buckets, local runner
   beam_pipeline      the same tasks as an Apache Beam pipeline (optional extra)
+  beam_dask          what that pipeline needs on Beam's DaskRunner (cluster checks, waiting)
 CLIs: train_sentencepiece.py, create_pretraining_data.py.
 
 `tokenization` and `fileio` below are `albert_tf.tokenization` and

@@ -85,11 +85,12 @@ flags.DEFINE_bool("zh_whole_word_mask", False,
 flags.DEFINE_integer("num_workers", 1, "Worker processes for the local runner.")
 flags.DEFINE_string("runner", "local",
                     "`local` (multiprocessing on this machine) or a Beam runner name "
-                    "(DirectRunner, DataflowRunner, FlinkRunner, SparkRunner; needs "
-                    "`pip install .[beam]`).")
+                    "(DirectRunner, DaskRunner, DataflowRunner, FlinkRunner, SparkRunner; needs "
+                    "`pip install .[beam]`, and dask and distributed for DaskRunner).")
 flags.DEFINE_string("beam_pipeline_options", "",
                     "Extra Beam pipeline options, space-separated, e.g. "
-                    "'--project=p --region=r --temp_location=gs://b/tmp'.")
+                    "'--project=p --region=r --temp_location=gs://b/tmp' (Dataflow) or "
+                    "'--dask_client_address=tcp://host:8786' (DaskRunner).")
 flags.DEFINE_integer("shuffle_buckets_per_file", 4,
                      "Shuffle sub-buckets per output file; peak memory of the final pass is "
                      "about one output file / this.")

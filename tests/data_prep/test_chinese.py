@@ -392,6 +392,7 @@ def test_cli_vocabulary_flags(tmp_path, corpus, vocab_file, shared_data):
 
 @pytest.mark.slow  # 7 s
 def test_run_pretraining_trains_on_wordpiece_records(wordpiece_run, tmp_path, shared_data):
+    pytest.importorskip("tensorflow")  # absent from the Beam venv (requirements-beam.txt)
     from albert_tf import AlbertConfig
     from albert_tf.pretraining import PretrainingOptions, run_pretraining
 
