@@ -7,7 +7,9 @@ AdamW and LAMB with warmup and linear decay), distribute.py (tf.distribute strat
 from flags' values), run_dir.py (what an output directory holds, and refusing another
 run's directory), best_checkpoint.py (every evaluation recorded, the best weights
 exported as model.ckpt-best), batching.py (the global batch split over replicas and
-micro-batches: what each replica's training dataset yields).
+micro-batches: what each replica's training dataset yields), preemption.py (SIGTERM and
+GCE's maintenance notice turned into a stop after the current step), worker_loss.py (a
+multi-worker run's lost peer named in one line).
 
 May import: albert_tf.config, albert_tf.errors, albert_tf.fileio, albert_tf.kernels,
 albert_tf.modeling, albert_tf.checkpoints.

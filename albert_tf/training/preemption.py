@@ -30,6 +30,16 @@ from albert_tf.kernels import tf_internals
 # The signals that mean "you will be killed soon; save what you can".
 NOTICE_SIGNALS = (signal.SIGTERM,)
 _GCE_POLL_SECONDS = 1.0
+_gce_lock = threading.Lock()
+_gce_answer = []  # [the check or None], once asked: the metadata server is asked once
+
+
+def _gce_watcher() -> Optional[Callable[[], bool]]:
+    """TensorFlow's GCE maintenance check on Google Cloud, else None (asked once a process)."""
+    with _gce_lock:
+        if not _gce_answer:
+            _gce_answer.append(tf_internals.gce_termination_watcher())
+        return _gce_answer[0]
 
 
 class StopRequest:
@@ -81,11 +91,14 @@ class PreemptionWatcher:
             logging.info("training off the main thread: SIGTERM is not turned into a "
                          "checkpoint (Python sets signal handlers on the main thread only)")
             return self
-        self._done.clear()
+        self._done = threading.Event()  # a new one: the last entry's GCE thread may still run
         for signum in NOTICE_SIGNALS:
             self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
         self._start_wakeup_reader()
-        self._start_thread(self._watch_gce, "albert_tf_gce_maintenance_watcher")
+        # Not joined on exit: it may be waiting (up to 5 s) for the metadata server's answer,
+        # and it stops by itself once `_done` is set.
+        threading.Thread(target=self._watch_gce, args=(self._done,), daemon=True,
+                         name="albert_tf_gce_maintenance_watcher").start()
         return self
 
     def __exit__(self, *exc_info):
@@ -141,11 +154,11 @@ class PreemptionWatcher:
 
     # --- Google Cloud's maintenance notice ---------------------------------------------
 
-    def _watch_gce(self) -> None:
-        watcher = self._gce_watcher or tf_internals.gce_termination_watcher()
+    def _watch_gce(self, done: threading.Event) -> None:
+        watcher = self._gce_watcher or _gce_watcher()
         if watcher is None:
             return
-        while not self._done.wait(_GCE_POLL_SECONDS):
+        while not done.wait(_GCE_POLL_SECONDS):
             try:
                 if watcher():
                     self.stop.request("Google Cloud announced a host maintenance event "
@@ -156,6 +169,7 @@ class PreemptionWatcher:
                                             600, err)
 
     def _start_thread(self, target, name, *args) -> None:
+        """A daemon thread that __exit__ joins."""
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
         thread.start()
         self._threads.append(thread)

@@ -82,6 +82,7 @@ def test_gce_maintenance_notice_requests_a_stop(monkeypatch):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FakeMetadata)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     monkeypatch.setenv("GCE_METADATA_IP", f"127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setattr(preemption, "_gce_answer", [])  # asked once a process: ask again
     stop = preemption.StopRequest()
     try:
         with preemption.PreemptionWatcher(stop):
