@@ -73,10 +73,11 @@ def prepare(pipeline_args: Sequence[str]) -> Tuple[List[str], int]:
     and the number of partitions to spread the work over."""
     args = list(pipeline_args)
     options = _dask_options(args)
-    if options.npartitions:
+    if options.address or options.scheduler_file:  # checked even with its partitions given
+        threads = _check_cluster(options)
+        partitions = options.npartitions or PARTITIONS_PER_THREAD * threads
+    elif options.npartitions:
         partitions = options.npartitions
-    elif options.address or options.scheduler_file:
-        partitions = PARTITIONS_PER_THREAD * _check_cluster(options)
     else:  # the runner starts a dask.distributed.LocalCluster on this machine
         from dask.system import CPU_COUNT
         partitions = PARTITIONS_PER_THREAD * CPU_COUNT

@@ -105,6 +105,8 @@ class BestCheckpointTracker:
                 for key, value in metrics.items():
                     if isinstance(value, (int, float)):  # a bool as 0 / 1
                         tf.summary.scalar(key, float(value))
+            # Now: a preempted or failed run ends with os._exit, which flushes nothing.
+            summary_writer.flush()
         if improved:
             tf1.save_tf1_checkpoint(model, os.path.join(self.output_dir, BEST_PREFIX),
                                             global_step=step)

@@ -41,8 +41,10 @@ def get_strategy(name: str = "one_device", tpu_address: Optional[str] = None,
     if name == "multi_worker_mirrored":
         resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
         cluster = resolver.cluster_spec()
-        if cluster.jobs and not tf_internals.configure_worker_heartbeat(
-                cluster, worker_timeout_seconds):
+        # (as the strategy itself does: only chief and worker tasks join the coordination)
+        if (cluster.jobs and resolver.task_type in ("chief", "worker")
+                and not tf_internals.configure_worker_heartbeat(cluster,
+                                                                worker_timeout_seconds)):
             logging.warning("this TensorFlow cannot set the workers' heartbeat timeout: a lost "
                             "worker is noticed after TensorFlow's default (10 s)")
         return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
@@ -80,14 +82,3 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
     has_chief = "chief" in resolver.cluster_spec().as_dict()
     return task_type == "worker" and task_id == 0 and not has_chief
 
-
-def worker_address(strategy: tf.distribute.Strategy, task_type: str, task_id: int
-                   ) -> Optional[str]:
-    """The host:port of one worker of a multi-worker strategy's cluster (None if unknown)."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None:
-        return None
-    try:
-        return resolver.cluster_spec().task_address(task_type, task_id)
-    except (ValueError, KeyError):
-        return None

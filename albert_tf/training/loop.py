@@ -235,7 +235,7 @@ class Trainer:
         on, each step's loss and gradient norm (`step_losses`, `step_grad_norms`: float32
         [steps]). Public for benchmarks and custom loops; no checkpoints, summaries or
         logging happen in it."""
-        names = self.metric_names + ["loss_sum", "nonfinite", "stop", "steps"]
+        names = self.metric_names + ["loss_sum", "nonfinite", "steps", "stop"]
         record = self.config.divergence is not None
         strategy = self.strategy
         stop_request = self._stop.variable
@@ -251,8 +251,10 @@ class Trainer:
                                            args=(next(iterator), stop_request.read_value()))
                 step_sums = {name: strategy.reduce(tf.distribute.ReduceOp.SUM,
                                                    per_replica[name], axis=None)
-                             for name in names[:-1]}
+                             for name in names[:-2]}
                 step_sums["steps"] = tf.constant(1.0)
+                # Already all-reduced in the step: any replica's value is every worker's.
+                step_sums["stop"] = strategy.experimental_local_results(per_replica["stop"])[0]
                 if record:  # (a Python bool: fixed when traced)
                     losses = losses.write(i, step_sums["loss_sum"])
                     # Every replica holds the same all-reduced gradient, hence the mean.
@@ -260,7 +262,7 @@ class Trainer:
                         tf.distribute.ReduceOp.MEAN, per_replica["grad_norm"], axis=None))
                 # Rebuilt, not mutated: autograph carries only reassigned loop variables.
                 totals = {name: totals[name] + step_sums[name] for name in names}
-                if step_sums["stop"] > 0:  # the same all-reduced value on every worker
+                if step_sums["stop"] > 0:  # the same value on every worker: all stop here
                     break
             if record:
                 totals = dict(totals, step_losses=losses.stack(), step_grad_norms=norms.stack())
@@ -562,6 +564,10 @@ class Trainer:
         if skip:
             logging.info("this strategy's input iterator cannot be checkpointed: skipping the "
                          "%d steps of input the checkpoint had read", skip)
+        elif self.step and cfg.checkpoint_iterator:
+            logging.warning("the checkpoint at step %d records no input position (written by "
+                            "an older albert-tf): the input restarts from its beginning",
+                            self.step)
         return self._make_iterator(dataset_fn, skip), checkpoint, manager
 
     def _make_iterator(self, dataset_fn, skip_steps: int = 0):

@@ -48,15 +48,19 @@ class StopRequest:
     def __init__(self):
         self.variable = tf.Variable(0, dtype=tf.int32, trainable=False, name="stop_request")
         self.reason: Optional[str] = None
-        self._lock = threading.Lock()
+        # Reentrant: Python's handler may run on the main thread while it holds the lock.
+        self._lock = threading.RLock()
 
     def request(self, reason: str) -> None:
         with self._lock:
             if self.reason is not None:
                 return
             self.reason = reason
-        logging.warning("%s: stopping after the current step to save a checkpoint", reason)
-        self.variable.assign(1)
+        logging.warning("%s: stopping after the next step to save a checkpoint", reason)
+        # Eager even when Python's handler runs in the middle of a trace (the main thread
+        # may be tracing a tf.function): the assign must not land in that graph.
+        with tf.init_scope():
+            self.variable.assign(1)
 
     def clear(self) -> None:
         self.reason = None
@@ -104,12 +108,13 @@ class PreemptionWatcher:
     def __exit__(self, *exc_info):
         self._done.set()
         for signum, handler in self._previous_handlers.items():
-            signal.signal(signum, handler)
+            # (None: a handler set from C, which Python cannot reinstall; the default then)
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
         self._previous_handlers = {}
         if self._pipe is not None:
             signal.set_wakeup_fd(self._previous_wakeup_fd)
-            read_fd, write_fd = self._pipe
-            os.write(write_fd, b"\0")  # wakes the reader, which closes both ends
+            # Nothing writes to the pipe any more: closing its write end ends the reader.
+            os.close(self._pipe[1])
             self._pipe = None
         for thread in self._threads:
             thread.join(timeout=5)
@@ -132,11 +137,12 @@ class PreemptionWatcher:
             return
         self._pipe = (read_fd, write_fd)
         self._start_thread(self._read_wakeups, "albert_tf_signal_reader",
-                           read_fd, write_fd, self._previous_wakeup_fd)
+                           read_fd, self._previous_wakeup_fd)
 
-    def _read_wakeups(self, read_fd: int, write_fd: int, chained_fd: int) -> None:
+    def _read_wakeups(self, read_fd: int, chained_fd: int) -> None:
+        """Until the pipe's write end is closed (__exit__)."""
         try:
-            while not self._done.is_set():
+            while True:
                 data = os.read(read_fd, 64)
                 if not data:
                     return
@@ -150,7 +156,6 @@ class PreemptionWatcher:
                         self.stop.request(f"received {signal.Signals(signum).name}")
         finally:
             os.close(read_fd)
-            os.close(write_fd)
 
     # --- Google Cloud's maintenance notice ---------------------------------------------
 

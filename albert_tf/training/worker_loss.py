@@ -25,11 +25,13 @@ _TASK = re.compile(r"/job:(\w+)/replica:\d+/task:(\d+)|/job:(\w+)/task:(\d+)")
 _PROBE_SECONDS = 1.0
 
 
-def _tasks_named(message: str) -> List[Tuple[str, int]]:
-    """The (job, index) of the tasks a message names, those called unhealthy first."""
-    part = message.split("unhealthy", 1)[1] if "unhealthy" in message else message
+def _unhealthy_tasks(message: str) -> List[Tuple[str, int]]:
+    """The (job, index) of the tasks the coordination service calls unhealthy. Other tasks a
+    message names may be the ones that passed the error on, not the lost ones."""
+    if "unhealthy" not in message:
+        return []
     found = []
-    for match in _TASK.finditer(part):
+    for match in _TASK.finditer(message.split("unhealthy", 1)[1]):
         job = match.group(1) or match.group(3)
         task = (job, int(match.group(2) or match.group(4)))
         if task not in found:
@@ -69,13 +71,16 @@ def _cause(message: str) -> str:
 def describe_message(message: str, own: Tuple[str, int], cluster_spec,
                      probe: bool = True) -> Optional[str]:
     """"lost worker 1 (host:port): <cause>" when `message` (a TensorFlow error's, seen by task
-    `own` of `cluster_spec`) means a lost peer, else None. Peers the message does not name
-    are found by probing their ports (`probe`)."""
+    `own` of `cluster_spec`) means a lost peer, else None. Peers the message does not call
+    unhealthy are found by probing their ports (`probe`); when every peer answers, the error
+    is something else (a file system's dropped connection, say) and None keeps it whole."""
     if not _LOSS.search(message):
         return None
-    peers = [task for task in _tasks_named(message) if task != own]
+    peers = [task for task in _unhealthy_tasks(message) if task != own]
     if not peers and probe:
         peers = _unreachable_peers(cluster_spec, own)
+    if not peers:
+        return None
 
     def name(task):
         try:
@@ -83,8 +88,7 @@ def describe_message(message: str, own: Tuple[str, int], cluster_spec,
         except (ValueError, KeyError):
             return f"{task[0]} {task[1]}"
 
-    who = ", ".join(name(task) for task in peers) if peers else "a peer worker"
-    return f"lost {who}: {_cause(message)}"
+    return f"lost {', '.join(name(task) for task in peers)}: {_cause(message)}"
 
 
 def describe(error: tf.errors.OpError, strategy: tf.distribute.Strategy) -> Optional[str]:
@@ -103,7 +107,10 @@ def reraise(error: tf.errors.OpError, strategy: tf.distribute.Strategy,
     lost = describe(error, strategy)
     if lost is None:
         return
-    latest = tf.train.latest_checkpoint(checkpoint_dir) if checkpoint_dir else None
+    if checkpoint_dir is None:
+        raise WorkerLost(f"{lost}. Rerun the same command on every worker to resume from the "
+                         "last checkpoint") from error
+    latest = tf.train.latest_checkpoint(checkpoint_dir)
     where = (f"the last checkpoint is {latest}" if latest else "no checkpoint was saved yet")
     raise WorkerLost(f"{lost}; {where}. Rerun the same command on every worker to resume "
                      "from it") from error

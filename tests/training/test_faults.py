@@ -108,34 +108,36 @@ def test_sigterm_to_one_worker_saves_both_at_the_same_step_then_resumes(
     assert_same_weights(final_weights(out), uninterrupted)
 
 
-@pytest.mark.parametrize("fault", ["kill -9", "frozen"])
+@pytest.mark.parametrize("fault,lost", [("kill -9", 1), ("kill -9", 0), ("frozen", 1)])
 def test_a_lost_worker_stops_the_other_within_the_timeout_naming_it(
-        data, uninterrupted, tmp_path, fault):
+        data, uninterrupted, tmp_path, fault, lost):
+    """Worker 0 is the chief and leads TensorFlow's coordination service: losing it too."""
     out = tmp_path / "run"
-    timeout = 5
+    timeout, survivor = 5, 1 - lost
     with Cluster(command(data, out, f"--worker_timeout_seconds={timeout}"), 2,
                  out / "logs") as cluster:
         wait_for_checkpoint(out / "checkpoints", INTERVAL, cluster.procs)
-        victim = cluster.procs[1]
+        victim = cluster.procs[lost]
         victim.send_signal(signal.SIGKILL if fault == "kill -9" else signal.SIGSTOP)
         lost_at = time.time()
-        cluster.procs[0].wait(timeout=timeout + 55)
+        cluster.procs[survivor].wait(timeout=timeout + 55)
         stopped_in = time.time() - lost_at
         if fault == "frozen":
             victim.kill()
-        assert cluster.procs[0].returncode == 75, cluster.stderr(0)[-3000:]
-        text = cluster.stderr(0)
+        assert cluster.procs[survivor].returncode == 75, cluster.stderr(survivor)[-3000:]
+        text = cluster.stderr(survivor)
     line = last_line(text)
     latest = tf.train.latest_checkpoint(str(out / "checkpoints"))
     cause = ("it stopped sending heartbeats" if fault == "frozen" else
              "(its connection closed|it stopped sending heartbeats)")
     assert re.fullmatch(
-        rf"run_pretraining\.py: error: lost worker 1 \({re.escape(cluster.addresses[1])}\): "
+        rf"run_pretraining\.py: error: lost worker {lost} "
+        rf"\({re.escape(cluster.addresses[lost])}\): "
         rf"{cause}.*; the last checkpoint is {re.escape(latest)}\. Rerun the same command on "
         r"every worker to resume from it", line), line
     assert "Traceback" not in text
     assert stopped_in < timeout + 25, stopped_in
-    if fault == "frozen":
+    if fault == "frozen" or lost == 0:
         return
     resumed_at = int(latest.rsplit("-", 1)[1])
     assert max(steps_logged(text)) - resumed_at <= INTERVAL  # at most one interval lost
@@ -173,3 +175,12 @@ def test_sigterm_to_one_process_saves_the_current_step(data, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"at step {step}" in done.stderr
     assert_same_weights(final_weights(out), final_weights(tmp_path / "straight"), steps)
+
+
+def test_a_distributed_iterator_resumes_by_skipping_each_replicas_elements():
+    """MirroredStrategy over 2 logical CPUs: one input pipeline feeds both replicas, so a
+    resumed run skips 2 elements per step read; 3 + 3 steps equal 6 straight (exactly)."""
+    result = subprocess.run([sys.executable, str(REPO_ROOT / "tests/helpers/mirrored_resume.py")],
+                            capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"max_weight_diff": 0.0}

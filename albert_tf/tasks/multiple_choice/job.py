@@ -284,7 +284,9 @@ class MultipleChoiceJob(finetuning.FinetuningJob):
 
     def evaluate(self, model, step):
         return training.evaluate(self.strategy, model, self.task, self.dev_dataset,
-                                 self.task.eval_metric_names)
+                                 self.task.eval_metric_names,
+                                 checkpoint_dir=os.path.join(self.options.output_dir,
+                                                             finetuning.CHECKPOINT_SUBDIR))
 
     def eval_features(self):
         if not self.options.do_eval:
