@@ -3,7 +3,7 @@ MultiWorkerMirroredStrategy workers on localhost, and as one process, with a fau
 at a random moment after the first checkpoint.
 
     .venv/bin/python bench/faults.py [--rounds 3] [--interval 100] [--window 10]
-        [--output bench/results/faults.json]
+        [--only SUBSTRING] [--output bench/results/faults.json]
 
 Rows:
   kill -9 / frozen (SIGSTOP) worker 1: seconds until worker 0 exits (status 75), and the
@@ -75,11 +75,16 @@ def lost_worker(data, out, args, fault: str, timeout: float) -> dict:
         victim = cluster.procs[1]
         victim.send_signal(signal.SIGKILL if fault == "kill -9" else signal.SIGSTOP)
         started = time.time()
-        status = cluster.procs[0].wait(timeout=timeout + 120)
+        said = None  # when worker 0 printed its line (before its exit)
+        while cluster.procs[0].poll() is None and time.time() - started < timeout + 120:
+            if said is None and "error: lost worker" in cluster.stderr(0):
+                said = time.time() - started
+            time.sleep(0.05)
+        status = cluster.procs[0].wait(timeout=5)
         seconds = time.time() - started
         victim.kill()
         text = cluster.stderr(0)
-    return {"status": status, "seconds": seconds,
+    return {"status": status, "seconds": seconds, "line_seconds": said,
             "steps_lost": last_step(text) - checkpoint_step(out / "checkpoints")}
 
 
@@ -126,6 +131,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--interval", type=int, default=100)
     parser.add_argument("--window", type=int, default=10)
+    parser.add_argument("--only", help="run the rows whose name contains this")
     parser.add_argument("--output", default=str(REPO / "bench" / "results" / "faults.json"))
     args = parser.parse_args()
     from albert_tf.kernels import cpu
@@ -133,10 +139,10 @@ def main() -> None:
     root = pathlib.Path(tempfile.mkdtemp(prefix="albert_tf_faults_"))
     data = make_data(root)
     scenarios = {
-        "kill -9 worker 1 (timeout 30 s)": lambda out: lost_worker(data, out, args,
-                                                                   "kill -9", 30),
-        "frozen worker 1 (timeout 30 s)": lambda out: lost_worker(data, out, args,
-                                                                  "frozen", 30),
+        "kill -9 worker 1 (timeout 20 s, the default)": lambda out: lost_worker(
+            data, out, args, "kill -9", 20),
+        "frozen worker 1 (timeout 20 s, the default)": lambda out: lost_worker(
+            data, out, args, "frozen", 20),
         "frozen worker 1 (timeout 5 s)": lambda out: lost_worker(data, out, args,
                                                                  "frozen", 5),
         "SIGTERM worker 1 of 2": lambda out: preempted_cluster(data, out, args),
@@ -145,15 +151,19 @@ def main() -> None:
     info = cpu.read_cpu_info()
     record = {"cpu": f"{info.name} ({info.shown_flags()})", "interval": args.interval,
               "window": args.window, "rows": {}}
-    for name, run in scenarios.items():
+    chosen = {name: run for name, run in scenarios.items()
+              if not args.only or args.only in name}
+    if not chosen:
+        parser.error(f"--only {args.only!r} names no row; rows: {', '.join(scenarios)}")
+    for name, run in chosen.items():
         runs = [run(root / f"{len(record['rows'])}-{i}") for i in range(args.rounds)]
         record["rows"][name] = summary(runs)
         print(f"{name}: {record['rows'][name]}", flush=True)
     print("CPU:", record["cpu"])
-    print(f"{'fault':36} {'exit':>9} {'stop s (median/max)':>20} {'steps lost (max)':>17}")
+    print(f"{'fault':44} {'exit':>9} {'stop s (median/max)':>20} {'steps lost (max)':>17}")
     for name, row in record["rows"].items():
         status = row["runs"][0]["status"]
-        print(f"{name:36} {str(status):>9} {row['median_seconds']:>9.1f} /{row['max_seconds']:>6.1f}"
+        print(f"{name:44} {str(status):>9} {row['median_seconds']:>9.1f} /{row['max_seconds']:>6.1f}"
               f"    {row['max_steps_lost']:>12}")
     pathlib.Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(args.output).write_text(json.dumps(record, indent=1) + "\n")

@@ -13,7 +13,7 @@ from albert_tf.kernels import tf_internals
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 # Seconds without a heartbeat after which a worker counts as lost (--worker_timeout_seconds).
-DEFAULT_WORKER_TIMEOUT_SECONDS = 30.0
+DEFAULT_WORKER_TIMEOUT_SECONDS = 20.0
 
 
 def get_strategy(name: str = "one_device", tpu_address: Optional[str] = None,
