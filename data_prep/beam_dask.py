@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import List, Optional, Sequence, Tuple
 
 from albert_tf.errors import UserError
@@ -149,8 +150,6 @@ def wait(result, poll_seconds: float = 0.2) -> None:
     or ClusterError when the cluster failed: tasks lost with their workers too often,
     the scheduler lost (Beam's DaskRunner would report such a job as done), or no worker
     left for NO_WORKER_SECONDS (Dask would wait for one forever)."""
-    import time
-
     client, futures = result.client, list(result.futures)
     try:
         without_workers, next_check = None, time.monotonic()
@@ -169,8 +168,6 @@ def _check_workers(client, futures, without_workers: Optional[float]) -> Optiona
     """Since when the scheduler has had no worker (None if it has some, or does not
     answer: the client then gives up on it and cancels the futures); ClusterError after
     NO_WORKER_SECONDS."""
-    import time
-
     try:
         workers = len(client.nthreads())
     except (OSError, TimeoutError):

@@ -177,10 +177,9 @@ def evaluate_unrecorded_checkpoint(trainer: loop.Trainer, tracker: BestCheckpoin
     if latest is None:
         return
     step = int(latest.rsplit("-", 1)[1])
-    config = trainer.config
     if step in tracker.evaluated_steps():
         return
-    if step % config.save_checkpoints_steps and step < config.num_train_steps:
+    if not trainer.config.scheduled_checkpoint(step):
         return  # a preempted run's checkpoint, off the schedule: not an evaluation point
     trainer.restore_latest()
     logging.info("%s was saved but not evaluated (an interrupted run): evaluating it first",

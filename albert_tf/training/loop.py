@@ -83,8 +83,8 @@ class TrainingConfig:
     # Resume the input where the checkpoint left it: the iterator is saved in the checkpoint
     # where the strategy allows (one replica), else a resumed run skips the batches read.
     checkpoint_iterator: bool = True
-    # SIGTERM (or GCE's maintenance notice) during train(): stop after the current step,
-    # save a checkpoint there and raise errors.Preempted (every worker of a cluster alike).
+    # SIGTERM (or GCE's maintenance notice) during train(): stop after the next step to
+    # start, save a checkpoint there and raise errors.Preempted (every worker alike).
     handle_preemption: bool = True
     summary_dir: Optional[str] = None  # TensorBoard logs; default <output_dir>/train
     # Stop (with a checkpoint) at the first window that ends past this many seconds of
@@ -93,6 +93,12 @@ class TrainingConfig:
     # The divergence guard (per-step checks, rollback). None: no per-step record; a window
     # with a non-finite loss stops the run (NonFiniteLossError).
     divergence: Optional[DivergenceOptions] = None
+
+    def scheduled_checkpoint(self, step: int) -> bool:
+        """Whether the schedule saves (and evaluates) a checkpoint at `step`: every
+        save_checkpoints_steps steps and at the last step. Others are a time limit's or a
+        preemption's."""
+        return step % self.save_checkpoints_steps == 0 or step >= self.num_train_steps
 
 
 class _GuardState(tf.Module):
@@ -362,8 +368,7 @@ class Trainer:
             out_of_time = (cfg.max_train_seconds is not None
                            and time.time() - budget_start >= cfg.max_train_seconds
                            and self.step < cfg.num_train_steps)
-            if (self.step % cfg.save_checkpoints_steps == 0 or self.step >= cfg.num_train_steps
-                    or out_of_time or stop):
+            if cfg.scheduled_checkpoint(self.step) or out_of_time or stop:
                 path = manager.save(checkpoint_number=self.step)
                 logging.info("saved checkpoint %s", path)
                 # A preempted run leaves the evaluation to the resumed one (its grace period

@@ -6,8 +6,8 @@ Why not Python's signal handler alone: it runs only when the main thread returns
 interpreter, i.e. after a whole window of `steps_per_loop` steps inside one tf.function call,
 which can outlast a scheduler's grace period. CPython's C-level handler also writes the
 signal's number to a "wakeup" file descriptor from whatever thread the signal lands on; a
-reader thread here sets a host variable the loop reads before every step, so the stop comes
-after the current step. The loop sums the request into an all-reduce it already makes, so
+reader thread here sets a host variable the loop reads as every step starts, so the loop
+stops after the step in progress and the next. The loop sums the request into an all-reduce it already makes, so
 every worker of a cluster stops after the same step (see loop.Trainer).
 
 Why not `tf.distribute.experimental.PreemptionCheckpointHandler`: it checks between its
@@ -43,7 +43,7 @@ def _gce_watcher() -> Optional[Callable[[], bool]]:
 
 
 class StopRequest:
-    """A host-side int32 variable (0: go on, 1: stop after the current step) and why."""
+    """A host-side int32 variable (0: go on, 1: stop after the next step to start) and why."""
 
     def __init__(self):
         self.variable = tf.Variable(0, dtype=tf.int32, trainable=False, name="stop_request")
@@ -87,7 +87,7 @@ class PreemptionWatcher:
         self._previous_handlers = {}
         self._previous_wakeup_fd = None
         self._pipe = None
-        self._threads = []
+        self._reader = None  # the wakeup descriptor's reader thread
         self._done = threading.Event()
 
     def __enter__(self):
@@ -116,9 +116,9 @@ class PreemptionWatcher:
             # Nothing writes to the pipe any more: closing its write end ends the reader.
             os.close(self._pipe[1])
             self._pipe = None
-        for thread in self._threads:
-            thread.join(timeout=5)
-        self._threads = []
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+            self._reader = None
         return False
 
     def _on_signal(self, signum, frame) -> None:
@@ -136,8 +136,10 @@ class PreemptionWatcher:
             os.close(write_fd)
             return
         self._pipe = (read_fd, write_fd)
-        self._start_thread(self._read_wakeups, "albert_tf_signal_reader",
-                           read_fd, self._previous_wakeup_fd)
+        self._reader = threading.Thread(target=self._read_wakeups, daemon=True,
+                                        args=(read_fd, self._previous_wakeup_fd),
+                                        name="albert_tf_signal_reader")
+        self._reader.start()
 
     def _read_wakeups(self, read_fd: int, chained_fd: int) -> None:
         """Until the pipe's write end is closed (__exit__)."""
@@ -172,10 +174,4 @@ class PreemptionWatcher:
             except Exception as err:  # noqa: BLE001 -- a metadata hiccup must not stop training
                 logging.log_every_n_seconds(logging.WARNING, "GCE maintenance check failed: %s",
                                             600, err)
-
-    def _start_thread(self, target, name, *args) -> None:
-        """A daemon thread that __exit__ joins."""
-        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
-        thread.start()
-        self._threads.append(thread)
 

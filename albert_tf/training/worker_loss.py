@@ -17,10 +17,12 @@ import tensorflow as tf
 
 from albert_tf.errors import WorkerLost
 
+# A peer's connection gone (its process killed or crashed).
+_CLOSED = (r"Connection reset|Socket closed|Broken pipe|connection refused|failed to connect|"
+           r"Connection aborted")
 # Messages of TensorFlow's collective and coordination errors when a peer is gone.
-_LOSS = re.compile(r"Collective ops is aborted|unhealthy|heartbeat|Connection reset by peer|"
-                   r"Socket closed|failed to connect|connection refused|coordination service|"
-                   r"Broken pipe|Connection aborted|peer .* is unavailable", re.IGNORECASE)
+_LOSS = re.compile(rf"Collective ops is aborted|unhealthy|heartbeat|{_CLOSED}|"
+                   r"coordination service|peer .* is unavailable", re.IGNORECASE)
 _TASK = re.compile(r"/job:(\w+)/replica:\d+/task:(\d+)|/job:(\w+)/task:(\d+)")
 _PROBE_SECONDS = 1.0
 
@@ -61,8 +63,7 @@ def _cause(message: str) -> str:
     if "heartbeat" in message:
         return ("it stopped sending heartbeats for --worker_timeout_seconds (killed, crashed, "
                 "frozen or cut off)")
-    if re.search(r"Connection reset|Socket closed|Broken pipe|connection refused|"
-                 r"failed to connect|Connection aborted", message, re.IGNORECASE):
+    if re.search(_CLOSED, message, re.IGNORECASE):
         return "its connection closed (killed or crashed)"
     first = message.strip().splitlines()[0] if message.strip() else "collective aborted"
     return first[:200]
