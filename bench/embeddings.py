@@ -31,24 +31,20 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.pipelines import SHARED, SIZES, sentences  # noqa: E402  (stdlib-only at import)
+from bench.pipelines import SHARED, SIZES, sentences, timed  # noqa: E402  (stdlib-only at import)
 
 PEER = r"""
-import json, sys, time, statistics, torch, sentence_transformers
+import json, sys, torch, sentence_transformers
 directory, texts_file, batch_size, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 torch.set_num_threads(int(sys.argv[5]))
+sys.path.insert(0, sys.argv[6])
+from bench.pipelines import timed  # stdlib-only at import: no TensorFlow in this venv
 texts = json.load(open(texts_file))
 model = sentence_transformers.SentenceTransformer(directory, device="cpu")
-model.encode(texts[:64], batch_size=batch_size)
-times = []
-for _ in range(rounds):
-    start = time.perf_counter()
-    vectors = model.encode(texts, batch_size=batch_size)
-    times.append(time.perf_counter() - start)
+times, vectors = timed(lambda batch: model.encode(batch, batch_size=batch_size), texts, rounds)
 json.dump(vectors.tolist(), open(texts_file + ".vectors.json", "w"))
 print(json.dumps({"times": times, "torch": torch.__version__,
                   "sentence_transformers": sentence_transformers.__version__}))
@@ -91,16 +87,6 @@ def build(directory: str, size: str, max_seq_length: int):
     sentence_transformers.save_sentence_transformers_dir(model, st_dir, ["mean"], True,
                                                          max_seq_length, spm_model_file=spm)
     return export_dir, st_dir
-
-
-def timed(run, texts, rounds):
-    run(texts[:64])
-    times, out = [], None
-    for _ in range(rounds):
-        start = time.perf_counter()
-        out = run(texts)
-        times.append(time.perf_counter() - start)
-    return times, out
 
 
 def main():
@@ -151,7 +137,8 @@ def main():
     with open(texts_file, "w") as handle:
         json.dump(texts, handle)
     done = subprocess.run([args.peer_python, "-c", PEER, st_dir, texts_file,
-                           str(args.batch_size), str(args.rounds), str(args.threads)],
+                           str(args.batch_size), str(args.rounds), str(args.threads),
+                           str(REPO)],
                           capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(done.stderr[-2000:])

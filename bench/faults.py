@@ -33,7 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.helpers.cluster import Cluster, wait_for_checkpoint  # noqa: E402
+from tests.helpers.cluster import Cluster, steps_logged, wait_for_checkpoint  # noqa: E402
 
 CONFIG = dict(vocab_size=40, embedding_size=16, hidden_size=32, num_hidden_layers=2,
               num_attention_heads=4, intermediate_size=64, max_position_embeddings=16)
@@ -58,8 +58,7 @@ def command(data, output_dir, args, *extra):
 
 
 def last_step(text: str) -> int:
-    steps = [int(s) for s in re.findall(r"\] step (\d+)/", text)]
-    return max(steps) if steps else 0
+    return max(steps_logged(text), default=0)
 
 
 def checkpoint_step(ckpt_dir: pathlib.Path) -> int:

@@ -2,6 +2,7 @@
 its own TF_CONFIG (MultiWorkerMirroredStrategy), stderr kept in a file to read afterwards."""
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -78,6 +79,11 @@ def wait_for_checkpoint(ckpt_dir, step, procs, timeout=240):
             assert proc.poll() is None, f"a worker exited (status {proc.returncode}) early"
         assert time.time() < deadline, f"no ckpt-{step} in {ckpt_dir} after {timeout} s"
         time.sleep(0.02)
+
+
+def steps_logged(text: str) -> list:
+    """The steps a run's log reports (`] step N/...`), in order."""
+    return [int(step) for step in re.findall(r"\] step (\d+)/", text)]
 
 
 def last_line(text: str) -> str:

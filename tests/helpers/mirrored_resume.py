@@ -14,14 +14,10 @@ from albert_tf.training import distribute  # noqa: E402
 
 distribute.split_cpu(2)
 
-import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from albert_tf import AlbertPretrainer, training  # noqa: E402
-from albert_tf.pretraining import PretrainingObjective  # noqa: E402
-from albert_tf.training import optimization  # noqa: E402
-from tests.helpers.one_step_equivalence import CONFIG  # noqa: E402
+from tests.helpers.multi_worker_step import build_trainer  # noqa: E402
 from tests.helpers.pretraining_data import make_examples  # noqa: E402
 
 EXAMPLES = make_examples(96, seed=4)
@@ -34,16 +30,8 @@ def dataset_fn(ctx):  # every element a different per-replica batch of 4
 
 
 def train(strategy, output_dir, steps):
-    keras.utils.set_random_seed(0)
-    with strategy.scope():
-        model = AlbertPretrainer(CONFIG)
-        model.build()
-        optimizer = optimization.create_optimizer(1e-2, 6, 0, clip_norm=None)
-    task = PretrainingObjective()
-    config = training.TrainingConfig(output_dir=output_dir, num_train_steps=steps,
-                                     steps_per_loop=1, save_checkpoints_steps=3)
-    training.Trainer(strategy, model, optimizer, task, config, task.metric_names).train(
-        dataset_fn)
+    trainer, model = build_trainer(strategy, output_dir, 6, steps, 3)
+    trainer.train(dataset_fn)
     return [v.numpy() for v in model.weights]
 
 

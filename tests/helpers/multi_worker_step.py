@@ -24,19 +24,25 @@ from tests.helpers.one_step_equivalence import BATCH, CONFIG  # noqa: E402
 STEPS = 3
 
 
-def main(out_path):
-    multi = "TF_CONFIG" in os.environ
-    strategy = distribute.get_strategy("multi_worker_mirrored" if multi else "one_device")
+def build_trainer(strategy, output_dir, decay_steps, num_train_steps, save_every):
+    """A Trainer of the tiny pretrainer (seed 0, lr 1e-2 decaying over `decay_steps`, one
+    step per window) under `strategy`, and its model."""
     keras.utils.set_random_seed(0)
     with strategy.scope():
         model = AlbertPretrainer(CONFIG)
         model.build()
-        optimizer = optimization.create_optimizer(1e-2, 10, 0, clip_norm=None)
+        optimizer = optimization.create_optimizer(1e-2, decay_steps, 0, clip_norm=None)
     task = PretrainingObjective()
+    config = training.TrainingConfig(output_dir=output_dir, num_train_steps=num_train_steps,
+                                     steps_per_loop=1, save_checkpoints_steps=save_every)
+    return training.Trainer(strategy, model, optimizer, task, config, task.metric_names), model
+
+
+def main(out_path):
+    multi = "TF_CONFIG" in os.environ
+    strategy = distribute.get_strategy("multi_worker_mirrored" if multi else "one_device")
     output_dir = os.environ.get("ALBERT_TF_TEST_OUTPUT", tempfile.mkdtemp())
-    config = training.TrainingConfig(output_dir=output_dir, num_train_steps=STEPS,
-                                     steps_per_loop=1, save_checkpoints_steps=2)
-    trainer = training.Trainer(strategy, model, optimizer, task, config, task.metric_names)
+    trainer, model = build_trainer(strategy, output_dir, 10, STEPS, 2)
 
     def dataset_fn(ctx):
         data = tf.data.Dataset.from_tensor_slices(BATCH)

@@ -16,7 +16,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from tests.helpers.cluster import Cluster, last_line, wait_for_checkpoint
+from tests.helpers.cluster import Cluster, last_line, steps_logged, wait_for_checkpoint
 from tests.helpers.pretraining_data import make_examples, write_records
 
 pytestmark = pytest.mark.slow
@@ -56,10 +56,6 @@ def assert_same_weights(got, want, steps=STEPS):
     assert got.keys() == want.keys() and int(got["global_step"]) == steps
     for name in want:  # bit for bit: same batches, same sums, same order
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
-
-
-def steps_logged(text):
-    return [int(step) for step in re.findall(r"\] step (\d+)/", text)]
 
 
 @pytest.fixture(scope="module")

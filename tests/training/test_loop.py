@@ -13,6 +13,7 @@ from albert_tf import AlbertConfig, AlbertPretrainer, training
 from albert_tf.training import optimization
 from albert_tf.pretraining import PretrainingObjective
 from tests.conftest import HELPERS, REPO_ROOT
+from tests.helpers.cluster import Cluster
 from tests.helpers.pretraining_data import make_examples
 
 CONFIG = AlbertConfig(vocab_size=40, embedding_size=16, hidden_size=32, num_hidden_layers=2,
@@ -155,13 +156,6 @@ def test_trainer_refuses_an_optimizer_that_clips_itself(tmp_path):
                          PretrainingObjective.metric_names)
 
 
-def free_port():
-    import socket
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_multi_worker_mirrored_matches_one_process(tmp_path):
     """Two worker processes on localhost end with the single-process weights."""
@@ -169,19 +163,9 @@ def test_multi_worker_mirrored_matches_one_process(tmp_path):
     single = subprocess.run([sys.executable, script, str(tmp_path / "single.npz")],
                             capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
     assert single.returncode == 0, single.stderr[-2000:]
-    ports = [free_port(), free_port()]
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-    procs = []
-    for index in range(2):
-        env = dict(os.environ, TF_CONFIG=json.dumps(
-            {"cluster": cluster, "task": {"type": "worker", "index": index}}),
-            ALBERT_TF_TEST_OUTPUT=str(tmp_path / "multi"))
-        procs.append(subprocess.Popen([sys.executable, script, str(tmp_path / "multi.npz")],
-                                      env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
-    for proc in procs:
-        _, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, err[-3000:]
+    with Cluster([script, str(tmp_path / "multi.npz")], 2, tmp_path / "logs",
+                 env={"ALBERT_TF_TEST_OUTPUT": str(tmp_path / "multi")}) as cluster:
+        assert cluster.wait(timeout=300) == [0, 0], cluster.stderr(0)[-3000:]
     want, got = np.load(tmp_path / "single.npz"), np.load(tmp_path / "multi.npz")
     assert len(want.files) == len(got.files) > 30
     for name in want.files:
