@@ -12,6 +12,10 @@ Public API:
                      Hugging Face weights in albert_tf.checkpoints.hf
   pipeline           text -> answers for every task, as transformers.pipeline
                      (albert_tf.pipelines)
+  from_pretrained    a Keras task model on raw text from any source, with compile / fit /
+                     evaluate / predict / save (albert_tf.keras_tasks; docs/keras.md)
+  AlbertPreprocessor, AlbertTextClassifier
+                     raw text -> token features (a Keras layer); the classifier task
 """
 from albert_tf import _lazy, _moved
 
@@ -32,6 +36,8 @@ _EXPORTS = {
     "LoadReport": "checkpoints", "load_tf1_checkpoint": "checkpoints",
     "save_tf1_checkpoint": "checkpoints", "from_official_dir": "checkpoints",
     "restore_for_training": "checkpoints", "pipeline": "pipelines",
+    "from_pretrained": "keras_tasks", "AlbertPreprocessor": "keras_tasks",
+    "AlbertTextClassifier": "keras_tasks",
 }
 __all__ = list(_EXPORTS)
 

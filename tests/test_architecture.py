@@ -41,6 +41,8 @@ RANKS = {
     "albert_tf.tasks.multiple_choice.__main__": 7, "albert_tf.tasks.embeddings.__main__": 7,
     # The pipelines: text to answers from any model source, over the programs' readers.
     "albert_tf.pipelines": 7, "albert_tf.predict": 7,
+    # The Keras tasks on raw text: from_pretrained reads every model source.
+    "albert_tf.keras_tasks": 7,
 }
 TASK_FAMILIES = ("classification", "embeddings", "span_qa", "multiple_choice", "tagging")
 

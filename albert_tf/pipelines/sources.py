@@ -181,7 +181,8 @@ def keras_runner(model, head: str) -> Callable:
     return run
 
 
-def _hf_tokenizer(path: str, do_lower_case: Optional[bool]):
+def hf_tokenizer(path: str, do_lower_case: Optional[bool]):
+    """(the Python tokenizer of a Hugging Face directory, its tokenizer_config.json)."""
     from albert_tf.checkpoints import hf
     from albert_tf.tokenization import load_tokenizer
 
@@ -197,24 +198,59 @@ def _hf_tokenizer(path: str, do_lower_case: Optional[bool]):
                                 "tokenizer.json alone is not read")
 
 
-def _huggingface_source(path: str, do_lower_case: Optional[bool]) -> ModelSource:
+@dataclasses.dataclass
+class KerasCheckpoint:
+    """A Hugging Face or official directory read as a Keras model of this library.
+
+    model: built, weights loaded (`convert.build_model`'s classes); name: its convert
+    --model name ("pretrainer", "classifier", ...); tokenizer: the Python tokenizer;
+    max_length: tokens per row; labels / problem_type / num_labels: a head's, else None.
+    """
+
+    model: object
+    name: str
+    tokenizer: object
+    max_length: int
+    labels: Optional[List[str]] = None
+    problem_type: Optional[str] = None
+    num_labels: Optional[int] = None
+
+
+def read_huggingface(path: str, do_lower_case: Optional[bool] = None) -> KerasCheckpoint:
+    """A Hugging Face ALBERT directory (any head) as a Keras model."""
     from albert_tf import convert
     from albert_tf.checkpoints import hf
 
     values = hf.read_hf_config(path)
     source = os.path.join(path, "config.json")
     name, num_labels = hf.model_of_hf_config(values, source)
-    tokenizer, settings = _hf_tokenizer(path, do_lower_case)
+    tokenizer, settings = hf_tokenizer(path, do_lower_case)
     config = hf.config_from_hf(values, source)
     model = convert.build_model(name, config, num_labels, num_choices=1)
     hf.load_hf_checkpoint(model, path)
-    head = MODEL_HEADS[name]
     max_length = min(int(settings.get("model_max_length") or config.max_position_embeddings),
                      config.max_position_embeddings)
+    return KerasCheckpoint(model, name, tokenizer, max_length,
+                           hf.labels_from_hf_config(values, source), values.get("problem_type"),
+                           num_labels if name in ("classifier", "token_classifier") else None)
+
+
+def read_official(path: str, do_lower_case: Optional[bool] = None) -> KerasCheckpoint:
+    """An official TF1 / TF-Hub directory as the pretrained Keras model (AlbertPretrainer)."""
+    from albert_tf.checkpoints import from_official_dir
+
+    official = from_official_dir(path, do_lower_case=True if do_lower_case is None
+                                 else do_lower_case)
+    return KerasCheckpoint(official.model, "pretrainer", official.tokenizer,
+                           official.config.max_position_embeddings)
+
+
+def _huggingface_source(path: str, do_lower_case: Optional[bool]) -> ModelSource:
+    read = read_huggingface(path, do_lower_case)
+    head = MODEL_HEADS[read.name]
     # Without problem_type, a one-output classifier is read as Hugging Face reads it (sigmoid).
-    return ModelSource(tokenizer, head, keras_runner(model, head), max_length, "huggingface",
-                       path, hf.labels_from_hf_config(values, source), values.get("problem_type"),
-                       num_labels if head in ("classifier", "token_classifier") else None)
+    return ModelSource(read.tokenizer, head, keras_runner(read.model, head), read.max_length,
+                       "huggingface", path, read.labels, read.problem_type, read.num_labels)
 
 
 def _sentence_transformers_source(path: str, do_lower_case: Optional[bool]) -> ModelSource:
@@ -234,13 +270,9 @@ def _sentence_transformers_source(path: str, do_lower_case: Optional[bool]) -> M
 
 
 def _official_source(path: str, do_lower_case: Optional[bool]) -> ModelSource:
-    from albert_tf.checkpoints import from_official_dir
-
-    official = from_official_dir(path, do_lower_case=True if do_lower_case is None
-                                 else do_lower_case)
-    return ModelSource(official.tokenizer, "masked_lm",
-                       keras_runner(official.model, "masked_lm"),
-                       official.config.max_position_embeddings, "official", path)
+    read = read_official(path, do_lower_case)
+    return ModelSource(read.tokenizer, "masked_lm", keras_runner(read.model, "masked_lm"),
+                       read.max_length, "official", path)
 
 
 # --- exports ----------------------------------------------------------------------------------

@@ -1,0 +1,31 @@
+"""The Keras user's workflow: task models on raw text, with compile / fit / evaluate /
+predict / save (keras-hub's Preprocessor + Task split, for ALBERT).
+
+    import albert_tf
+    classifier = albert_tf.from_pretrained("albert_base_v2", "text-classification",
+                                           num_classes=2, sequence_length=128)
+    classifier.compile()                       # the original's AdamW, warmup and decay
+    classifier.fit(texts, labels, epochs=3, batch_size=32)
+    classifier.predict(["a fine film"])        # logits [1, 2]
+    classifier.save("sst2.keras")              # keras.saving.load_model after import albert_tf
+
+  preprocessor.py     AlbertPreprocessor: raw text -> token features, in the graph
+  inputs.py           what fit / evaluate / predict take, as a batched tf.data.Dataset
+  task.py             Task: the base (network + preprocessor, compile defaults, raw text)
+  text_classifier.py  AlbertTextClassifier: single-label, multi-label, regression
+  from_pretrained.py  from_pretrained: any source -> a task model
+docs/keras.md is the user's guide.
+
+May import: everything below the programs, and albert_tf.pipelines (its model sources).
+"""
+from __future__ import annotations
+
+from albert_tf import _lazy
+
+_EXPORTS = {
+    "AlbertPreprocessor": "preprocessor", "Task": "task",
+    "AlbertTextClassifier": "text_classifier", "from_pretrained": "from_pretrained",
+}
+__all__ = list(_EXPORTS)
+
+__getattr__, __dir__ = _lazy.lazy_attributes(__name__, _EXPORTS, globals())

@@ -1,0 +1,265 @@
+"""`from_pretrained(source, task=None, **options)`: a Keras task model on raw text.
+
+Sources:
+  a Hugging Face ALBERT directory        config.json + model.safetensors + spiece.model /
+                                         vocab.txt, any head (`pipelines.sources`)
+  an official TF1 / TF-Hub directory     albert_config.json + vocabulary + checkpoint
+  a `.keras` file of a task saved here   (or the task model object itself)
+The task is the source's head when it has one (a Hugging Face classifier is a
+text-classification task, with its labels); else `task=` names it, with the pipelines'
+task names. A new head (another task, or another number of classes) starts from the
+source's encoder weights and the original's initialisation (truncated normal, 0.02).
+
+Options (each task's in its builder below):
+  sequence_length   tokens per packed row; default the source's (its tokenizer's
+                    model_max_length, else max_position_embeddings); longer is refused
+  do_lower_case     the tokenizer's casing (default the source's; True for official)
+  text-classification: num_classes (alias num_labels), labels (alias id2label: a list or
+                    Hugging Face's {id: name}), problem_type ("single_label_classification",
+                    "multi_label_classification", "regression"; or multi_label=True),
+                    dropout (on the pooled output, default 0.1 as run_classifier.py)
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Callable, Dict, List, Optional
+
+import keras
+
+from albert_tf.errors import UserFileNotFoundError, UserValueError
+from albert_tf.keras_tasks.preprocessor import AlbertPreprocessor
+from albert_tf.keras_tasks.task import Task
+from albert_tf.keras_tasks.text_classifier import PROBLEM_TYPES, AlbertTextClassifier
+from albert_tf.modeling.encoder import AlbertEncoder
+from albert_tf.modeling.models import AlbertClassifier
+
+# The pipelines' aliases.
+TASK_ALIASES = {"sentiment-analysis": "text-classification", "ner": "token-classification",
+                "masked-lm": "fill-mask"}
+# A source's head (convert's --model name) -> the task it serves as it is.
+HEAD_TASKS = {"classifier": "text-classification", "token_classifier": "token-classification",
+              "span_labeler": "question-answering", "squad_v2": "question-answering",
+              "multiple_choice": "multiple-choice", "pretrainer": "fill-mask",
+              "encoder": "feature-extraction"}
+ALL_TASKS = ("text-classification", "token-classification", "question-answering",
+             "multiple-choice", "fill-mask", "sentence-embedding", "feature-extraction")
+
+
+@dataclasses.dataclass
+class Source:
+    """What a source gives a task: a built network of this library (weights loaded), its
+    convert --model name, the preprocessor's vocabulary and casing (a preprocessor, or a
+    Python tokenizer), the longest row, and a head's labels / problem type."""
+
+    network: keras.Model
+    name: str
+    max_length: int
+    preprocessor: Optional[AlbertPreprocessor] = None
+    tokenizer: object = None
+    labels: Optional[List[str]] = None
+    problem_type: Optional[str] = None
+
+    @property
+    def encoder(self) -> AlbertEncoder:
+        return self.network if isinstance(self.network, AlbertEncoder) else self.network.encoder
+
+    def make_preprocessor(self, sequence_length: int) -> AlbertPreprocessor:
+        if self.preprocessor is not None:
+            return self.preprocessor.with_sequence_length(sequence_length)
+        tokenizer = self.tokenizer
+        return AlbertPreprocessor(getattr(tokenizer, "spm_model_file", None)
+                                  or tokenizer.vocab_file, tokenizer.do_lower_case,
+                                  sequence_length)
+
+
+def read_source(source, do_lower_case: Optional[bool] = None) -> Source:
+    """A `Source` from a task model, a .keras file, a Hugging Face or an official
+    directory; one line naming the path otherwise."""
+    if isinstance(source, Task):
+        return _task_source(source, do_lower_case)
+    if not isinstance(source, (str, os.PathLike)):
+        raise UserValueError(f"from_pretrained takes a path or a task model of albert_tf, "
+                             f"got {type(source).__name__}")
+    path = os.fspath(source)
+    if not os.path.exists(path):
+        raise UserFileNotFoundError(f"{path}: no such file or directory")
+    if path.endswith(".keras") and os.path.isfile(path):
+        model = keras.saving.load_model(path)
+        if not isinstance(model, Task):
+            raise UserValueError(f"{path}: a {type(model).__name__}, not a task model of "
+                                 "albert_tf")
+        return _task_source(model, do_lower_case)
+    from albert_tf.pipelines import sources
+
+    if _is_hf_dir(path):
+        read = sources.read_huggingface(path, do_lower_case)
+    elif os.path.isdir(path) and _has_official_config(path):
+        read = sources.read_official(path, do_lower_case)
+    else:
+        raise UserValueError(
+            f"{path}: not a model from_pretrained reads: a Hugging Face ALBERT directory "
+            "(config.json + model.safetensors), an official directory (albert_config.json, "
+            "vocabulary, checkpoint) or a .keras file of an albert_tf task")
+    return Source(read.model, read.name, read.max_length, tokenizer=read.tokenizer,
+                  labels=read.labels, problem_type=read.problem_type)
+
+
+def _is_hf_dir(path: str) -> bool:
+    from albert_tf.checkpoints.restore import looks_like_hf_dir
+
+    return looks_like_hf_dir(path)
+
+
+def _has_official_config(path: str) -> bool:
+    from albert_tf.checkpoints import official
+
+    try:
+        official.find_config_file(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _task_source(task: Task, do_lower_case: Optional[bool]) -> Source:
+    if task.preprocessor is None:
+        raise UserValueError(f"{type(task).__name__} has no preprocessor: a new task needs "
+                             "its vocabulary")
+    if do_lower_case is not None and do_lower_case != task.preprocessor.do_lower_case:
+        raise UserValueError(f"do_lower_case={do_lower_case}: this model's vocabulary was "
+                             f"trained with do_lower_case={task.preprocessor.do_lower_case}")
+    name = {AlbertClassifier: "classifier"}.get(type(task.network), "model")
+    return Source(task.network, name, task.preprocessor.sequence_length, task.preprocessor,
+                  labels=getattr(task, "labels", None),
+                  problem_type=getattr(task, "problem_type", None))
+
+
+def from_pretrained(source, task: Optional[str] = None, *, sequence_length: Optional[int] = None,
+                    do_lower_case: Optional[bool] = None, **options) -> Task:
+    """A Keras task model on raw text from `source` (see the module docstring)."""
+    read = read_source(source, do_lower_case)
+    task = _resolve_task(task, read)
+    builder = BUILDERS.get(task)
+    if builder is None:
+        raise UserValueError(f"task {task!r} is not available through from_pretrained yet; "
+                             f"it builds {', '.join(BUILDERS)}")
+    positions = read.encoder.config.max_position_embeddings
+    length = read.max_length if sequence_length is None else int(sequence_length)
+    if length > positions:
+        raise UserValueError(f"sequence_length={length} is longer than the model's {positions} "
+                             "positions (max_position_embeddings)")
+    if length < 3:
+        raise UserValueError(f"sequence_length must be at least 3, got {length}")
+    return builder(read, read.make_preprocessor(length), dict(options))
+
+
+def _resolve_task(task: Optional[str], read: Source) -> str:
+    if task is None:
+        task = HEAD_TASKS.get(read.name)
+        if task is None:
+            raise UserValueError("this source has no task head: name one with task= ("
+                                 f"{', '.join(ALL_TASKS)})")
+        return task
+    task = TASK_ALIASES.get(task, task)
+    if task not in ALL_TASKS:
+        raise UserValueError(f"task {task!r}: one of {', '.join(ALL_TASKS)} (aliases "
+                             f"{', '.join(TASK_ALIASES)})")
+    return task
+
+
+def _refuse_unknown(options: Dict, task: str) -> None:
+    if options:
+        raise UserValueError(f"{task}: unknown option(s) {', '.join(sorted(options))}")
+
+
+def _label_names(value) -> Optional[List[str]]:
+    """labels as a list, from a list or Hugging Face's id2label {id: name}."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        try:
+            order = sorted(value, key=int)
+        except (TypeError, ValueError):
+            raise UserValueError("id2label maps ids 0..K-1 to names") from None
+        if [int(k) for k in order] != list(range(len(order))):
+            raise UserValueError("id2label maps ids 0..K-1 to names")
+        return [str(value[k]) for k in order]
+    return [str(name) for name in value]
+
+
+def build_text_classifier(read: Source, preprocessor: AlbertPreprocessor,
+                          options: Dict) -> AlbertTextClassifier:
+    """text-classification options: see the module docstring."""
+    num_classes = _option(options, "num_classes", "num_labels")
+    labels = _label_names(_option(options, "labels", "id2label"))
+    problem_type = options.pop("problem_type", None)
+    if options.pop("multi_label", False):
+        if problem_type not in (None, "multi_label_classification"):
+            raise UserValueError(f"multi_label=True with problem_type={problem_type!r}")
+        problem_type = "multi_label_classification"
+    dropout = float(options.pop("dropout", 0.1))
+    _refuse_unknown(options, "text-classification")
+    if problem_type is not None and problem_type not in PROBLEM_TYPES:
+        raise UserValueError(f"problem_type={problem_type!r}: one of {', '.join(PROBLEM_TYPES)}")
+    if problem_type == "regression":
+        if num_classes not in (None, 1) or labels:
+            raise UserValueError("a regression classifier has one output and no label names")
+        num_classes = 1
+    if labels is not None and num_classes is not None and len(labels) != num_classes:
+        raise UserValueError(f"{len(labels)} labels for num_classes={num_classes}")
+    if num_classes is None and labels is not None:
+        num_classes = len(labels)
+    same_head = isinstance(read.network, AlbertClassifier) and num_classes in (
+        None, read.network.num_labels)
+    if same_head:
+        return _reuse_classifier(read, preprocessor, labels, problem_type, dropout)
+    if num_classes is None:
+        raise UserValueError("text-classification needs num_classes=K (or labels=[...]) for "
+                             "a new classification head")
+    if not 0.0 <= dropout < 1.0:
+        raise UserValueError(f"dropout must be in [0, 1), got {dropout}")
+    network = AlbertClassifier(read.encoder.config, num_labels=int(num_classes),
+                               dropout_rate=dropout,
+                               multi_label=problem_type == "multi_label_classification")
+    network.build()
+    network.encoder.set_weights(read.encoder.get_weights())
+    return AlbertTextClassifier(network, preprocessor, labels)
+
+
+def _reuse_classifier(read: Source, preprocessor, labels, problem_type, dropout
+                      ) -> AlbertTextClassifier:
+    """The source's own classifier head, as it is (its labels, unless renamed)."""
+    source = read.network
+    stored = read.problem_type
+    if problem_type is None:
+        # Hugging Face reads a one-output head without problem_type as regression too.
+        problem_type = stored or ("regression" if source.num_labels == 1
+                                  else "single_label_classification")
+    multi = problem_type == "multi_label_classification"
+    if problem_type == "regression" and source.num_labels != 1:
+        raise UserValueError(f"problem_type='regression' but the source's head has "
+                             f"{source.num_labels} outputs")
+    network = source
+    if multi != source.multi_label or dropout != source.dropout_rate:
+        network = AlbertClassifier(source.config, num_labels=source.num_labels,
+                                   dropout_rate=dropout, multi_label=multi)
+        network.build()
+        network.set_weights(source.get_weights())
+    return AlbertTextClassifier(network, preprocessor, labels or read.labels)
+
+
+def _option(options: Dict, *names):
+    """The value of the first of the aliases `names` that is given (removed from
+    `options`); two of them given at once are refused."""
+    given = [name for name in names if options.get(name) is not None]
+    if len(given) > 1:
+        raise UserValueError(f"give one of {' / '.join(given)}, not both")
+    value = options[given[0]] if given else None
+    for name in names:
+        options.pop(name, None)
+    return value
+
+
+BUILDERS: Dict[str, Callable[[Source, AlbertPreprocessor, Dict], Task]] = {
+    "text-classification": build_text_classifier,
+}

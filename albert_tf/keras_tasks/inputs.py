@@ -1,0 +1,119 @@
+"""What `fit`, `evaluate` and `predict` of a Keras task take, as a batched tf.data.Dataset.
+
+The forms (x, with labels y beside it, or inside a dataset):
+  a list / numpy array of texts                 ["a text", ...]
+  pairs                                         (texts_a, texts_b), or
+                                                {"text": [...], "text_pair": [...]}
+  token features (no preprocessing)             {"input_ids": [B, S], "input_mask", ...}
+  a tf.data.Dataset of x or (x, y)              batched or not (a dataset of single
+                                                texts is batched here, by batch_size)
+In-memory labels are checked and converted by the task (`Task.prepare_labels`: one line
+naming what is wrong) before any data reaches the model; a dataset's label spec is
+checked the same way (`Task.check_label_spec`). Preprocessing runs inside the dataset
+(`dataset.map`, in parallel with training), so the model's own graph holds no string op:
+`jit_compile=True` and distribution strategies see only token features.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf import export
+from albert_tf.errors import UserValueError
+
+DEFAULT_BATCH_SIZE = 32
+
+
+def is_token_features(x) -> bool:
+    return isinstance(x, dict) and "input_ids" in x
+
+
+def num_examples(x) -> int:
+    """Rows of in-memory texts (or pairs, or a dict of them, or token features)."""
+    if isinstance(x, dict):
+        return len(next(iter(x.values())))
+    if isinstance(x, (tuple, list)) and len(x) == 2 and not isinstance(x[0], (str, bytes)) \
+            and not np.isscalar(x[0]):
+        if len(x[0]) != len(x[1]):
+            raise UserValueError(f"pairs: {len(x[0])} first texts but {len(x[1])} second ones")
+        return len(x[0])
+    return len(x)
+
+
+def _texts_array(x):
+    """In-memory x as numpy arrays (strings stay strings; a single str is refused)."""
+    if isinstance(x, (str, bytes)):
+        raise UserValueError("x is one text: give a list of texts, e.g. [\"" + str(x)[:30] + "\"]")
+    if isinstance(x, dict):
+        return {key: np.asarray(value) for key, value in x.items()}
+    if isinstance(x, (tuple, list)) and len(x) == 2 and not isinstance(x[0], (str, bytes)) \
+            and not np.isscalar(x[0]):
+        return (np.asarray(x[0], dtype=object).astype(str),
+                np.asarray(x[1], dtype=object).astype(str))
+    array = np.asarray(x, dtype=object)
+    if array.ndim != 1 or not all(isinstance(t, (str, bytes)) for t in array):
+        raise UserValueError("x holds texts: a list of strings, (texts_a, texts_b) pairs, "
+                             "a dict {'text': [...], 'text_pair': [...]} or token features "
+                             "{'input_ids': ...}")
+    return array.astype(str)
+
+
+def _text_rank(spec) -> Optional[int]:
+    """The rank of a dataset element's texts (0: single examples, 1: batches)."""
+    first = spec
+    while isinstance(first, (tuple, list, dict)):
+        first = next(iter(first.values())) if isinstance(first, dict) else first[0]
+    return first.shape.rank
+
+
+def task_dataset(task, x, y=None, batch_size: Optional[int] = None,
+                 needs_labels: bool = False, shuffle: bool = False) -> tf.data.Dataset:
+    """x (and y) as a batched dataset of (token features, labels), or of features alone
+    when there are no labels; preprocessed with the task's preprocessor. `shuffle`:
+    in-memory examples are shuffled anew each epoch (a dataset is read as it is)."""
+    if isinstance(x, tf.data.Dataset):
+        if y is not None:
+            raise UserValueError("y is given inside a tf.data.Dataset of (x, y), not beside it")
+        dataset = x
+        spec = dataset.element_spec
+        labelled = isinstance(spec, tuple) and len(spec) == 2 and not (
+            isinstance(spec[0], tf.TensorSpec) and isinstance(spec[1], tf.TensorSpec)
+            and spec[0].dtype == tf.string and spec[1].dtype == tf.string)
+        text_spec = spec[0] if labelled else spec
+        if _text_rank(text_spec) == 0:
+            dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
+        if labelled:
+            task.check_label_spec(dataset.element_spec[1])
+    else:
+        if x is None:
+            raise UserValueError("x is missing: give texts (and labels y)")
+        count = num_examples(x)
+        x = _texts_array(x) if not is_token_features(x) else {
+            k: np.asarray(v) for k, v in x.items()}
+        labelled = y is not None
+        if labelled:
+            y = task.prepare_labels(y, count)
+        dataset = tf.data.Dataset.from_tensor_slices((x, y) if labelled else x)
+        if shuffle:
+            dataset = dataset.shuffle(count, reshuffle_each_iteration=True)
+        dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
+    if needs_labels and not labelled:
+        raise UserValueError(f"{task.task_name}: fit and evaluate need labels: fit(x=texts, "
+                             "y=labels) or a dataset of (texts, labels)")
+    preprocess = task.features
+    if labelled:
+        dataset = dataset.map(lambda inputs, labels: (preprocess(inputs),
+                                                      task.labels_in_graph(labels)),
+                              num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    else:
+        dataset = dataset.map(lambda inputs: preprocess(inputs),
+                              num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def token_features(features) -> dict:
+    """The token features of a dict (int32), the keys the encoder reads."""
+    return {name: tf.cast(features[name], tf.int32)
+            for name in export.TOKEN_FEATURES if name in features}

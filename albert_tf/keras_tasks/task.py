@@ -1,0 +1,222 @@
+"""`Task`: the base of the Keras task models on raw text (keras-hub's Task, for ALBERT).
+
+A task is a `keras.Model` holding
+  `network`       the task's model of `albert_tf.modeling` (e.g. `AlbertClassifier`): the
+                  encoder and the head, with the original's variable names, so the TF1,
+                  Hugging Face and export code read and write it as for the CLIs;
+  `preprocessor`  an `AlbertPreprocessor` (raw text -> token features) or None.
+Calling the model takes token features ({"input_ids", "input_mask", "segment_ids"} int32
+[B, S]); `fit`, `evaluate` and `predict` take raw text too (see `inputs.py`): the
+preprocessor runs in their tf.data pipeline, as keras-hub's tasks run theirs.
+
+`compile()` with no argument picks the task's loss and metrics and the original's optimizer:
+AdamW without bias correction, weight decay 0.01 (not on LayerNorm and biases), gradients
+clipped to global norm 1.0, a linear warmup over `warmup_proportion` of the steps then a
+linear decay to 0 (`training.optimization`). The number of steps comes from
+`compile(num_train_steps=...)`, else from the first `fit` (epochs x batches per epoch).
+Any Keras optimizer, loss or metric can be given instead.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+import keras
+import tensorflow as tf
+
+from albert_tf.errors import UserValueError
+from albert_tf.keras_tasks import inputs
+from albert_tf.keras_tasks.preprocessor import AlbertPreprocessor
+from albert_tf.training import optimization
+
+# compile()'s optimizer names: the original's two.
+OPTIMIZERS = ("adamw", "lamb")
+
+
+class Task(keras.Model):
+    """Base of the raw-text Keras tasks (see the module docstring). A subclass sets
+    `task_name` (the pipeline's name), `default_learning_rate`, and implements `call`,
+    `default_loss`, `default_metrics`, `prepare_labels`, `check_label_spec` and, where the
+    labels need it, `labels_in_graph`."""
+
+    task_name = "task"
+    default_learning_rate = 5e-5  # run_classifier.py's --learning_rate
+    warmup_proportion = 0.1  # run_squad.py's --warmup_proportion
+
+    def __init__(self, network: keras.Model, preprocessor: Optional[AlbertPreprocessor] = None,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.network = network
+        self.preprocessor = preprocessor
+        self._pending_optimizer: Optional[Dict] = None
+        if preprocessor is not None:
+            positions = network.config.max_position_embeddings
+            if preprocessor.sequence_length > positions:
+                raise UserValueError(
+                    f"sequence_length={preprocessor.sequence_length} is longer than the "
+                    f"model's {positions} positions (max_position_embeddings)")
+
+    @property
+    def config(self):
+        """The encoder's AlbertConfig."""
+        return self.network.config
+
+    def build(self, input_shape=None):
+        if not self.network.built:
+            self.network.build()
+        self.built = True
+
+    # --- what a subclass supplies ------------------------------------------------------------
+
+    def default_loss(self):
+        raise NotImplementedError
+
+    def default_metrics(self):
+        return []
+
+    def prepare_labels(self, y, count: int):
+        """In-memory labels y for `count` examples -> a numpy array in the form the loss
+        reads; one line naming the problem otherwise."""
+        raise NotImplementedError
+
+    def check_label_spec(self, spec) -> None:
+        """Refuses a dataset's label spec (tf.TensorSpec) of the wrong type or shape."""
+
+    def labels_in_graph(self, labels):
+        return labels
+
+    # --- raw text ---------------------------------------------------------------------------
+
+    def features(self, x):
+        """x (texts, pairs or token features) -> token features: what the model is called on."""
+        if inputs.is_token_features(x):
+            return inputs.token_features(x)
+        if self.preprocessor is None:
+            raise UserValueError(f"{type(self).__name__} has no preprocessor: give token "
+                                 "features {'input_ids': ..., 'input_mask': ..., "
+                                 "'segment_ids': ...}")
+        return self.preprocessor(x)
+
+    # --- compile ----------------------------------------------------------------------------
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", *,
+                learning_rate: Optional[float] = None, num_train_steps: Optional[int] = None,
+                warmup_steps: Optional[int] = None, **kwargs):
+        """Keras' compile; "auto" (the default) picks the task's loss, metrics and the
+        original's optimizer (see the module docstring). `optimizer` may also be "adamw" or
+        "lamb" (the original's two), with `learning_rate` (default: the task's),
+        `num_train_steps` (default: from the first fit) and `warmup_steps` (default
+        `warmup_proportion` of the steps)."""
+        if loss == "auto":
+            loss = self.default_loss()
+        if metrics == "auto":
+            metrics = self.default_metrics()
+        if isinstance(optimizer, str) and optimizer in ("auto",) + OPTIMIZERS:
+            settings = dict(name="adamw" if optimizer == "auto" else optimizer,
+                            learning_rate=learning_rate or self.default_learning_rate,
+                            num_train_steps=num_train_steps, warmup_steps=warmup_steps)
+            if num_train_steps is None:
+                # Known at fit: compile with the rate as a constant until then.
+                self._pending_optimizer = _Pending(dict(settings, loss=loss, metrics=metrics,
+                                                        kwargs=kwargs))
+                optimizer = self._original_optimizer(settings, 1)
+            else:
+                self._pending_optimizer = None
+                optimizer = self._original_optimizer(settings, num_train_steps)
+        elif learning_rate is not None or num_train_steps is not None:
+            raise UserValueError("learning_rate and num_train_steps set the original's "
+                                 "optimizer: give them with optimizer='auto', 'adamw' or 'lamb'")
+        else:
+            self._pending_optimizer = None
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def _original_optimizer(self, settings: Dict, num_train_steps: int):
+        warmup = settings["warmup_steps"]
+        if warmup is None:
+            warmup = int(num_train_steps * self.warmup_proportion)
+        return optimization.create_optimizer(settings["learning_rate"], num_train_steps, warmup,
+                                             settings["name"], clip_norm=1.0)
+
+    def _schedule_steps(self, dataset: tf.data.Dataset, epochs: int,
+                        steps_per_epoch: Optional[int]) -> None:
+        """Compiles the original's optimizer over the steps of this fit, when compile did not
+        know them."""
+        if self._pending_optimizer is None:
+            return
+        pending = self._pending_optimizer.settings
+        if steps_per_epoch is None:
+            count = int(dataset.cardinality())
+            if count < 0:
+                raise UserValueError("the dataset's length is unknown: give "
+                                     "compile(num_train_steps=...) or fit(steps_per_epoch=...)")
+            steps_per_epoch = count
+        steps = max(int(epochs) * int(steps_per_epoch), 1)
+        self._pending_optimizer = None
+        super().compile(optimizer=self._original_optimizer(pending, steps), loss=pending["loss"],
+                        metrics=pending["metrics"], **pending["kwargs"])
+
+    # --- fit / evaluate / predict on raw text --------------------------------------------------
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None,
+            steps_per_epoch=None, shuffle=True, **kwargs):
+        """Keras' fit on texts and labels (see `inputs.py` for the forms). In-memory data is
+        shuffled each epoch unless shuffle=False (Keras' default); a dataset is read as it
+        is (shuffle it yourself, as Keras asks)."""
+        dataset = inputs.task_dataset(self, x, y, batch_size, needs_labels=True,
+                                      shuffle=bool(shuffle))
+        if validation_data is not None:
+            validation_data = inputs.task_dataset(
+                self, *_split_xy(validation_data), batch_size, needs_labels=True)
+        self._schedule_steps(dataset, epochs, steps_per_epoch)
+        return super().fit(dataset, epochs=epochs, validation_data=validation_data,
+                           steps_per_epoch=steps_per_epoch, shuffle=False, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, **kwargs):
+        dataset = inputs.task_dataset(self, x, y, batch_size, needs_labels=True)
+        return super().evaluate(dataset, **kwargs)
+
+    def predict(self, x, batch_size=None, **kwargs):
+        dataset = inputs.task_dataset(self, x, None, batch_size)
+        return super().predict(dataset, **kwargs)
+
+    def compile_from_config(self, config):
+        """Recompiles a loaded model with the optimizer, loss and metrics it was saved with
+        (Keras restores the optimizer's state after this)."""
+        config = keras.saving.deserialize_keras_object(config)
+        self.compile(**config)
+        if getattr(self, "optimizer", None) is not None and self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    # --- config ------------------------------------------------------------------------------
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(network=keras.saving.serialize_keras_object(self.network),
+                      preprocessor=None if self.preprocessor is None else
+                      keras.saving.serialize_keras_object(self.preprocessor))
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["network"] = keras.saving.deserialize_keras_object(config["network"])
+        if config.get("preprocessor") is not None:
+            config["preprocessor"] = keras.saving.deserialize_keras_object(
+                config["preprocessor"])
+        return cls(**config)
+
+
+class _Pending:
+    """compile()'s settings until fit knows the steps (an object Keras does not track: a
+    dict of metrics would be tracked as the model's state)."""
+
+    def __init__(self, settings: Dict):
+        self.settings = settings
+
+
+def _split_xy(data):
+    """validation_data as (x, y): a tuple (x, y), or a dataset (its own labels)."""
+    if isinstance(data, tf.data.Dataset):
+        return data, None
+    if isinstance(data, (tuple, list)) and len(data) == 2:
+        return data[0], data[1]
+    raise UserValueError("validation_data is (texts, labels) or a tf.data.Dataset of them")
