@@ -77,8 +77,20 @@ $(ORACLE_STAMP): requirements-oracle.txt
 	$(ORACLE_VENV)/bin/python -m pip install --quiet -r requirements-oracle.txt
 	touch $(ORACLE_STAMP)
 
-test-oracle: $(STAMP) $(ORACLE_STAMP)
-	ALBERT_TF_ORACLE_PYTHON=$(abspath $(ORACLE_VENV))/bin/python $(VPY) -m pytest -q -m oracle tests/pipelines
+# sentence-transformers 6.x needs transformers 5.x: its own venv beside the 4.x one.
+ORACLE_ST6_VENV := .venv-oracle-st6
+ORACLE_ST6_STAMP := $(ORACLE_ST6_VENV)/.installed-stamp
+
+$(ORACLE_ST6_STAMP): requirements-oracle-st6.txt
+	test -x $(ORACLE_ST6_VENV)/bin/python || $(PYTHON) -m venv $(ORACLE_ST6_VENV)
+	$(ORACLE_ST6_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(ORACLE_ST6_VENV)/bin/python -m pip install --quiet -r requirements-oracle-st6.txt
+	touch $(ORACLE_ST6_STAMP)
+
+test-oracle: $(STAMP) $(ORACLE_STAMP) $(ORACLE_ST6_STAMP)
+	ALBERT_TF_ORACLE_PYTHON=$(abspath $(ORACLE_VENV))/bin/python \
+	ALBERT_TF_ORACLE_ST6_PYTHON=$(abspath $(ORACLE_ST6_VENV))/bin/python \
+	$(VPY) -m pytest -q -m oracle tests/pipelines
 
 # Side-by-side performance against keras-hub and Hugging Face (optional peers, own venv).
 BENCH_VENV := .venv-bench

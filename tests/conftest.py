@@ -42,6 +42,15 @@ def spm_model(shared_data) -> str:
 
 
 @pytest.fixture(scope="session")
+def official_spm(shared_data) -> str:
+    """Google's 30k-clean.model (the English ALBERT models'); skips when it is missing."""
+    path = shared_data / "spm_official" / "30k-clean.model"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    return str(path)
+
+
+@pytest.fixture(scope="session")
 def chinese_vocab_file(shared_data) -> str:
     """The official Chinese ALBERT WordPiece vocabulary (21,128 tokens) in ../shared/data."""
     path = shared_data / "chinese" / "vocab" / "vocab_chinese.txt"

@@ -8,12 +8,14 @@ predict / save (keras-hub's Preprocessor + Task split, for ALBERT).
     classifier.fit(texts, labels, epochs=3, batch_size=32)
     classifier.predict(["a fine film"])        # logits [1, 2]
     classifier.save("sst2.keras")              # keras.saving.load_model after import albert_tf
+    classifier.export("sst2_export")           # albert_tf.pipeline(..., model="sst2_export")
 
   preprocessor.py     AlbertPreprocessor: raw text -> token features, in the graph
   inputs.py           what fit / evaluate / predict take, as a batched tf.data.Dataset
   task.py             Task: the base (network + preprocessor, compile defaults, raw text)
   text_classifier.py  AlbertTextClassifier: single-label, multi-label, regression
   from_pretrained.py  from_pretrained: any source -> a task model
+  exporting.py        model.export(dir): the CLI's export (SavedModel, ONNX, LiteRT)
 docs/keras.md is the user's guide.
 
 May import: everything below the programs, and albert_tf.pipelines (its model sources).

@@ -108,7 +108,8 @@ def task_dataset(task, x, y=None, batch_size: Optional[int] = None,
                                                       task.labels_in_graph(labels)),
                               num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     else:
-        dataset = dataset.map(lambda inputs: preprocess(inputs),
+        # A dataset of pairs yields two tensors per element.
+        dataset = dataset.map(lambda *texts: preprocess(texts if len(texts) > 1 else texts[0]),
                               num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return dataset.prefetch(tf.data.AUTOTUNE)
 

@@ -54,6 +54,8 @@ class Task(keras.Model):
                 raise UserValueError(
                     f"sequence_length={preprocessor.sequence_length} is longer than the "
                     f"model's {positions} positions (max_position_embeddings)")
+        if network.built:  # load_weights and the optimizer need a built model
+            self.build()
 
     @property
     def config(self):
@@ -151,8 +153,12 @@ class Task(keras.Model):
             steps_per_epoch = count
         steps = max(int(epochs) * int(steps_per_epoch), 1)
         self._pending_optimizer = None
-        super().compile(optimizer=self._original_optimizer(pending, steps), loss=pending["loss"],
-                        metrics=pending["metrics"], **pending["kwargs"])
+        # The optimizer's variables belong to the strategy the model was built under, which
+        # may not be the one in scope at fit.
+        with self.distribute_strategy.scope():
+            super().compile(optimizer=self._original_optimizer(pending, steps),
+                            loss=pending["loss"], metrics=pending["metrics"],
+                            **pending["kwargs"])
 
     # --- fit / evaluate / predict on raw text --------------------------------------------------
 

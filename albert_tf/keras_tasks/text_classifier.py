@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.errors import UserValueError
+from albert_tf.keras_tasks import exporting
 from albert_tf.keras_tasks.task import Task
 from albert_tf.modeling.models import AlbertClassifier
 
@@ -143,6 +144,19 @@ class AlbertTextClassifier(Task):
                                  f"got {spec.shape}")
         if problem != "multi_label_classification" and rank is not None and rank > 2:
             raise UserValueError(f"{problem} labels are one value per text, got {spec.shape}")
+
+    # --- serving ----------------------------------------------------------------------------
+
+    def export(self, filepath, format="saved_model", verbose=None, *, text_pair: bool = False,
+               int8: bool = False, fp16: bool = False, check_data=None, **kwargs):
+        """Writes run_classifier.py's export to `filepath`: a raw-text SavedModel
+        (`format` "saved_model", Keras' "tf_saved_model"), and / or "onnx", "tflite"
+        ("litert"), with the vocabulary and albert_tf_export.json, for `albert_tf.pipeline`
+        and `python -m albert_tf.predict` (see `exporting.py`). `text_pair`: the signature
+        takes (text_a, text_b). Returns {"export_dir", and the portable files' paths}."""
+        return exporting.export_text_classifier(
+            self, filepath, format, text_pair=text_pair, int8=int8, fp16=fp16,
+            check_data=check_data, **kwargs)
 
     def get_config(self):
         config = super().get_config()

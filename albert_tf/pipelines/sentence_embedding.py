@@ -15,7 +15,8 @@ included, padding excluded), as sentence-transformers' Pooling computes it:
   max            the largest value of each dimension
   mean           sum(h) / max(T, 1e-9)
   mean_sqrt_len  sum(h) / sqrt(T)
-(several modes: concatenated in that order), then with normalize h / max(|h|, 1e-12).
+(several modes asked for: concatenated in that order; a sentence-transformers 6.x directory's
+list: in its order), then with normalize h / max(|h|, 1e-12).
 
 Options: `pooling` (a mode or a list of modes), `normalize_embeddings` (as `encode`'s
 argument: normalize on top of the model's own), `truncation` (True: a text keeps the
@@ -40,11 +41,12 @@ MODES = ("cls", "max", "mean", "mean_sqrt_len")
 
 def pool(hidden: np.ndarray, mask: np.ndarray, modes: Sequence[str],
          normalize: bool = False) -> np.ndarray:
-    """float32 [B, D]: hidden [B, T, H] pooled over the positions where mask [B, T] is 1."""
+    """float32 [B, D]: hidden [B, T, H] pooled over the positions where mask [B, T] is 1,
+    the `modes` concatenated in the order given."""
     hidden = np.asarray(hidden, np.float32)
     mask = np.asarray(mask, np.float32)[:, :, None]
     parts = []
-    for mode in sorted(modes, key=MODES.index):
+    for mode in modes:
         if mode == "cls":
             parts.append(hidden[:, 0])
         elif mode == "max":
@@ -109,7 +111,10 @@ class SentenceEmbeddingPipeline(base.Pipeline):
         if self.pooled_by_model and values["pooling"] is not None:
             raise UserValueError(f"{self.source.path}: the export pools in the model; "
                                  "pooling= cannot change it")
-        values["pooling"] = pooling
+        # Asked for: sentence-transformers' fixed order; a directory's: its own (6.x's
+        # pooling_mode list is concatenated in its order).
+        values["pooling"] = pooling if values["pooling"] is None else tuple(
+            sorted(pooling, key=MODES.index))
         return values
 
     def rows(self, item, options: Mapping) -> List[Packed]:

@@ -194,8 +194,15 @@ def hf_tokenizer(path: str, do_lower_case: Optional[bool]):
         return load_tokenizer(spm_model_file=spm_model, do_lower_case=lower), settings
     if os.path.exists(vocab):
         return load_tokenizer(vocab_file=vocab, do_lower_case=lower), settings
-    raise UserFileNotFoundError(f"{path}: no tokenizer (spiece.model or vocab.txt); "
-                                "tokenizer.json alone is not read")
+    tokenizer_json = os.path.join(path, "tokenizer.json")
+    if os.path.exists(tokenizer_json):  # transformers 5 saves only this
+        from albert_tf.tokenization.tokenizer_json import vocabulary_file_from_tokenizer_json
+
+        kind, rebuilt = vocabulary_file_from_tokenizer_json(tokenizer_json)
+        files = {"spm_model_file" if kind == "sentencepiece" else "vocab_file": rebuilt}
+        return load_tokenizer(do_lower_case=lower, **files), settings
+    raise UserFileNotFoundError(f"{path}: no tokenizer (spiece.model, vocab.txt or "
+                                "tokenizer.json)")
 
 
 @dataclasses.dataclass

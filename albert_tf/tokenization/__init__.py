@@ -14,6 +14,8 @@ What lives where (every name is importable from here as well):
   wordpiece       WordPiece constants and character rules, `BasicTokenizerTables`,
                   `load_vocab`, `normalize_word`, `WordPieceTokenizer`
   loading         `FullTokenizer`, `load_tokenizer`, `is_sentencepiece_model`
+  tokenizer_json  the SentencePiece model or vocab.txt rebuilt from a Hugging Face
+                  tokenizer.json (transformers 5 saves nothing else)
   regex_patterns  RE2 patterns of the character rules (`regex_class`,
                   `whitespace_regex`, `combining_regex`, `wordpiece_regexes`)
   in_graph        `InGraphTokenizer`, `InGraphWordPieceTokenizer`, `in_graph_tokenizer`
@@ -21,7 +23,7 @@ What lives where (every name is importable from here as well):
                   so that `import albert_tf.tokenization` does not import TensorFlow
                   (the data-preparation workers run without it).
 
-May import: albert_tf.errors only (TensorFlow only in in_graph.py).
+May import: albert_tf.errors and albert_tf.fileio only (TensorFlow only in in_graph.py).
 """
 from __future__ import annotations
 

@@ -175,6 +175,15 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         return schedule if isinstance(
             schedule, keras.optimizers.schedules.LearningRateSchedule) else None
 
+    def apply(self, grads, trainable_variables=None):
+        """Keras' apply, with sparse gradients (an embedding lookup's IndexedSlices) made
+        dense first: the global norm that `global_clipnorm` clips by is then the norm of the
+        summed gradient, as the Trainer computes it (the norm of IndexedSlices' values
+        counts a token that occurs twice in a batch as two rows)."""
+        grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
+                 for g in grads]
+        return super().apply(grads, trainable_variables)
+
     def uses_weight_decay(self, variable) -> bool:
         return bool(self.weight_decay_rate) and not _matches(
             self.exclude_from_weight_decay_patterns, _relative_path(variable))

@@ -9,6 +9,8 @@ difference between TensorFlow and torch cannot flip a label).
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 NER_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG"]
@@ -59,11 +61,37 @@ def write_hf_dir(directory: str, head: str, spm_model_file: str, labels=None, se
     return directory
 
 
+# The test models: name -> (head, labels, seed, problem_type).
+MODEL_SET = {
+    "sentiment": ("classifier", SENTIMENT_LABELS, 1, None),
+    "multilabel": ("classifier", GOEMOTIONS_LABELS, 3, "multi_label_classification"),
+    "regression": ("classifier", None, 4, None),
+    "nli": ("classifier", NLI_LABELS, 2, None),
+    "ner": ("token_classifier", NER_LABELS, 5, None),
+    "qa": ("span", None, 6, None),
+    "mlm": ("masked_lm", None, 7, None),
+    "mc": ("multiple_choice", None, 8, None),
+}
+
+
+def write_model_set(root: str, spm_model_file: str, names=tuple(MODEL_SET)):
+    """Writes the MODEL_SET directories `names` under `root`; returns name -> directory."""
+    directories = {}
+    for name in names:
+        head, labels, seed, problem_type = MODEL_SET[name]
+        extra = {"problem_type": problem_type} if problem_type else {}
+        directories[name] = write_hf_dir(os.path.join(root, name), head, spm_model_file,
+                                         labels, seed=seed, **extra)
+    return directories
+
+
 def write_sentence_transformers_dir(directory: str, spm_model_file: str, pooling=("mean",),
                                     normalize: bool = False, seed: int = 0,
-                                    max_seq_length: int = 48, vocab_file=None) -> str:
+                                    max_seq_length: int = 48, vocab_file=None,
+                                    generation: int = 5) -> str:
     """A sentence-transformers directory of a random small ALBERT (weights as write_hf_dir's),
-    written by `checkpoints.sentence_transformers` as sentence-transformers lays it out."""
+    written by `checkpoints.sentence_transformers` as sentence-transformers `generation`
+    (5 or 6) lays it out."""
     import tensorflow as tf
 
     from albert_tf import convert
@@ -81,5 +109,5 @@ def write_sentence_transformers_dir(directory: str, spm_model_file: str, pooling
             variable.assign(rng.normal(0, 0.1, variable.shape).astype(np.float32))
     sentence_transformers.save_sentence_transformers_dir(
         encoder, directory, pooling, normalize, max_seq_length, spm_model_file=spm_model_file,
-        vocab_file=vocab_file)
+        vocab_file=vocab_file, generation=generation)
     return directory

@@ -23,21 +23,7 @@ def spm(shared_data):
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory, spm):
-    root = tmp_path_factory.mktemp("hf")
-    write = hf_models.write_hf_dir
-    return {
-        "sentiment": write(str(root / "sentiment"), "classifier", spm,
-                           hf_models.SENTIMENT_LABELS, seed=1),
-        "multilabel": write(str(root / "multilabel"), "classifier", spm,
-                            hf_models.GOEMOTIONS_LABELS, seed=3,
-                            problem_type="multi_label_classification"),
-        "regression": write(str(root / "regression"), "classifier", spm, None, seed=4),
-        "nli": write(str(root / "nli"), "classifier", spm, hf_models.NLI_LABELS, seed=2),
-        "ner": write(str(root / "ner"), "token_classifier", spm, hf_models.NER_LABELS, seed=5),
-        "qa": write(str(root / "qa"), "span", spm, seed=6),
-        "mlm": write(str(root / "mlm"), "masked_lm", spm, seed=7),
-        "mc": write(str(root / "mc"), "multiple_choice", spm, seed=8),
-    }
+    return hf_models.write_model_set(str(tmp_path_factory.mktemp("hf")), spm)
 
 
 def logits_of(model_dir, texts):

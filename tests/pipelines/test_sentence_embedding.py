@@ -36,8 +36,10 @@ def test_pool_follows_sentence_transformers_definitions():
     np.testing.assert_allclose(sentence_embedding.pool(hidden, mask, ["mean_sqrt_len"]),
                                [[-8 / np.sqrt(2), -6 / np.sqrt(2)],
                                 [9 / np.sqrt(3), 12 / np.sqrt(3)]], rtol=1e-6)
-    both = sentence_embedding.pool(hidden, mask, ["mean", "cls"])  # concatenated cls first
+    both = sentence_embedding.pool(hidden, mask, ["cls", "mean"])  # in the order given
     np.testing.assert_allclose(both, [[-5, -4, -4, -3], [1, 2, 3, 4]])
+    swapped = sentence_embedding.pool(hidden, mask, ["mean", "cls"])
+    np.testing.assert_allclose(swapped, [[-4, -3, -5, -4], [3, 4, 1, 2]])
     unit = sentence_embedding.pool(hidden, mask, ["mean"], normalize=True)
     np.testing.assert_allclose(np.linalg.norm(unit, axis=1), [1, 1], rtol=1e-6)
     assert sentence_embedding.pool(np.zeros([1, 2, 2]), np.ones([1, 2]), ["mean"],
@@ -98,6 +100,52 @@ def test_written_directory_reads_back(st_dir):
     spec = sentence_transformers.read_sentence_transformers_dir(st_dir)
     assert (spec.pooling, spec.normalize, spec.max_seq_length) == (("cls", "mean"), True, 16)
     assert spec.transformer_path.rstrip("/") == st_dir.rstrip("/")
+
+
+def test_sentence_transformers_6_layout_reads_as_the_5_layout(st_dir, shared_data, tmp_path):
+    """The same weights written in 6.x's layout (its module paths, "pooling_mode", the
+    length as the tokenizer's model_max_length) embed as the 5.x directory does."""
+    spm = str(shared_data / "spm_official" / "30k-clean.model")
+    directory = hf_models.write_sentence_transformers_dir(
+        str(tmp_path / "st6"), spm, ("cls", "mean"), normalize=True, seed=2,
+        max_seq_length=16, generation=6)
+    modules = json.loads((tmp_path / "st6" / "modules.json").read_text())
+    assert [m["type"] for m in modules] == [
+        "sentence_transformers.base.modules.transformer.Transformer",
+        "sentence_transformers.sentence_transformer.modules.pooling.Pooling",
+        "sentence_transformers.base.modules.normalize.Normalize"]
+    pooling = json.loads((tmp_path / "st6" / "1_Pooling" / "config.json").read_text())
+    assert pooling["pooling_mode"] == ["cls", "mean"]
+    tokenizer = json.loads((tmp_path / "st6" / "tokenizer_config.json").read_text())
+    assert tokenizer["model_max_length"] == 16
+    long = " ".join(TEXTS * 6)  # cut at 16 tokens by both
+    want = pipeline("sentence-embedding", model=st_dir)(TEXTS + [long])
+    got = pipeline("sentence-embedding", model=directory)(TEXTS + [long])
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    # 6.x concatenates a pooling_mode list in its order.
+    (tmp_path / "st6" / "1_Pooling" / "config.json").write_text(json.dumps(
+        dict(pooling, pooling_mode=["mean", "cls"])))
+    swapped = pipeline("sentence-embedding", model=directory)(TEXTS)
+    np.testing.assert_allclose(swapped, np.concatenate([want[:3, 64:], want[:3, :64]], 1),
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("config, modes", [
+    ({"pooling_mode": "mean_sqrt_len_tokens"}, ("mean_sqrt_len",)),
+    ({"pooling_mode": ["mean", "cls"]}, ("mean", "cls")),      # 6.x: the list's order
+    ({"pooling_mode_mean_tokens": True, "pooling_mode_cls_token": True}, ("cls", "mean")),
+])
+def test_pooling_configs_of_both_generations(config, modes):
+    assert sentence_transformers.pooling_modes(config, "config.json") == modes
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"pooling_mode": "lasttoken"}, "config.json: pooling mode 'lasttoken' is not supported"),
+    ({"pooling_mode": []}, "config.json: no pooling mode is on"),
+])
+def test_pooling_configs_this_library_cannot_run(config, message):
+    with pytest.raises(UserError, match=message):
+        sentence_transformers.pooling_modes(config, "config.json")
 
 
 def test_a_plain_hugging_face_directory_is_mean_pooled(shared_data, tmp_path):

@@ -1,0 +1,109 @@
+"""A Keras task's serving files: the CLI's export, written from the task object.
+
+    classifier.export("exported/")                          # raw-text SavedModel
+    classifier.export("exported/", formats=("saved_model", "onnx"), int8=True,
+                      check_data=dev_texts)
+    albert_tf.pipeline("text-classification", model="exported/")
+
+`export_text_classifier` builds what run_classifier.py's `--export_dir` holds from the
+task's network, preprocessor and labels: the SavedModel of
+`tasks.classification.export.ClassifierServingModule` (signatures `serving_default` on raw
+text and `serve_tokens`), the ONNX / LiteRT files of `classifier_portable_model`, the
+vocabulary and `albert_tf_export.json`. The CLI's option and task objects are filled from
+the task (a custom task of the task's labels), so the two doors write one format through
+one code path.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Dict, Iterable, Optional, Sequence, Tuple
+
+import numpy as np
+
+from albert_tf.errors import UserValueError
+from albert_tf.export import portable, records
+
+# Keras' own names for the formats (keras.Model.export) and ours (--export_format).
+FORMAT_NAMES = {"saved_model": "saved_model", "tf_saved_model": "saved_model",
+                "onnx": "onnx", "tflite": "tflite", "litert": "tflite"}
+
+
+def export_formats(formats) -> Tuple[str, ...]:
+    """formats: a name or names, Keras' ("tf_saved_model", "litert") or the CLI's
+    ("saved_model", "tflite") -> the CLI's names; one line for an unknown one."""
+    names = [formats] if isinstance(formats, str) else list(formats)
+    unknown = [name for name in names if name not in FORMAT_NAMES]
+    if unknown or not names:
+        raise UserValueError(f"export format {unknown[0] if unknown else names!r}: give "
+                             f"one or more of {sorted(FORMAT_NAMES)}")
+    return tuple(dict.fromkeys(FORMAT_NAMES[name] for name in names))
+
+
+def export_text_classifier(task, export_dir: str, formats: Iterable[str] = ("saved_model",),
+                           *, text_pair: bool = False, int8: bool = False, fp16: bool = False,
+                           check_data=None,
+                           int8_min_agreement: float = portable.DEFAULT_INT8_MIN_AGREEMENT
+                           ) -> Dict:
+    """Writes an `AlbertTextClassifier`'s export to `export_dir` (see the module docstring).
+
+    text_pair: the raw-text signature takes (text_a, text_b), as a sentence-pair task's.
+    int8 / fp16: also the quantized ONNX / LiteRT files, each checked against float32 on
+      `check_data` (texts, or pairs) when given and kept only above `int8_min_agreement`.
+    Returns the CLI job's export results: {"export_dir", "onnx": path, ...}.
+    """
+    from albert_tf.tasks.classification import export as classifier_export
+
+    formats = export_formats(formats)
+    if task.preprocessor is None:
+        raise UserValueError("export needs the model's preprocessor (the vocabulary the "
+                             "raw-text signature tokenizes with)")
+    export_dir = os.path.normpath(export_dir)
+    results: Dict = {"export_dir": export_dir}
+    with tempfile.TemporaryDirectory() as vocabulary_dir:
+        options, spec = _cli_objects(task, export_dir, formats, text_pair, int8, fp16,
+                                     task.preprocessor.write_vocabulary(vocabulary_dir))
+        thresholds = [0.5] * task.num_classes if spec.multi_label else None
+        if "saved_model" in formats:
+            classifier_export.export_classifier(task.network, options, spec, thresholds)
+        portable_model = classifier_export.classifier_portable_model(
+            task.network, options, spec, thresholds)
+        vocabulary = dict(spm_model_file=options.spm_model_file, vocab_file=options.vocab_file)
+        if set(formats) & set(portable.PORTABLE_FORMATS):
+            check = None if check_data is None else _numpy_features(task, check_data)
+            results.update(portable.export_model_dir(
+                export_dir, portable_model, formats, int8=int8, fp16=fp16,
+                check_features=check, int8_min_agreement=int8_min_agreement, **vocabulary))
+        records.write_export_record(export_dir, portable_model.metadata, **vocabulary)
+    return results
+
+
+def _cli_objects(task, export_dir: str, formats: Sequence[str], text_pair: bool, int8: bool,
+                 fp16: bool, vocabulary_file: str):
+    """run_classifier.py's options and task spec for this task (a custom task)."""
+    from albert_tf.tasks.classification import glue
+    from albert_tf.tasks.classification.job import ClassificationOptions
+
+    preprocessor = task.preprocessor
+    sentencepiece = preprocessor.tokenizer_kind == "sentencepiece"
+    options = ClassificationOptions(
+        albert_config=task.config, task_name="custom", data_dir="", output_dir="",
+        spm_model_file=vocabulary_file if sentencepiece else None,
+        vocab_file=None if sentencepiece else vocabulary_file,
+        do_lower_case=preprocessor.do_lower_case,
+        max_seq_length=preprocessor.sequence_length, export_dir=export_dir,
+        export_format=tuple(formats), export_int8=int8, export_fp16=fp16)
+    problem = task.problem_type
+    labels = None if problem == "regression" else tuple(
+        task.labels or [str(index) for index in range(task.num_classes)])
+    layout = glue.SplitLayout("", False, 0, 1 if text_pair else None, -1)
+    spec = glue.TaskSpec("custom", "", {"dev": layout}, labels,
+                         metric="pearson" if labels is None else "accuracy",
+                         multi_label=problem == "multi_label_classification")
+    return options, spec
+
+
+def _numpy_features(task, texts) -> Dict[str, np.ndarray]:
+    """Token features of `texts` (what the int8 check runs the files on)."""
+    features = task.preprocessor(texts)
+    return {name: np.asarray(value) for name, value in features.items()}
