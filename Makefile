@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 BEAM_VENV := .venv-beam
 BEAM_STAMP := $(BEAM_VENV)/.installed-stamp
 
-.PHONY: demo test test-onednn-off test-avx2-onednn test-slow test-beam test-oracle bench clean-venv
+.PHONY: demo test test-onednn-off test-avx2-onednn test-slow test-beam test-oracle test-keras-hub bench clean-venv
 
 $(STAMP): requirements.txt
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -108,3 +108,8 @@ bench: $(BENCH_STAMP)
 
 clean-venv:
 	rm -rf $(VENV) $(BEAM_VENV) $(BENCH_VENV)
+
+# keras-hub presets against keras-hub itself (it lives in .venv-bench with albert-tf's
+# requirements; the default suite skips these tests).
+test-keras-hub: $(BENCH_STAMP)
+	$(BENCH_VENV)/bin/python -m pytest -q tests/keras_tasks/test_keras_hub_oracle.py

@@ -1,4 +1,4 @@
-"""A Keras task's serving files: the CLI's export, written from the task object.
+"""A Keras task's files for other runtimes: the CLI's export, and keras-hub presets.
 
     classifier.export("exported/")                          # raw-text SavedModel
     classifier.export("exported/", formats=("saved_model", "onnx"), int8=True,
@@ -107,3 +107,25 @@ def _numpy_features(task, texts) -> Dict[str, np.ndarray]:
     """Token features of `texts` (what the int8 check runs the files on)."""
     features = task.preprocessor(texts)
     return {name: np.asarray(value) for name, value in features.items()}
+
+
+def save_keras_hub_preset(task, directory: str, kind: str) -> list:
+    """Writes `task` as a keras-hub preset of `kind` ("classifier", "masked_lm" or
+    "backbone"; `checkpoints.keras_hub`) that keras-hub's from_preset loads; returns the
+    files written."""
+    from albert_tf.checkpoints import keras_hub
+
+    preprocessor = task.preprocessor
+    if preprocessor is None or preprocessor.tokenizer_kind != "sentencepiece":
+        raise UserValueError("a keras-hub preset holds a SentencePiece model (keras-hub's "
+                             "AlbertTokenizer); this model's vocabulary is "
+                             f"{getattr(preprocessor, 'tokenizer_kind', None) or 'missing'}")
+    network = task.network
+    with tempfile.TemporaryDirectory() as vocabulary_dir:
+        return keras_hub.write_preset(
+            directory, task.config, keras_hub.tf1_arrays(network),
+            preprocessor.write_vocabulary(vocabulary_dir), kind,
+            num_classes=getattr(network, "num_labels", None),
+            sequence_length=preprocessor.sequence_length,
+            dropout=float(getattr(network, "dropout_rate", 0.1)))
+

@@ -4,6 +4,9 @@ Sources:
   a Hugging Face ALBERT directory        config.json + model.safetensors + spiece.model /
                                          vocab.txt, any head (`pipelines.sources`)
   an official TF1 / TF-Hub directory     albert_config.json + vocabulary + checkpoint
+  a keras-hub preset directory           AlbertBackbone, AlbertTextClassifier or
+                                         AlbertMaskedLM (`checkpoints.keras_hub`; keras-hub
+                                         need not be installed)
   a `.keras` file of a task saved here   (or the task model object itself)
 The task is the source's head when it has one (a Hugging Face classifier is a
 text-classification task, with its labels); else `task=` names it, with the pipelines'
@@ -90,8 +93,11 @@ def read_source(source, do_lower_case: Optional[bool] = None) -> Source:
             raise UserValueError(f"{path}: a {type(model).__name__}, not a task model of "
                                  "albert_tf")
         return _task_source(model, do_lower_case)
+    from albert_tf.checkpoints import keras_hub
     from albert_tf.pipelines import sources
 
+    if keras_hub.is_preset_dir(path):
+        return _keras_hub_source(path, do_lower_case)
     if _is_hf_dir(path):
         read = sources.read_huggingface(path, do_lower_case)
     elif os.path.isdir(path) and _has_official_config(path):
@@ -100,9 +106,31 @@ def read_source(source, do_lower_case: Optional[bool] = None) -> Source:
         raise UserValueError(
             f"{path}: not a model from_pretrained reads: a Hugging Face ALBERT directory "
             "(config.json + model.safetensors), an official directory (albert_config.json, "
-            "vocabulary, checkpoint) or a .keras file of an albert_tf task")
+            "vocabulary, checkpoint), a keras-hub preset (config.json + model.weights.h5) or "
+            "a .keras file of an albert_tf task")
     return Source(read.model, read.name, read.max_length, tokenizer=read.tokenizer,
                   labels=read.labels, problem_type=read.problem_type)
+
+
+def _keras_hub_source(path: str, do_lower_case: Optional[bool]) -> Source:
+    """A keras-hub preset (backbone, text classifier or masked LM) as the models of this
+    library, read without keras-hub (`checkpoints.keras_hub`)."""
+    from albert_tf import convert
+    from albert_tf.checkpoints import assign, keras_hub
+
+    preset = keras_hub.read_preset(path)
+    name = {"backbone": "encoder", "classifier": "classifier",
+            "masked_lm": "pretrainer"}[preset.task]
+    network = convert.build_model(name, preset.config, num_labels=preset.num_classes or 2)
+    assign.assign_named_arrays(network, keras_hub.shapes_of(preset.arrays),
+                               preset.arrays.__getitem__, path, "keras-hub")
+    # keras-hub's tokenizer does not lower-case; the original (and this library) does.
+    preprocessor = AlbertPreprocessor(preset.vocabulary_file,
+                                      True if do_lower_case is None else do_lower_case,
+                                      preset.config.max_position_embeddings)
+    length = min(preset.sequence_length or preset.config.max_position_embeddings,
+                 preset.config.max_position_embeddings)
+    return Source(network, name, length, preprocessor)
 
 
 def _is_hf_dir(path: str) -> bool:

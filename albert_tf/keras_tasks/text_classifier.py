@@ -158,6 +158,15 @@ class AlbertTextClassifier(Task):
             self, filepath, format, text_pair=text_pair, int8=int8, fp16=fp16,
             check_data=check_data, **kwargs)
 
+    def save_to_preset(self, preset_dir: str) -> list:
+        """Writes a keras-hub `AlbertTextClassifier` preset (its backbone, logits head,
+        preprocessor and SentencePiece model) that
+        `keras_hub.models.AlbertTextClassifier.from_preset(preset_dir)` loads with this
+        model's logits (on lower-case text: keras-hub's tokenizer does not lower-case).
+        keras-hub's classifier has no problem type: a multi-label or regression head is
+        written as its logits. Returns the files written."""
+        return exporting.save_keras_hub_preset(self, preset_dir, "classifier")
+
     def get_config(self):
         config = super().get_config()
         config["labels"] = self.labels
