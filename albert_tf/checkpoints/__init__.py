@@ -1,4 +1,4 @@
-"""Checkpoints in and out: the official TF1 format, Hugging Face, and autodetection.
+"""Checkpoints in and out: the official TF1 format, Hugging Face, keras-hub, and autodetection.
 
 The TF1 name-based format (official downloads `model.ckpt-best.*`, TF-Hub module
 variables, the original scripts' fine-tuned checkpoints) is the interchange format;
@@ -14,6 +14,9 @@ checked, and every tensor read, before the first variable is assigned.
                tf.train.Checkpoint, detected from the path
   official.py  from_official_dir (config + tokenizer + model in one call),
                check_vocab_size
+  keras_hub.py keras-hub ALBERT presets (config.json + model.weights.h5 + task files),
+               read and written without keras-hub
+  sentence_transformers.py  sentence-transformers directories (5.x and 6.x layouts)
 
 May import: albert_tf.modeling, albert_tf.tokenization, albert_tf.kernels and the
 foundation (config, errors, fileio).
