@@ -7,6 +7,9 @@ Sources:
   a keras-hub preset directory           AlbertBackbone, AlbertTextClassifier or
                                          AlbertMaskedLM (`checkpoints.keras_hub`; keras-hub
                                          need not be installed)
+  a run_classifier.py output directory   model.ckpt-best in the classifier of its
+                                         albert_tf_run.json; the vocabulary from its
+                                         export/ (or vocabulary_file=)
   a `.keras` file of a task saved here   (or the task model object itself)
 The task is the source's head when it has one (a Hugging Face classifier is a
 text-classification task, with its labels); else `task=` names it, with the pipelines'
@@ -17,6 +20,7 @@ Options (each task's in its builder below):
   sequence_length   tokens per packed row; default the source's (its tokenizer's
                     model_max_length, else max_position_embeddings); longer is refused
   do_lower_case     the tokenizer's casing (default the source's; True for official)
+  vocabulary_file   the SentencePiece model or vocab.txt, for a source without one
   text-classification: num_classes (alias num_labels), labels (alias id2label: a list or
                     Hugging Face's {id: name}), problem_type ("single_label_classification",
                     "multi_label_classification", "regression"; or multi_label=True),
@@ -36,6 +40,7 @@ from albert_tf.keras_tasks.task import Task
 from albert_tf.keras_tasks.text_classifier import PROBLEM_TYPES, AlbertTextClassifier
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertClassifier
+from albert_tf.training.run_dir import RECORD as RUN_RECORD
 
 # The pipelines' aliases.
 TASK_ALIASES = {"sentiment-analysis": "text-classification", "ner": "token-classification",
@@ -76,9 +81,11 @@ class Source:
                                   sequence_length)
 
 
-def read_source(source, do_lower_case: Optional[bool] = None) -> Source:
-    """A `Source` from a task model, a .keras file, a Hugging Face or an official
-    directory; one line naming the path otherwise."""
+def read_source(source, do_lower_case: Optional[bool] = None,
+                vocabulary_file: Optional[str] = None) -> Source:
+    """A `Source` from a task model, a .keras file, a keras-hub preset, a run directory, a
+    Hugging Face or an official directory; one line naming the path otherwise.
+    `vocabulary_file`: for a source that holds none (a run directory without an export)."""
     if isinstance(source, Task):
         return _task_source(source, do_lower_case)
     if not isinstance(source, (str, os.PathLike)):
@@ -98,6 +105,8 @@ def read_source(source, do_lower_case: Optional[bool] = None) -> Source:
 
     if keras_hub.is_preset_dir(path):
         return _keras_hub_source(path, do_lower_case)
+    if os.path.isfile(os.path.join(path, RUN_RECORD)):
+        return _run_source(path, do_lower_case, vocabulary_file)
     if _is_hf_dir(path):
         read = sources.read_huggingface(path, do_lower_case)
     elif os.path.isdir(path) and _has_official_config(path):
@@ -133,6 +142,58 @@ def _keras_hub_source(path: str, do_lower_case: Optional[bool]) -> Source:
     return Source(network, name, length, preprocessor)
 
 
+def _run_source(path: str, do_lower_case: Optional[bool], vocabulary_file: Optional[str]
+                ) -> Source:
+    """A run_classifier.py output directory: its best weights (model.ckpt-best) in the
+    classifier its record describes (albert_tf_run.json: the model and the labels); the
+    vocabulary, casing, length and problem from its export (export/albert_tf_export.json),
+    else `vocabulary_file`."""
+    from albert_tf.checkpoints import load_tf1_checkpoint
+    from albert_tf.config import AlbertConfig
+    from albert_tf.fileio import read_json
+    from albert_tf.training import run_dir
+
+    identity = run_dir.RunIdentity.from_json(read_json(os.path.join(path, RUN_RECORD)))
+    labels = identity.details.get("labels")
+    if identity.kind != run_dir.FINETUNING or "labels" not in identity.details:
+        raise UserValueError(f"{path}: a {identity.kind} run of {identity.task}; "
+                             "from_pretrained reads run_classifier.py's runs (and official-"
+                             "style pretraining directories)")
+    if not os.path.exists(os.path.join(path, "model.ckpt-best.index")):
+        raise UserFileNotFoundError(f"{path}: no model.ckpt-best (the run has not finished "
+                                    "its first evaluation)")
+    record = _run_export_record(path)
+    vocabulary = vocabulary_file or (record and os.path.join(path, "export",
+                                                             record["vocabulary_file"]))
+    if not vocabulary:
+        raise UserValueError(f"{path}: the run has no export/ with its vocabulary: give "
+                             "vocabulary_file= (its --spm_model_file or --vocab_file)")
+    multi = bool(record and record.get("multi_label"))
+    network = AlbertClassifier(AlbertConfig(**identity.model),
+                               num_labels=1 if labels is None else len(labels),
+                               multi_label=multi)
+    network.build()
+    load_tf1_checkpoint(network, os.path.join(path, "model.ckpt-best"))
+    lower = record.get("do_lower_case", True) if record else True
+    preprocessor = AlbertPreprocessor(vocabulary, lower if do_lower_case is None
+                                      else do_lower_case,
+                                      network.config.max_position_embeddings)
+    length = (record or {}).get("max_seq_length") or network.config.max_position_embeddings
+    problem = ("regression" if labels is None else
+               "multi_label_classification" if multi else "single_label_classification")
+    return Source(network, "classifier", int(length), preprocessor,
+                  labels=None if labels is None else [str(name) for name in labels],
+                  problem_type=problem)
+
+
+def _run_export_record(path: str) -> Optional[Dict]:
+    from albert_tf.export.records import EXPORT_RECORD
+    from albert_tf.fileio import read_json
+
+    record = os.path.join(path, "export", EXPORT_RECORD)
+    return read_json(record) if os.path.exists(record) else None
+
+
 def _is_hf_dir(path: str) -> bool:
     from albert_tf.checkpoints.restore import looks_like_hf_dir
 
@@ -163,9 +224,10 @@ def _task_source(task: Task, do_lower_case: Optional[bool]) -> Source:
 
 
 def from_pretrained(source, task: Optional[str] = None, *, sequence_length: Optional[int] = None,
-                    do_lower_case: Optional[bool] = None, **options) -> Task:
+                    do_lower_case: Optional[bool] = None, vocabulary_file: Optional[str] = None,
+                    **options) -> Task:
     """A Keras task model on raw text from `source` (see the module docstring)."""
-    read = read_source(source, do_lower_case)
+    read = read_source(source, do_lower_case, vocabulary_file)
     task = _resolve_task(task, read)
     builder = BUILDERS.get(task)
     if builder is None:

@@ -29,7 +29,7 @@ def sst2_rows(shared_data):
     return list(unique.items())[:STEPS * BATCH]
 
 
-def cli_job(tmp_path, hf_dir, spm, rows):
+def cli_job(tmp_path, hf_dir, spm, rows, **exported):
     data = tmp_path / "data"
     data.mkdir()
     with open(data / "train.tsv", "w", encoding="utf-8") as handle:
@@ -39,6 +39,7 @@ def cli_job(tmp_path, hf_dir, spm, rows):
         task_name="custom", data_dir=str(data), spm_model_file=spm,
         albert_config=small_config(64), max_seq_length=LENGTH, classifier_dropout=0.0,
         custom=glue.CustomTaskOptions(text_a_column="sentence", label_column="label"),
+        **exported,
         finetuning=FinetuningOptions(output_dir=str(tmp_path / "run"), do_train=True,
                                      init_checkpoint=str(hf_dir), train_batch_size=BATCH,
                                      learning_rate=1e-3, train_step=STEPS, warmup_step=1,
@@ -81,3 +82,36 @@ def test_fit_on_raw_text_leaves_the_cli_weights(tmp_path, shared_data, sst2_rows
         np.testing.assert_allclose(mine, cli, rtol=1e-5, atol=1e-6)
         moved += not np.array_equal(mine, initial)
     assert moved > len(ours) // 2  # training changed the weights (not a no-op compared)
+
+
+@pytest.mark.slow  # ~30 s on AMD EPYC Zen 3: a CLI run with its export
+def test_a_run_directory_is_a_source(tmp_path, shared_data, sst2_rows):
+    """from_pretrained(run_dir): the run's best weights, labels, vocabulary and length (from
+    its export), predicting as the pipeline over the run's export does; without an export
+    it needs vocabulary_file, in one line."""
+    spm = str(shared_data / "spm_official" / "30k-clean.model")
+    hf_dir = write_hf_dir(str(tmp_path / "hf"), "classifier", spm, labels=["0", "1"])
+    job = cli_job(tmp_path, hf_dir, spm, sst2_rows, export_dir=str(tmp_path / "run" / "export"))
+    job.options.do_eval = False
+    job.run()
+    classifier = albert_tf.from_pretrained(str(tmp_path / "run"))
+    assert classifier.labels == list(job.spec.labels)
+    assert classifier.preprocessor.sequence_length == LENGTH
+    texts = [text for text, _ in sst2_rows[:6]]
+    logits = classifier.predict(texts, verbose=0)
+    answers = albert_tf.pipeline("text-classification", model=str(tmp_path / "run" / "export"),
+                                 top_k=None)(texts, truncation=True)
+    for row, answer in zip(logits, answers):
+        probabilities = np.exp(row) / np.exp(row).sum()
+        got = {a["label"]: a["score"] for a in answer}
+        for label, value in zip(classifier.labels, probabilities):
+            np.testing.assert_allclose(got[label], value, rtol=1e-4, atol=1e-6)
+    import shutil
+
+    shutil.rmtree(tmp_path / "run" / "export")
+    with pytest.raises(albert_tf.errors.UserValueError, match="give vocabulary_file="):
+        albert_tf.from_pretrained(str(tmp_path / "run"))
+    again = albert_tf.from_pretrained(str(tmp_path / "run"), vocabulary_file=spm,
+                                      sequence_length=LENGTH)
+    np.testing.assert_allclose(again.predict(texts, verbose=0), logits, rtol=1e-5, atol=1e-6)
+
