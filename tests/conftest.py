@@ -32,31 +32,31 @@ def shared_data() -> pathlib.Path:
     return SHARED_DATA
 
 
+def shared_file(shared_data: pathlib.Path, *parts: str, what: str = "") -> str:
+    """The path of a file in ../shared/data; skips the test when it is missing."""
+    path = shared_data.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} not found{f' ({what})' if what else ''}")
+    return str(path)
+
+
 @pytest.fixture(scope="session")
 def spm_model(shared_data) -> str:
     """The shared 8k-piece ALBERT-style SentencePiece model; skips when it is missing."""
-    path = shared_data / "spm" / "albert_style_pd8k.model"
-    if not path.exists():
-        pytest.skip(f"{path} not found")
-    return str(path)
+    return shared_file(shared_data, "spm", "albert_style_pd8k.model")
 
 
 @pytest.fixture(scope="session")
 def official_spm(shared_data) -> str:
     """Google's 30k-clean.model (the English ALBERT models'); skips when it is missing."""
-    path = shared_data / "spm_official" / "30k-clean.model"
-    if not path.exists():
-        pytest.skip(f"{path} not found")
-    return str(path)
+    return shared_file(shared_data, "spm_official", "30k-clean.model")
 
 
 @pytest.fixture(scope="session")
 def chinese_vocab_file(shared_data) -> str:
     """The official Chinese ALBERT WordPiece vocabulary (21,128 tokens) in ../shared/data."""
-    path = shared_data / "chinese" / "vocab" / "vocab_chinese.txt"
-    if not path.exists():
-        pytest.skip(f"{path} not found (the official Chinese vocabulary)")
-    return str(path)
+    return shared_file(shared_data, "chinese", "vocab", "vocab_chinese.txt",
+                       what="the official Chinese vocabulary")
 
 
 # The `slow` mark (`make test-slow`, which CI also runs, rather than `make test`) is written on

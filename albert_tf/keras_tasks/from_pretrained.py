@@ -107,9 +107,9 @@ def read_source(source, do_lower_case: Optional[bool] = None,
         return _keras_hub_source(path, do_lower_case)
     if os.path.isfile(os.path.join(path, RUN_RECORD)):
         return _run_source(path, do_lower_case, vocabulary_file)
-    if _is_hf_dir(path):
+    if sources.is_hf_dir(path):
         read = sources.read_huggingface(path, do_lower_case)
-    elif os.path.isdir(path) and _has_official_config(path):
+    elif os.path.isdir(path) and sources.has_official_config(path):
         read = sources.read_official(path, do_lower_case)
     else:
         raise UserValueError(
@@ -192,22 +192,6 @@ def _run_export_record(path: str) -> Optional[Dict]:
 
     record = os.path.join(path, "export", EXPORT_RECORD)
     return read_json(record) if os.path.exists(record) else None
-
-
-def _is_hf_dir(path: str) -> bool:
-    from albert_tf.checkpoints.restore import looks_like_hf_dir
-
-    return looks_like_hf_dir(path)
-
-
-def _has_official_config(path: str) -> bool:
-    from albert_tf.checkpoints import official
-
-    try:
-        official.find_config_file(path)
-    except FileNotFoundError:
-        return False
-    return True
 
 
 def _task_source(task: Task, do_lower_case: Optional[bool]) -> Source:

@@ -101,9 +101,9 @@ def load_source(path: str, do_lower_case: Optional[bool] = None) -> ModelSource:
         return _export_source(path, do_lower_case, None)
     if os.path.isdir(path) and os.path.exists(os.path.join(path, "modules.json")):
         return _sentence_transformers_source(path, do_lower_case)
-    if _is_hf_dir(path):
+    if is_hf_dir(path):
         return _huggingface_source(path, do_lower_case)
-    if os.path.isdir(path) and _has_official_config(path):  # also a TF-Hub module directory
+    if os.path.isdir(path) and has_official_config(path):  # also a TF-Hub module directory
         return _official_source(path, do_lower_case)
     export_dir = _export_dir(path)
     if export_dir is not None:
@@ -114,7 +114,7 @@ def load_source(path: str, do_lower_case: Optional[bool] = None) -> ModelSource:
         f"vocabulary, checkpoint) or an albert-tf export ({', '.join(EXPORT_FILES)})")
 
 
-def _has_official_config(path: str) -> bool:
+def has_official_config(path: str) -> bool:
     from albert_tf.checkpoints import official
 
     try:
@@ -124,7 +124,7 @@ def _has_official_config(path: str) -> bool:
     return True
 
 
-def _is_hf_dir(path: str) -> bool:
+def is_hf_dir(path: str) -> bool:
     """config.json + safetensors weights (`checkpoints.restore.looks_like_hf_dir`, without
     importing the checkpoint readers)."""
     return os.path.isdir(path) and os.path.exists(os.path.join(path, "config.json")) and (
@@ -264,7 +264,7 @@ def _sentence_transformers_source(path: str, do_lower_case: Optional[bool]) -> M
     from albert_tf.checkpoints import sentence_transformers
 
     spec = sentence_transformers.read_sentence_transformers_dir(path)
-    if not _is_hf_dir(spec.transformer_path):
+    if not is_hf_dir(spec.transformer_path):
         raise UserFileNotFoundError(f"{spec.transformer_path}: the Transformer module's "
                                     "directory has no config.json + model.safetensors")
     source = _huggingface_source(spec.transformer_path, do_lower_case)
