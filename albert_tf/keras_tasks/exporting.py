@@ -48,6 +48,8 @@ def export_text_classifier(task, export_dir: str, formats: Iterable[str] = ("sav
     """Writes an `AlbertTextClassifier`'s export to `export_dir` (see the module docstring).
 
     text_pair: the raw-text signature takes (text_a, text_b), as a sentence-pair task's.
+    A multi-label classifier's labels are predicted above probability 0.5 each
+      (run_classifier.py's untuned baseline; its tuned thresholds need its dev set).
     int8 / fp16: also the quantized ONNX / LiteRT files, each checked against float32 on
       `check_data` (texts, or pairs) when given and kept only above `int8_min_agreement`.
     Returns the CLI job's export results: {"export_dir", "onnx": path, ...}.
