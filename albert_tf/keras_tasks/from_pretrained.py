@@ -115,8 +115,9 @@ def read_source(source, do_lower_case: Optional[bool] = None,
         raise UserValueError(
             f"{path}: not a model from_pretrained reads: a Hugging Face ALBERT directory "
             "(config.json + model.safetensors), an official directory (albert_config.json, "
-            "vocabulary, checkpoint), a keras-hub preset (config.json + model.weights.h5) or "
-            "a .keras file of an albert_tf task")
+            "vocabulary, checkpoint), a keras-hub preset (config.json + model.weights.h5), a "
+            "run_classifier.py run directory (albert_tf_run.json) or a .keras file of an "
+            "albert_tf task")
     return Source(read.model, read.name, read.max_length, tokenizer=read.tokenizer,
                   labels=read.labels, problem_type=read.problem_type)
 
@@ -212,8 +213,13 @@ def from_pretrained(source, task: Optional[str] = None, *, sequence_length: Opti
                     **options) -> Task:
     """A Keras task model on raw text from `source` (see the module docstring)."""
     read = read_source(source, do_lower_case, vocabulary_file)
+    inferred = task is None
     task = _resolve_task(task, read)
     builder = BUILDERS.get(task)
+    if builder is None and inferred:
+        raise UserValueError(f"this source is a {task} model, a task from_pretrained does not "
+                             f"build yet: name one it builds ({', '.join(BUILDERS)}), e.g. "
+                             "task='text-classification', num_classes=K")
     if builder is None:
         raise UserValueError(f"task {task!r} is not available through from_pretrained yet; "
                              f"it builds {', '.join(BUILDERS)}")
