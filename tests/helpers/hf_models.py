@@ -111,3 +111,22 @@ def write_sentence_transformers_dir(directory: str, spm_model_file: str, pooling
         encoder, directory, pooling, normalize, max_seq_length, spm_model_file=spm_model_file,
         vocab_file=vocab_file, generation=generation)
     return directory
+
+
+def write_official_dir(directory: str, hf_masked_lm_dir: str, spm_model_file: str):
+    """A Hugging Face masked LM as an official download: TF1 checkpoint
+    (model.ckpt-best), albert_config.json and the SentencePiece model. Returns the
+    pretrainer written."""
+    import shutil
+
+    from albert_tf import convert, save_tf1_checkpoint
+    from albert_tf.checkpoints import hf
+
+    config = hf.config_from_hf_dir(hf_masked_lm_dir)
+    model = convert.build_model("pretrainer", config)
+    hf.load_hf_checkpoint(model, hf_masked_lm_dir)
+    save_tf1_checkpoint(model, os.path.join(directory, "model.ckpt-best"))
+    config.to_json_file(os.path.join(directory, "albert_config.json"))
+    shutil.copyfile(spm_model_file, os.path.join(directory, "30k-clean.model"))
+    return model
+

@@ -267,3 +267,19 @@ def test_bad_input_in_one_line(models):
     for call, message in cases:
         with pytest.raises(UserValueError, match=message):
             call()
+
+
+def test_an_official_directory_starts_a_classifier_on_its_encoder(models, official_spm,
+                                                                   tmp_path):
+    """An official download (TF1 checkpoint, albert_config.json, 30k-clean.model), as the
+    demo's pretraining output is laid out: its encoder under a new head."""
+    directory = str(tmp_path / "official")
+    pretrainer = hf_models.write_official_dir(directory, models["mlm"], official_spm)
+    with pytest.raises(UserValueError, match="this source is a fill-mask model"):
+        albert_tf.from_pretrained(directory)
+    classifier = albert_tf.from_pretrained(directory, "text-classification", num_classes=3)
+    assert classifier.preprocessor.sequence_length == 64  # max_position_embeddings
+    for mine, theirs in zip(classifier.network.encoder.get_weights(),
+                            pretrainer.encoder.get_weights()):
+        np.testing.assert_array_equal(mine, theirs)
+    assert classifier.predict(TEXTS[:2], verbose=0).shape == (2, 3)

@@ -372,19 +372,8 @@ def test_a_litert_export_serves_the_pipeline_without_tensorflow(models, tmp_path
 def official_dir(models, tmp_path, spm):
     """The Hugging Face masked LM as an official download: TF1 checkpoint, config, vocabulary.
     Returns (directory, the pretrainer)."""
-    import shutil
-
-    from albert_tf import convert, save_tf1_checkpoint
-    from albert_tf.checkpoints import hf
-
-    config = hf.config_from_hf_dir(models["mlm"])
-    model = convert.build_model("pretrainer", config)
-    hf.load_hf_checkpoint(model, models["mlm"])
     directory = tmp_path / "albert_small"
-    save_tf1_checkpoint(model, str(directory / "model.ckpt-best"))
-    config.to_json_file(str(directory / "albert_config.json"))
-    shutil.copyfile(spm, directory / "30k-clean.model")
-    return directory, model
+    return directory, hf_models.write_official_dir(str(directory), models["mlm"], spm)
 
 
 def test_an_official_directory_fills_masks_as_its_hugging_face_twin(models, tmp_path, spm):
