@@ -115,7 +115,7 @@ def is_preset_dir(path: str) -> bool:
 def read_preset(directory: str) -> Preset:
     """The preset in `directory`; one line naming the file for another architecture, a
     task this library does not read, or missing files."""
-    backbone = fileio.read_json(os.path.join(directory, "config.json"))
+    backbone = _read_object(os.path.join(directory, "config.json"))
     name = backbone.get("registered_name")
     if name != BACKBONE:
         raise UserValueError(f"{os.path.join(directory, 'config.json')}: a keras-hub preset "
@@ -124,7 +124,7 @@ def read_preset(directory: str) -> Preset:
     task_file = os.path.join(directory, "task.json")
     task, num_classes = "backbone", None
     if os.path.exists(task_file):
-        spec = fileio.read_json(task_file)
+        spec = _read_object(task_file)
         task = TASKS.get(spec.get("registered_name"))
         if task is None:
             raise UserValueError(f"{task_file}: task {spec.get('registered_name')}; this "
@@ -132,12 +132,24 @@ def read_preset(directory: str) -> Preset:
         num_classes = (spec.get("config") or {}).get("num_classes")
     arrays = backbone_arrays(_read_weights(os.path.join(directory, "model.weights.h5")), config)
     if task != "backbone":
-        head = _read_weights(os.path.join(directory, "task.weights.h5"))
-        arrays.update(head_arrays(head, task))
+        head_file = os.path.join(directory, "task.weights.h5")
+        try:
+            arrays.update(head_arrays(_read_weights(head_file), task))
+        except KeyError as missing:
+            raise UserValueError(f"{head_file}: no {missing} weights: not the {task} head of "
+                                 f"{spec.get('registered_name')}") from None
     vocabulary = os.path.join(directory, VOCABULARY)
     if not os.path.exists(vocabulary):
         raise UserFileNotFoundError(f"{vocabulary}: the preset's SentencePiece model is missing")
     return Preset(config, task, arrays, num_classes, _sequence_length(directory), vocabulary)
+
+
+def _read_object(path: str) -> Dict:
+    """A JSON file holding one object; one line naming the file otherwise."""
+    value = fileio.read_json(path)
+    if not isinstance(value, dict):
+        raise UserValueError(f"{path}: expected a JSON object, got {type(value).__name__}")
+    return value
 
 
 def config_from_keras_hub(values: Mapping) -> AlbertConfig:
@@ -259,6 +271,10 @@ def write_preset(directory: str, config: AlbertConfig, arrays: Mapping[str, np.n
     if task not in ("backbone", "classifier", "masked_lm"):
         raise UserValueError(f"task {task!r}: backbone, classifier or masked_lm")
     os.makedirs(os.path.join(directory, "assets", "tokenizer"), exist_ok=True)
+    # A backbone over an earlier task preset: that task's files would outlive it.
+    for name in ("task.json", "task.weights.h5", "preprocessor.json", "tokenizer.json"):
+        if task == "backbone" and os.path.exists(os.path.join(directory, name)):
+            os.remove(os.path.join(directory, name))
     backbone = _serialized(BACKBONE, "albert_backbone", "albert_backbone",
                            _backbone_config(config))
     files = {"config.json": backbone}

@@ -1,7 +1,7 @@
 """A Keras task's files for other runtimes: the CLI's export, and keras-hub presets.
 
     classifier.export("exported/")                          # raw-text SavedModel
-    classifier.export("exported/", formats=("saved_model", "onnx"), int8=True,
+    classifier.export("exported/", format=("saved_model", "onnx"), int8=True,
                       check_data=dev_texts)
     albert_tf.pipeline("text-classification", model="exported/")
 

@@ -95,7 +95,11 @@ def read_source(source, do_lower_case: Optional[bool] = None,
     if not os.path.exists(path):
         raise UserFileNotFoundError(f"{path}: no such file or directory")
     if path.endswith(".keras") and os.path.isfile(path):
-        model = keras.saving.load_model(path)
+        try:
+            model = keras.saving.load_model(path)
+        except (TypeError, ValueError) as error:
+            raise UserValueError(f"{path}: not a .keras file this library loads "
+                                 f"({str(error).splitlines()[0][:200]})") from None
         if not isinstance(model, Task):
             raise UserValueError(f"{path}: a {type(model).__name__}, not a task model of "
                                  "albert_tf")
@@ -105,7 +109,7 @@ def read_source(source, do_lower_case: Optional[bool] = None,
 
     if keras_hub.is_preset_dir(path):
         return _keras_hub_source(path, do_lower_case)
-    if os.path.isfile(os.path.join(path, RUN_RECORD)):
+    if _finetuning_run(path):
         return _run_source(path, do_lower_case, vocabulary_file)
     if sources.is_hf_dir(path):
         read = sources.read_huggingface(path, do_lower_case)
@@ -156,10 +160,10 @@ def _run_source(path: str, do_lower_case: Optional[bool], vocabulary_file: Optio
 
     identity = run_dir.RunIdentity.from_json(read_json(os.path.join(path, RUN_RECORD)))
     labels = identity.details.get("labels")
-    if identity.kind != run_dir.FINETUNING or "labels" not in identity.details:
-        raise UserValueError(f"{path}: a {identity.kind} run of {identity.task}; "
-                             "from_pretrained reads run_classifier.py's runs (and official-"
-                             "style pretraining directories)")
+    if not _is_classification_task(identity.task) or "labels" not in identity.details:
+        raise UserValueError(f"{path}: a run of {identity.task!r}; from_pretrained reads "
+                             "run_classifier.py's runs so far (the other families' runs: "
+                             "their exports serve through albert_tf.pipeline)")
     if not os.path.exists(os.path.join(path, "model.ckpt-best.index")):
         raise UserFileNotFoundError(f"{path}: no model.ckpt-best (the run has not finished "
                                     "its first evaluation)")
@@ -185,6 +189,29 @@ def _run_source(path: str, do_lower_case: Optional[bool], vocabulary_file: Optio
     return Source(network, "classifier", int(length), preprocessor,
                   labels=None if labels is None else [str(name) for name in labels],
                   problem_type=problem)
+
+
+def _finetuning_run(path: str) -> bool:
+    """A fine-tuning run's output directory (a pretraining run's is read as an official
+    directory: albert_config.json, vocabulary, checkpoint)."""
+    from albert_tf.fileio import read_json
+    from albert_tf.training import run_dir
+
+    record = os.path.join(path, RUN_RECORD)
+    if not os.path.isfile(record):
+        return False
+    values = read_json(record)
+    return isinstance(values, dict) and values.get("kind") == run_dir.FINETUNING
+
+
+def _is_classification_task(name: str) -> bool:
+    from albert_tf.tasks.classification import datasets
+
+    try:
+        datasets.get(name)
+    except (KeyError, ValueError):
+        return False
+    return True
 
 
 def _run_export_record(path: str) -> Optional[Dict]:
@@ -319,12 +346,13 @@ def _reuse_classifier(read: Source, preprocessor, labels, problem_type, dropout
     if problem_type == "regression" and source.num_labels != 1:
         raise UserValueError(f"problem_type='regression' but the source's head has "
                              f"{source.num_labels} outputs")
-    network = source
-    if multi != source.multi_label or dropout != source.dropout_rate:
-        network = AlbertClassifier(source.config, num_labels=source.num_labels,
-                                   dropout_rate=dropout, multi_label=multi)
-        network.build()
-        network.set_weights(source.get_weights())
+    if not 0.0 <= dropout < 1.0:
+        raise UserValueError(f"dropout must be in [0, 1), got {dropout}")
+    # A copy: the new task never shares variables with a task model it was made from.
+    network = AlbertClassifier(source.config, num_labels=source.num_labels,
+                               dropout_rate=dropout, multi_label=multi)
+    network.build()
+    network.set_weights(source.get_weights())
     return AlbertTextClassifier(network, preprocessor, labels or read.labels)
 
 

@@ -2,8 +2,8 @@
 
 The forms (x, with labels y beside it, or inside a dataset):
   a list / numpy array of texts                 ["a text", ...]
-  pairs                                         (texts_a, texts_b), or
-                                                {"text": [...], "text_pair": [...]}
+  pairs                                         (texts_a, texts_b), [(text_a, text_b),
+                                                ...] or {"text": [...], "text_pair": [...]}
   token features (no preprocessing)             {"input_ids": [B, S], "input_mask", ...}
   a tf.data.Dataset of x or (x, y)              batched or not (a dataset of single
                                                 texts is batched here, by batch_size)
@@ -30,12 +30,24 @@ def is_token_features(x) -> bool:
     return isinstance(x, dict) and "input_ids" in x
 
 
+def _is_pair_columns(x) -> bool:
+    """(texts_a, texts_b): two sequences of texts (not two texts, not rows of pairs)."""
+    return isinstance(x, (tuple, list)) and len(x) == 2 and not isinstance(
+        x[0], (str, bytes)) and not np.isscalar(x[0]) and not _is_pair_rows(x)
+
+
+def _is_pair_rows(x) -> bool:
+    """[(text_a, text_b), ...]: a list of 2-tuples of texts, one pair per row."""
+    return isinstance(x, list) and len(x) > 0 and all(
+        isinstance(row, tuple) and len(row) == 2
+        and all(isinstance(text, (str, bytes)) for text in row) for row in x)
+
+
 def num_examples(x) -> int:
     """Rows of in-memory texts (or pairs, or a dict of them, or token features)."""
     if isinstance(x, dict):
         return len(next(iter(x.values())))
-    if isinstance(x, (tuple, list)) and len(x) == 2 and not isinstance(x[0], (str, bytes)) \
-            and not np.isscalar(x[0]):
+    if _is_pair_columns(x):
         if len(x[0]) != len(x[1]):
             raise UserValueError(f"pairs: {len(x[0])} first texts but {len(x[1])} second ones")
         return len(x[0])
@@ -43,21 +55,33 @@ def num_examples(x) -> int:
 
 
 def _texts_array(x):
-    """In-memory x as numpy arrays (strings stay strings; a single str is refused)."""
+    """In-memory x as numpy arrays of str (bytes decoded as UTF-8; a single str, or a value
+    that is not a text, is refused in one line)."""
     if isinstance(x, (str, bytes)):
         raise UserValueError("x is one text: give a list of texts, e.g. [\"" + str(x)[:30] + "\"]")
     if isinstance(x, dict):
         return {key: np.asarray(value) for key, value in x.items()}
-    if isinstance(x, (tuple, list)) and len(x) == 2 and not isinstance(x[0], (str, bytes)) \
-            and not np.isscalar(x[0]):
-        return (np.asarray(x[0], dtype=object).astype(str),
-                np.asarray(x[1], dtype=object).astype(str))
-    array = np.asarray(x, dtype=object)
-    if array.ndim != 1 or not all(isinstance(t, (str, bytes)) for t in array):
-        raise UserValueError("x holds texts: a list of strings, (texts_a, texts_b) pairs, "
-                             "a dict {'text': [...], 'text_pair': [...]} or token features "
+    if _is_pair_rows(x):
+        x = ([a for a, _ in x], [b for _, b in x])
+    if _is_pair_columns(x):
+        return _strings(x[0], "the first texts"), _strings(x[1], "the second texts")
+    return _strings(x, "x")
+
+
+def _strings(values, what: str) -> np.ndarray:
+    array = np.asarray(values, dtype=object)
+    if array.ndim != 1 or not all(isinstance(t, (str, bytes, np.str_, np.bytes_))
+                                  for t in array):
+        bad = next((t for t in array.reshape(-1) if not isinstance(t, (str, bytes))), None)
+        raise UserValueError(f"{what} must be texts (strings), got {bad!r}: give a list of "
+                             "strings, (texts_a, texts_b), [(text_a, text_b), ...], a dict "
+                             "{'text': [...], 'text_pair': [...]} or token features "
                              "{'input_ids': ...}")
-    return array.astype(str)
+    try:
+        return np.array([t.decode("utf-8") if isinstance(t, bytes) else str(t)
+                         for t in array], dtype=object).astype(str)
+    except UnicodeDecodeError as error:
+        raise UserValueError(f"{what}: a bytes text is not UTF-8 ({error})") from None
 
 
 def _text_rank(spec) -> Optional[int]:
@@ -100,6 +124,11 @@ def task_dataset(task, x, y=None, batch_size: Optional[int] = None,
             dataset = dataset.shuffle(count, reshuffle_each_iteration=True)
         dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
     if needs_labels and not labelled:
+        if isinstance(x, tf.data.Dataset) and isinstance(spec, tuple) and len(spec) == 2:
+            raise UserValueError(f"{task.task_name}: a dataset of two strings is read as "
+                                 "(text_a, text_b) pairs without labels: give ((text_a, "
+                                 "text_b), label), with labels as numbers (class ids, not "
+                                 "names)")
         raise UserValueError(f"{task.task_name}: fit and evaluate need labels: fit(x=texts, "
                              "y=labels) or a dataset of (texts, labels)")
     preprocess = task.features

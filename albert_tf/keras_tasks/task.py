@@ -112,6 +112,12 @@ class Task(keras.Model):
             loss = self.default_loss()
         if metrics == "auto":
             metrics = self.default_metrics()
+        if num_train_steps is not None and int(num_train_steps) < 1:
+            raise UserValueError(f"num_train_steps must be at least 1, got {num_train_steps}")
+        if warmup_steps is not None and not 0 <= int(warmup_steps) <= (
+                num_train_steps if num_train_steps is not None else int(warmup_steps)):
+            raise UserValueError(f"warmup_steps must be in [0, num_train_steps], got "
+                                 f"{warmup_steps}")
         if isinstance(optimizer, str) and optimizer in ("auto",) + OPTIMIZERS:
             settings = dict(name="adamw" if optimizer == "auto" else optimizer,
                             learning_rate=learning_rate or self.default_learning_rate,
@@ -120,7 +126,7 @@ class Task(keras.Model):
                 # Known at fit: compile with the rate as a constant until then.
                 self._pending_optimizer = _Pending(dict(settings, loss=loss, metrics=metrics,
                                                         kwargs=kwargs))
-                optimizer = self._original_optimizer(settings, 1)
+                optimizer = self._original_optimizer(settings, max(1, int(warmup_steps or 0)))
             else:
                 self._pending_optimizer = None
                 optimizer = self._original_optimizer(settings, num_train_steps)
@@ -183,6 +189,19 @@ class Task(keras.Model):
     def predict(self, x, batch_size=None, **kwargs):
         dataset = inputs.task_dataset(self, x, None, batch_size)
         return super().predict(dataset, **kwargs)
+
+    def get_compile_config(self):
+        """Keras' compile config; while the original's optimizer waits for the first fit's
+        steps, its settings instead of the placeholder (a model saved before fit, loaded
+        and fit, gets the schedule over that fit's steps)."""
+        config = super().get_compile_config()
+        pending = getattr(self, "_pending_optimizer", None)
+        if config is None or pending is None:
+            return config
+        settings = pending.settings
+        return dict(config, optimizer=settings["name"],
+                    learning_rate=settings["learning_rate"],
+                    warmup_steps=settings["warmup_steps"])
 
     def compile_from_config(self, config):
         """Recompiles a loaded model with the optimizer, loss and metrics it was saved with

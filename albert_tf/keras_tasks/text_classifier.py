@@ -25,6 +25,7 @@ import tensorflow as tf
 
 from albert_tf.errors import UserValueError
 from albert_tf.keras_tasks import exporting
+from albert_tf.keras_tasks.metrics import PearsonCorrelation
 from albert_tf.keras_tasks.task import Task
 from albert_tf.modeling.models import AlbertClassifier
 
@@ -79,7 +80,7 @@ class AlbertTextClassifier(Task):
         if self.problem_type == "multi_label_classification":
             return [keras.metrics.BinaryAccuracy(threshold=0.0, name="binary_accuracy")]
         if self.problem_type == "regression":
-            return [keras.metrics.PearsonCorrelation(name="pearson")]
+            return [PearsonCorrelation(name="pearson")]
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
     # --- labels ------------------------------------------------------------------------------
@@ -90,8 +91,13 @@ class AlbertTextClassifier(Task):
         if len(array) != count:
             raise UserValueError(f"{count} texts but {len(array)} labels")
         if problem == "regression":
-            return _numbers(array, "regression labels are numbers (one score per text)"
-                            ).astype(np.float32).reshape(-1)
+            scores = _numbers(array, "regression labels are numbers (one score per text)")
+            if scores.ndim == 2 and scores.shape[1] == 1:
+                scores = scores[:, 0]
+            if scores.ndim != 1:
+                raise UserValueError(f"regression labels are one score per text, got shape "
+                                     f"{list(scores.shape)}")
+            return scores.astype(np.float32)
         if problem == "multi_label_classification":
             values = _numbers(array, f"multi-label labels are multi-hot rows of "
                                      f"{self.num_classes} 0/1 values")
@@ -147,13 +153,21 @@ class AlbertTextClassifier(Task):
 
     # --- serving ----------------------------------------------------------------------------
 
-    def export(self, filepath, format="saved_model", verbose=None, *, text_pair: bool = False,
-               int8: bool = False, fp16: bool = False, check_data=None, **kwargs):
+    def export(self, filepath, format="saved_model", verbose=None, input_signature=None, *,
+               text_pair: bool = False, int8: bool = False, fp16: bool = False,
+               check_data=None, **kwargs):
         """Writes run_classifier.py's export to `filepath`: a raw-text SavedModel
         (`format` "saved_model", Keras' "tf_saved_model"), and / or "onnx", "tflite"
         ("litert"), with the vocabulary and albert_tf_export.json, for `albert_tf.pipeline`
         and `python -m albert_tf.predict` (see `exporting.py`). `text_pair`: the signature
         takes (text_a, text_b). Returns {"export_dir", and the portable files' paths}."""
+        if input_signature is not None:
+            raise UserValueError("export writes the CLI's signatures (raw text and token ids); "
+                                 "it takes no input_signature")
+        unknown = sorted(set(kwargs) - {"int8_min_agreement"})
+        if unknown:
+            raise UserValueError(f"export: unknown option(s) {', '.join(unknown)} (format, "
+                                 "text_pair, int8, fp16, check_data, int8_min_agreement)")
         return exporting.export_text_classifier(
             self, filepath, format, text_pair=text_pair, int8=int8, fp16=fp16,
             check_data=check_data, **kwargs)
