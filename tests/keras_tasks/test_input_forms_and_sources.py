@@ -32,6 +32,7 @@ def test_pearson_is_over_the_whole_set_not_per_sample():
     assert float(metric.result()) == 0.0
 
 
+@pytest.mark.slow  # 22 s on AMD EPYC Zen 3: the default suite's 10 minutes
 def test_pairs_as_rows_bytes_and_non_texts(models):
     classifier = albert_tf.from_pretrained(models["sentiment"], sequence_length=24)
     columns = classifier.predict((TEXTS[:2], TEXTS[2:]), verbose=0)
