@@ -1,6 +1,7 @@
 """Analytic parameter counts (encoder + pooler), and the paper's tables next to ours.
 
-`python -m albert_tf.modeling.parameter_counts` prints the Markdown table the README carries.
+`python -m albert_tf.modeling.parameter_counts` prints the Markdown table that
+docs/parameter_counts.md carries.
 Counts are exact numbers of scalars; the paper's figures are rounded millions.
 """
 from __future__ import annotations

@@ -82,7 +82,8 @@ def test_pretrainer_head_count():
     assert heads == 768 * 128 + 128 + 256 + 30000 + 2 * 768 + 2
 
 
-def test_readme_table_is_current():
-    readme = REPO_ROOT / "README.md"
-    assert parameter_counts.markdown_table() in readme.read_text(), \
-        "README's parameter table is stale: paste `python -m albert_tf.modeling.parameter_counts`"
+def test_documented_table_is_current():
+    document = REPO_ROOT / "docs" / "parameter_counts.md"
+    assert parameter_counts.markdown_table() in document.read_text(), \
+        ("docs/parameter_counts.md's table is stale: paste "
+         "`python -m albert_tf.modeling.parameter_counts`")
