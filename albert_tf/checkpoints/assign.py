@@ -175,6 +175,27 @@ class _PlannedAssignment(NamedTuple):
     variable: object  # the model's tf.Variable
 
 
+# The original has no embedding projection when embedding_size == hidden_size; Hugging
+# Face and keras-hub checkpoints always hold one.
+PROJECTION = "bert/encoder/embedding_hidden_mapping_in"
+
+
+def drop_identity_projection(arrays: Dict[str, np.ndarray], hidden_size: int,
+                             mismatch: str) -> bool:
+    """Removes the TF1-named embedding projection from `arrays` when it is the identity (no
+    bias or a zero one), for a model whose embedding_size == hidden_size; a projection that
+    is not the identity is a CheckpointMismatchError with `mismatch`. Returns whether one
+    was removed."""
+    kernel = arrays.pop(PROJECTION + "/kernel", None)
+    bias = arrays.pop(PROJECTION + "/bias", None)
+    if kernel is None:
+        return False
+    if not (np.array_equal(kernel, np.eye(hidden_size, dtype=kernel.dtype))
+            and (bias is None or not np.any(bias))):
+        raise CheckpointMismatchError(mismatch)
+    return True
+
+
 def assign_named_arrays(model, shapes: Mapping[str, Tuple[int, ...]],
                         read: Callable[[str], np.ndarray], source: str, fmt: str,
                         init_from_group0: bool = False,

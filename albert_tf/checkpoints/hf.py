@@ -76,7 +76,6 @@ _FIXED = {
 _LEAF = {"kernel": "weight", "bias": "bias", "gamma": "weight", "beta": "bias"}
 # Parameters Hugging Face stores twice (tied) or as buffers; never model weights of their own.
 _HF_IGNORED = re.compile(r"(^|\.)position_ids$|^predictions\.decoder\.(weight|bias)$")
-PROJECTION = "bert/encoder/embedding_hidden_mapping_in"
 
 
 def tf1_to_hf_name(name: str) -> Optional[Tuple[str, bool]]:
@@ -256,15 +255,13 @@ def load_hf_checkpoint(model, directory: str,
     tensors = read_hf_tensors(directory)
     names = tf1_names.variables_for(model)
     arrays, unused, ignored = hf_to_tf1_arrays(tensors, list(names) + [
-        PROJECTION + "/kernel", PROJECTION + "/bias"] + _all_group_names(names, hf_groups))
-    if config.embedding_size == config.hidden_size and PROJECTION + "/kernel" in arrays:
-        kernel, bias = arrays.pop(PROJECTION + "/kernel"), arrays.pop(PROJECTION + "/bias", None)
-        if not (np.array_equal(kernel, np.eye(config.hidden_size, dtype=kernel.dtype))
-                and (bias is None or not np.any(bias))):
-            raise assign.CheckpointMismatchError(
-                f"{directory}: embedding_size == hidden_size == {config.hidden_size} but the "
-                "checkpoint's albert.encoder.embedding_hidden_mapping_in is not the identity; "
-                "this project (like the original) has no projection when the sizes are equal")
+        assign.PROJECTION + "/kernel", assign.PROJECTION + "/bias"] + _all_group_names(
+            names, hf_groups))
+    if config.embedding_size == config.hidden_size and assign.drop_identity_projection(
+            arrays, config.hidden_size,
+            f"{directory}: embedding_size == hidden_size == {config.hidden_size} but the "
+            "checkpoint's albert.encoder.embedding_hidden_mapping_in is not the identity; "
+            "this project (like the original) has no projection when the sizes are equal"):
         ignored.append("albert.encoder.embedding_hidden_mapping_in (identity)")
     shapes = {name: tuple(value.shape) for name, value in arrays.items()}
     report = assign.assign_named_arrays(

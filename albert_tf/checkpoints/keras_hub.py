@@ -46,6 +46,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 import numpy as np
 
 from albert_tf import fileio
+from albert_tf.checkpoints import assign
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import UserFileNotFoundError, UserValueError
 
@@ -63,7 +64,7 @@ _EMBEDDINGS = {
     "embedding": "bert/embeddings/token_type_embeddings",
 }
 _DENSE = {"layer_normalization": "bert/embeddings/LayerNorm",
-          "dense": "bert/encoder/embedding_hidden_mapping_in", "dense_1": "bert/pooler/dense"}
+          "dense": assign.PROJECTION, "dense_1": "bert/pooler/dense"}
 # Inside a transformer_encoder: keras-hub sublayer -> the original's scope.
 _BLOCK = {
     "_self_attention_layer/query_dense": "attention_1/self/query",
@@ -227,8 +228,11 @@ def backbone_arrays(weights: Mapping[str, np.ndarray], config: AlbertConfig
             elif part == _ATTENTION_OUTPUT and leaf == "kernel":
                 value = value.reshape(hidden, hidden)
             arrays[f"{scope}/{leaf}"] = value
-    if config.embedding_size == config.hidden_size:
-        _drop_identity_projection(arrays, hidden)
+    if config.embedding_size == config.hidden_size:  # keras-hub always projects E -> H
+        assign.drop_identity_projection(
+            arrays, hidden, "embedding_dim == hidden_dim but the preset's embedding "
+            "projection is not the identity; ALBERT (like the original) has no projection "
+            "when the sizes are equal")
     return arrays
 
 
@@ -247,17 +251,6 @@ def head_arrays(weights: Mapping[str, np.ndarray], task: str) -> Dict[str, np.nd
 def _leaf(layer: str, index: str) -> str:
     norm = layer.endswith("layer_norm") or layer.endswith("layer_normalization")
     return (("gamma", "beta") if norm else ("kernel", "bias"))[int(index)]
-
-
-def _drop_identity_projection(arrays: Dict[str, np.ndarray], hidden: int) -> None:
-    """keras-hub always projects E -> H; the original has no projection when E == H."""
-    scope = "bert/encoder/embedding_hidden_mapping_in"
-    kernel, bias = arrays.pop(f"{scope}/kernel", None), arrays.pop(f"{scope}/bias", None)
-    if kernel is not None and not (np.array_equal(kernel, np.eye(hidden, dtype=kernel.dtype))
-                                   and (bias is None or not np.any(bias))):
-        raise UserValueError("embedding_dim == hidden_dim but the preset's embedding "
-                             "projection is not the identity; ALBERT (like the original) "
-                             "has no projection when the sizes are equal")
 
 
 # --- writing --------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from albert_tf.keras_tasks.task import Task
 from albert_tf.keras_tasks.text_classifier import PROBLEM_TYPES, AlbertTextClassifier
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertClassifier
-from albert_tf.training.run_dir import RECORD as RUN_RECORD
+from albert_tf.training import run_dir
 
 # The pipelines' aliases.
 TASK_ALIASES = {"sentiment-analysis": "text-classification", "ner": "token-classification",
@@ -109,8 +109,9 @@ def read_source(source, do_lower_case: Optional[bool] = None,
 
     if keras_hub.is_preset_dir(path):
         return _keras_hub_source(path, do_lower_case)
-    if _finetuning_run(path):
-        return _run_source(path, do_lower_case, vocabulary_file)
+    run = run_dir.read_record(path)
+    if run is not None and run.kind == run_dir.FINETUNING:  # a pretraining run: official
+        return _run_source(path, run, do_lower_case, vocabulary_file)
     if sources.is_hf_dir(path):
         read = sources.read_huggingface(path, do_lower_case)
     elif os.path.isdir(path) and sources.has_official_config(path):
@@ -147,18 +148,15 @@ def _keras_hub_source(path: str, do_lower_case: Optional[bool]) -> Source:
     return Source(network, name, length, preprocessor)
 
 
-def _run_source(path: str, do_lower_case: Optional[bool], vocabulary_file: Optional[str]
-                ) -> Source:
+def _run_source(path: str, identity, do_lower_case: Optional[bool],
+                vocabulary_file: Optional[str]) -> Source:
     """A run_classifier.py output directory: its best weights (model.ckpt-best) in the
     classifier its record describes (albert_tf_run.json: the model and the labels); the
     vocabulary, casing, length and problem from its export (export/albert_tf_export.json),
-    else `vocabulary_file`."""
+    else `vocabulary_file`. `identity`: the run's record (`training.run_dir.RunIdentity`)."""
     from albert_tf.checkpoints import load_tf1_checkpoint
     from albert_tf.config import AlbertConfig
-    from albert_tf.fileio import read_json
-    from albert_tf.training import run_dir
 
-    identity = run_dir.RunIdentity.from_json(read_json(os.path.join(path, RUN_RECORD)))
     labels = identity.details.get("labels")
     if not _is_classification_task(identity.task) or "labels" not in identity.details:
         raise UserValueError(f"{path}: a run of {identity.task!r}; from_pretrained reads "
@@ -189,19 +187,6 @@ def _run_source(path: str, do_lower_case: Optional[bool], vocabulary_file: Optio
     return Source(network, "classifier", int(length), preprocessor,
                   labels=None if labels is None else [str(name) for name in labels],
                   problem_type=problem)
-
-
-def _finetuning_run(path: str) -> bool:
-    """A fine-tuning run's output directory (a pretraining run's is read as an official
-    directory: albert_config.json, vocabulary, checkpoint)."""
-    from albert_tf.fileio import read_json
-    from albert_tf.training import run_dir
-
-    record = os.path.join(path, RUN_RECORD)
-    if not os.path.isfile(record):
-        return False
-    values = read_json(record)
-    return isinstance(values, dict) and values.get("kind") == run_dir.FINETUNING
 
 
 def _is_classification_task(name: str) -> bool:

@@ -70,16 +70,15 @@ def _texts_array(x):
 
 def _strings(values, what: str) -> np.ndarray:
     array = np.asarray(values, dtype=object)
-    if array.ndim != 1 or not all(isinstance(t, (str, bytes, np.str_, np.bytes_))
-                                  for t in array):
+    if array.ndim != 1 or not all(isinstance(t, (str, bytes)) for t in array):
         bad = next((t for t in array.reshape(-1) if not isinstance(t, (str, bytes))), None)
         raise UserValueError(f"{what} must be texts (strings), got {bad!r}: give a list of "
                              "strings, (texts_a, texts_b), [(text_a, text_b), ...], a dict "
                              "{'text': [...], 'text_pair': [...]} or token features "
                              "{'input_ids': ...}")
     try:
-        return np.array([t.decode("utf-8") if isinstance(t, bytes) else str(t)
-                         for t in array], dtype=object).astype(str)
+        return np.array([t.decode("utf-8") if isinstance(t, bytes) else t for t in array],
+                        dtype=str)
     except UnicodeDecodeError as error:
         raise UserValueError(f"{what}: a bytes text is not UTF-8 ({error})") from None
 

@@ -114,8 +114,8 @@ class Task(keras.Model):
             metrics = self.default_metrics()
         if num_train_steps is not None and int(num_train_steps) < 1:
             raise UserValueError(f"num_train_steps must be at least 1, got {num_train_steps}")
-        if warmup_steps is not None and not 0 <= int(warmup_steps) <= (
-                num_train_steps if num_train_steps is not None else int(warmup_steps)):
+        if warmup_steps is not None and (int(warmup_steps) < 0 or (
+                num_train_steps is not None and int(warmup_steps) > int(num_train_steps))):
             raise UserValueError(f"warmup_steps must be in [0, num_train_steps], got "
                                  f"{warmup_steps}")
         if isinstance(optimizer, str) and optimizer in ("auto",) + OPTIMIZERS:
