@@ -354,11 +354,12 @@ def _backbone_weights(arrays: Mapping[str, np.ndarray], config: AlbertConfig
     """TF1-named arrays -> {keras-hub layer path: [vars]}."""
     heads, width = config.num_attention_heads, config.hidden_size // config.num_attention_heads
     layers = {layer: [arrays[scope]] for layer, scope in _EMBEDDINGS.items()}
-    layers["layer_normalization"] = _pair(arrays, _DENSE["layer_normalization"], "gamma", "beta")
-    layers["dense_1"] = _pair(arrays, _DENSE["dense_1"])
+    layers["layer_normalization"] = _pair(arrays, _DENSE["layer_normalization"],
+                                          "layer_normalization")
+    layers["dense_1"] = _pair(arrays, _DENSE["dense_1"], "dense_1")
     projection = _DENSE["dense"]
     if f"{projection}/kernel" in arrays:
-        layers["dense"] = _pair(arrays, projection)
+        layers["dense"] = _pair(arrays, projection, "dense")
     else:  # E == H: the identity keras-hub's layer needs
         layers["dense"] = [np.eye(config.hidden_size, dtype=np.float32),
                            np.zeros([config.hidden_size], np.float32)]
@@ -368,9 +369,7 @@ def _backbone_weights(arrays: Mapping[str, np.ndarray], config: AlbertConfig
             prefix = "transformer_encoder" + (f"_{block}" if block else "")
             scope = f"bert/encoder/transformer/group_{group}/inner_group_{inner}"
             for part, original in _BLOCK.items():
-                norm = part.endswith("layer_norm")
-                kernel, bias = _pair(arrays, f"{scope}/{original}",
-                                     *(("gamma", "beta") if norm else ("kernel", "bias")))
+                kernel, bias = _pair(arrays, f"{scope}/{original}", part)
                 if part in _HEADED:
                     kernel = kernel.reshape(config.hidden_size, heads, width)
                     bias = bias.reshape(heads, width)
@@ -384,15 +383,15 @@ def _head_weights(arrays: Mapping[str, np.ndarray], task: str) -> Dict[str, List
     if task == "classifier":
         return {"dense": [np.ascontiguousarray(arrays["output_weights"].T),
                           arrays["output_bias"]]}
-    layers = {layer: _pair(arrays, scope, *(("gamma", "beta") if "norm" in layer
-                                            else ("kernel", "bias")))
-              for layer, scope in _MLM_HEAD.items()}
+    layers = {layer: _pair(arrays, scope, layer) for layer, scope in _MLM_HEAD.items()}
     layers["masked_lm_head"] = [arrays["cls/predictions/output_bias"]]
     return layers
 
 
-def _pair(arrays, scope: str, first: str = "kernel", second: str = "bias"):
-    return [arrays[f"{scope}/{first}"], arrays[f"{scope}/{second}"]]
+def _pair(arrays, scope: str, layer: str) -> List[np.ndarray]:
+    """The TF1 arrays at `scope` of keras-hub `layer`'s vars 0 and 1 (kernel and bias, or a
+    LayerNorm's gamma and beta)."""
+    return [arrays[f"{scope}/{_leaf(layer, index)}"] for index in "01"]
 
 
 def _write_weights(path: str, layers: Mapping[str, List[np.ndarray]],
