@@ -116,6 +116,10 @@ def read_source(source, do_lower_case: Optional[bool] = None,
         read = sources.read_huggingface(path, do_lower_case)
     elif os.path.isdir(path) and sources.has_official_config(path):
         read = sources.read_official(path, do_lower_case)
+    elif sources.export_dir_of(path) is not None:
+        raise UserValueError(f"{path}: an export (serving files, not Keras weights): "
+                             "albert_tf.pipeline serves it; from_pretrained reads the run "
+                             "directory it was exported from, or the model it came from")
     else:
         raise UserValueError(
             f"{path}: not a model from_pretrained reads: a Hugging Face ALBERT directory "

@@ -105,7 +105,7 @@ def load_source(path: str, do_lower_case: Optional[bool] = None) -> ModelSource:
         return _huggingface_source(path, do_lower_case)
     if os.path.isdir(path) and has_official_config(path):  # also a TF-Hub module directory
         return _official_source(path, do_lower_case)
-    export_dir = _export_dir(path)
+    export_dir = export_dir_of(path)
     if export_dir is not None:
         return _export_source(export_dir, do_lower_case, None)
     raise UserValueError(
@@ -132,7 +132,7 @@ def is_hf_dir(path: str) -> bool:
         or os.path.exists(os.path.join(path, "model.safetensors.index.json")))
 
 
-def _export_dir(path: str) -> Optional[str]:
+def export_dir_of(path: str) -> Optional[str]:
     """The export directory `path` names, by its files: a directory holding an export, or a
     run directory with one in export/ (a Hugging Face or official directory never is: they
     are read first)."""

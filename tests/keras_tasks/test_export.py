@@ -77,3 +77,7 @@ def test_bad_export_requests_in_one_line(models, tmp_path):
     with pytest.raises(UserValueError, match="export format 'pdf': give one or more of"):
         classifier.export(str(tmp_path / "x"), format="pdf")
     assert not os.path.exists(tmp_path / "x")
+    classifier.export(str(tmp_path / "exported"))
+    with pytest.raises(UserValueError, match="an export \\(serving files, not Keras weights\\): "
+                                             "albert_tf.pipeline serves it"):
+        albert_tf.from_pretrained(str(tmp_path / "exported"))
