@@ -75,12 +75,10 @@ class AlbertTokenClassifier(FineTuningModel):
         logits = self.classifier(outputs["sequence_output"], training=training)
         outputs["logits"] = logits
         word_mask = self._word_mask(inputs)
-        order, lengths = words_first(word_mask)
-        word_logits = tf.gather(logits, order, batch_dims=1)
         if inputs.get("label_ids") is not None:
-            outputs.update(self._loss_terms(logits, word_logits, order, lengths, inputs))
+            outputs.update(self.loss_terms(logits, inputs["label_ids"]))
         if not training:
-            outputs["predictions"] = self._decode_words(word_logits, order, lengths, word_mask)
+            outputs["predictions"] = self.decode(logits, word_mask)
         return outputs
 
     def _word_mask(self, inputs):
@@ -90,11 +88,16 @@ class AlbertTokenClassifier(FineTuningModel):
             return tf.cast(inputs["label_ids"] >= 0, tf.int32)
         return tf.cast(inputs["input_mask"], tf.int32)
 
-    def _loss_terms(self, logits, word_logits, order, lengths, inputs) -> Dict[str, tf.Tensor]:
-        label_ids = tf.cast(inputs["label_ids"], tf.int32)
+    def loss_terms(self, logits, label_ids) -> Dict[str, tf.Tensor]:
+        """logits float [B, S, K], label_ids int [B, S] (-1: no label) -> `loss_sum`
+        float32 [B] (each row's summed cross-entropy, or its CRF negative log-likelihood
+        over its labelled words in order) and `scored` float32 [B] (its labelled words)."""
+        label_ids = tf.cast(label_ids, tf.int32)
         labelled = tf.cast(label_ids >= 0, tf.float32)
         scored = tf.reduce_sum(labelled, axis=-1)
         if self.use_crf:
+            order, lengths = words_first(tf.cast(label_ids >= 0, tf.int32))
+            word_logits = tf.gather(logits, order, batch_dims=1)
             word_labels = tf.maximum(tf.gather(label_ids, order, batch_dims=1), 0)
             loss_sum = -self.crf.log_likelihood(word_logits, word_labels, lengths)
         else:
@@ -103,7 +106,14 @@ class AlbertTokenClassifier(FineTuningModel):
             loss_sum = -tf.reduce_sum(gold * labelled, axis=-1)
         return {"loss_sum": loss_sum, "scored": scored}
 
-    def _decode_words(self, word_logits, order, lengths, word_mask):
+    def decode(self, logits, word_mask):
+        """logits float [B, S, K], word_mask int [B, S] (1 at each word's first sub-token)
+        -> int32 [B, S]: the decoded label id at word starts (the words of a row decoded
+        as one sequence: Viterbi for the CRF or under `allowed`, else argmax), -1
+        elsewhere."""
+        word_mask = tf.cast(word_mask, tf.int32)
+        order, lengths = words_first(word_mask)
+        word_logits = tf.gather(logits, order, batch_dims=1)
         if self.use_crf:
             tags, _ = self.crf.decode(word_logits, lengths, allowed=self._allowed_tensors())
         elif self.allowed is not None:
