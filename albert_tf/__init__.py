@@ -14,7 +14,7 @@ Public API:
                      (albert_tf.pipelines)
   from_pretrained    a Keras task model on raw text from any source, with compile / fit /
                      evaluate / predict / save (albert_tf.keras_tasks; docs/keras.md)
-  AlbertPreprocessor, AlbertTextClassifier
+  AlbertPreprocessor, AlbertTextClassifier, AlbertTagger
                      raw text -> token features (a Keras layer); the classifier task
 """
 from albert_tf import _lazy, _moved
@@ -37,7 +37,7 @@ _EXPORTS = {
     "save_tf1_checkpoint": "checkpoints", "from_official_dir": "checkpoints",
     "restore_for_training": "checkpoints", "pipeline": "pipelines",
     "from_pretrained": "keras_tasks", "AlbertPreprocessor": "keras_tasks",
-    "AlbertTextClassifier": "keras_tasks",
+    "AlbertTextClassifier": "keras_tasks", "AlbertTagger": "keras_tasks",
 }
 __all__ = list(_EXPORTS)
 

@@ -14,6 +14,8 @@ predict / save (keras-hub's Preprocessor + Task split, for ALBERT).
   inputs.py           what fit / evaluate / predict take, as a batched tf.data.Dataset
   task.py             Task: the base (network + preprocessor, compile defaults, raw text)
   text_classifier.py  AlbertTextClassifier: single-label, multi-label, regression
+  tagger.py           AlbertTagger: a label per word (NER), softmax or CRF
+  tagging_inputs.py   what the tagger takes: words and tags -> run_ner.py's windows
   from_pretrained.py  from_pretrained: any source -> a task model
   exporting.py        model.export(dir): the CLI's export (SavedModel, ONNX, LiteRT)
 docs/keras.md is the user's guide.
@@ -26,7 +28,8 @@ from albert_tf import _lazy
 
 _EXPORTS = {
     "AlbertPreprocessor": "preprocessor", "Task": "task",
-    "AlbertTextClassifier": "text_classifier", "from_pretrained": "from_pretrained",
+    "AlbertTextClassifier": "text_classifier", "AlbertTagger": "tagger",
+    "from_pretrained": "from_pretrained",
 }
 __all__ = list(_EXPORTS)
 

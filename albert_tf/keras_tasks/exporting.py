@@ -80,6 +80,49 @@ def export_text_classifier(task, export_dir: str, formats: Iterable[str] = ("sav
     return results
 
 
+def export_tagger(task, export_dir: str, formats: Iterable[str] = ("saved_model",), *,
+                  int8: bool = False, fp16: bool = False, check_data=None,
+                  int8_min_agreement: float = portable.DEFAULT_INT8_MIN_AGREEMENT) -> Dict:
+    """Writes an `AlbertTagger`'s export to `export_dir`: what run_ner.py's `--export_dir`
+    holds (`tasks.tagging.export`: the SavedModel of `TaggingServingModule`, the ONNX /
+    LiteRT files of `portable_model`), with the vocabulary and albert_tf_export.json.
+    check_data: sentences (words or texts) whose windows check the int8 files."""
+    from albert_tf.keras_tasks import tagging_inputs
+    from albert_tf.tasks.tagging import export as tagging_export
+
+    formats = export_formats(formats)
+    preprocessor = task.preprocessor
+    if preprocessor is None:
+        raise UserValueError("export needs the model's preprocessor (the vocabulary the "
+                             "raw-text signature tokenizes with)")
+    export_dir = os.path.normpath(export_dir)
+    results: Dict = {"export_dir": export_dir}
+    settings = dict(max_seq_length=preprocessor.sequence_length, doc_stride=task.doc_stride,
+                    do_lower_case=preprocessor.do_lower_case)
+    with tempfile.TemporaryDirectory() as vocabulary_dir:
+        path = preprocessor.write_vocabulary(vocabulary_dir)
+        sentencepiece = preprocessor.tokenizer_kind == "sentencepiece"
+        vocabulary = dict(spm_model_file=path if sentencepiece else None,
+                          vocab_file=None if sentencepiece else path)
+        if "saved_model" in formats:
+            tagging_export.export_saved_model(task.network, export_dir, task.labels,
+                                              task.tag_scheme, word_split=task.word_split,
+                                              **vocabulary, **settings)
+        portable_model = tagging_export.portable_model(task.network, task.labels,
+                                                       task.tag_scheme, **settings)
+        if set(formats) & set(portable.PORTABLE_FORMATS):
+            check = None
+            if check_data is not None:
+                sentences = tagging_inputs.sentences_of(check_data, None, task.labels,
+                                                        task.word_split)
+                check = tagging_inputs.model_features(task.windows(sentences))
+            results.update(portable.export_model_dir(
+                export_dir, portable_model, formats, int8=int8, fp16=fp16,
+                check_features=check, int8_min_agreement=int8_min_agreement, **vocabulary))
+        records.write_export_record(export_dir, portable_model.metadata, **vocabulary)
+    return results
+
+
 def _cli_objects(task, export_dir: str, formats: Sequence[str], text_pair: bool, int8: bool,
                  fp16: bool, vocabulary_file: str):
     """run_classifier.py's options and task spec for this task (a custom task)."""

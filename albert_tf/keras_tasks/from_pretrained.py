@@ -7,8 +7,8 @@ Sources:
   a keras-hub preset directory           AlbertBackbone, AlbertTextClassifier or
                                          AlbertMaskedLM (`checkpoints.keras_hub`; keras-hub
                                          need not be installed)
-  a run_classifier.py output directory   model.ckpt-best in the classifier of its
-                                         albert_tf_run.json; the vocabulary from its
+  a run_classifier.py / run_ner.py       model.ckpt-best in the model of its
+  output directory                       albert_tf_run.json; the vocabulary from its
                                          export/ (or vocabulary_file=)
   a `.keras` file of a task saved here   (or the task model object itself)
 The task is the source's head when it has one (a Hugging Face classifier is a
@@ -25,6 +25,10 @@ Options (each task's in its builder below):
                     Hugging Face's {id: name}), problem_type ("single_label_classification",
                     "multi_label_classification", "regression"; or multi_label=True),
                     dropout (on the pooled output, default 0.1 as run_classifier.py)
+  token-classification: labels (the label names, with "O"; alias id2label), tag_scheme
+                    ("iob2" or "bioes"), use_crf, constrain_decoding (default True),
+                    doc_stride (default run_ner.py's), word_split ("basic" or "characters",
+                    how a raw text becomes words), dropout (default 0.1)
 """
 from __future__ import annotations
 
@@ -36,10 +40,12 @@ import keras
 
 from albert_tf.errors import UserFileNotFoundError, UserValueError
 from albert_tf.keras_tasks.preprocessor import AlbertPreprocessor
+from albert_tf.keras_tasks.tagger import AlbertTagger
 from albert_tf.keras_tasks.task import Task
 from albert_tf.keras_tasks.text_classifier import PROBLEM_TYPES, AlbertTextClassifier
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertClassifier
+from albert_tf.modeling.token_classifier import AlbertTokenClassifier
 from albert_tf.training import run_dir
 
 # The pipelines' aliases.
@@ -67,6 +73,8 @@ class Source:
     tokenizer: object = None
     labels: Optional[List[str]] = None
     problem_type: Optional[str] = None
+    # A tagger's settings the source records: tag_scheme, doc_stride, word_split.
+    tagging: Dict = dataclasses.field(default_factory=dict)
 
     @property
     def encoder(self) -> AlbertEncoder:
@@ -154,43 +162,73 @@ def _keras_hub_source(path: str, do_lower_case: Optional[bool]) -> Source:
 
 def _run_source(path: str, identity, do_lower_case: Optional[bool],
                 vocabulary_file: Optional[str]) -> Source:
-    """A run_classifier.py output directory: its best weights (model.ckpt-best) in the
-    classifier its record describes (albert_tf_run.json: the model and the labels); the
-    vocabulary, casing, length and problem from its export (export/albert_tf_export.json),
+    """A run_classifier.py or run_ner.py output directory: its best weights
+    (model.ckpt-best) in the model its record describes (albert_tf_run.json: the model,
+    the labels, a tagger's scheme and CRF); the vocabulary, casing, length (and a
+    classifier's problem, a tagger's stride) from its export (export/albert_tf_export.json),
     else `vocabulary_file`. `identity`: the run's record (`training.run_dir.RunIdentity`)."""
     from albert_tf.checkpoints import load_tf1_checkpoint
     from albert_tf.config import AlbertConfig
 
-    labels = identity.details.get("labels")
-    if not _is_classification_task(identity.task) or "labels" not in identity.details:
+    tagging = identity.task.startswith("ner ") and "labels" in identity.details
+    if not tagging and (not _is_classification_task(identity.task)
+                        or "labels" not in identity.details):
         raise UserValueError(f"{path}: a run of {identity.task!r}; from_pretrained reads "
-                             "run_classifier.py's runs so far (the other families' runs: "
-                             "their exports serve through albert_tf.pipeline)")
+                             "run_classifier.py's and run_ner.py's runs so far (the other "
+                             "families' runs: their exports serve through albert_tf.pipeline)")
     if not os.path.exists(os.path.join(path, "model.ckpt-best.index")):
         raise UserFileNotFoundError(f"{path}: no model.ckpt-best (the run has not finished "
                                     "its first evaluation)")
-    record = _run_export_record(path)
+    record = _run_export_record(path) or {}
     vocabulary = vocabulary_file or (record and os.path.join(path, "export",
                                                              record["vocabulary_file"]))
     if not vocabulary:
         raise UserValueError(f"{path}: the run has no export/ with its vocabulary: give "
                              "vocabulary_file= (its --spm_model_file or --vocab_file)")
-    multi = bool(record and record.get("multi_label"))
-    network = AlbertClassifier(AlbertConfig(**identity.model),
-                               num_labels=1 if labels is None else len(labels),
+    config = AlbertConfig(**identity.model)
+    read = (_tagger_run(identity, config) if tagging
+            else _classifier_run(identity, config, record))
+    read.network.build()
+    load_tf1_checkpoint(read.network, os.path.join(path, "model.ckpt-best"))
+    lower = record.get("do_lower_case", True)
+    read.preprocessor = AlbertPreprocessor(vocabulary, lower if do_lower_case is None
+                                           else do_lower_case,
+                                           config.max_position_embeddings)
+    read.max_length = int(record.get("max_seq_length") or config.max_position_embeddings)
+    if tagging and record.get("doc_stride"):
+        read.tagging["doc_stride"] = int(record["doc_stride"])
+    return read
+
+
+def _classifier_run(identity, config, record: Dict) -> Source:
+    labels = identity.details.get("labels")
+    multi = bool(record.get("multi_label"))
+    network = AlbertClassifier(config, num_labels=1 if labels is None else len(labels),
                                multi_label=multi)
-    network.build()
-    load_tf1_checkpoint(network, os.path.join(path, "model.ckpt-best"))
-    lower = record.get("do_lower_case", True) if record else True
-    preprocessor = AlbertPreprocessor(vocabulary, lower if do_lower_case is None
-                                      else do_lower_case,
-                                      network.config.max_position_embeddings)
-    length = (record or {}).get("max_seq_length") or network.config.max_position_embeddings
     problem = ("regression" if labels is None else
                "multi_label_classification" if multi else "single_label_classification")
-    return Source(network, "classifier", int(length), preprocessor,
+    return Source(network, "classifier", 0,
                   labels=None if labels is None else [str(name) for name in labels],
                   problem_type=problem)
+
+
+def _tagger_run(identity, config) -> Source:
+    from albert_tf.tasks.tagging import datasets, schemes
+
+    details = identity.details
+    labels = [str(name) for name in details["labels"]]
+    scheme = str(details.get("tag_scheme") or "iob2")
+    # run_ner.py's --constrain_decoding is not recorded; its default is True.
+    network = AlbertTokenClassifier(config, num_labels=len(labels),
+                                    use_crf=bool(details.get("use_crf")),
+                                    allowed=schemes.allowed_transitions(labels, scheme))
+    task_name = identity.task.split(" ", 1)[1]
+    try:
+        word_split = datasets.get(task_name).settings["word_split"]
+    except (KeyError, ValueError):
+        word_split = "basic"
+    return Source(network, "token_classifier", 0, labels=labels,
+                  tagging={"tag_scheme": scheme, "word_split": word_split})
 
 
 def _is_classification_task(name: str) -> bool:
@@ -218,10 +256,13 @@ def _task_source(task: Task, do_lower_case: Optional[bool]) -> Source:
     if do_lower_case is not None and do_lower_case != task.preprocessor.do_lower_case:
         raise UserValueError(f"do_lower_case={do_lower_case}: this model's vocabulary was "
                              f"trained with do_lower_case={task.preprocessor.do_lower_case}")
-    name = {AlbertClassifier: "classifier"}.get(type(task.network), "model")
+    name = {AlbertClassifier: "classifier", AlbertTokenClassifier: "token_classifier"
+            }.get(type(task.network), "model")
+    tagging = {key: getattr(task, key) for key in ("tag_scheme", "doc_stride", "word_split")
+               if hasattr(task, key)}
     return Source(task.network, name, task.preprocessor.sequence_length, task.preprocessor,
                   labels=getattr(task, "labels", None),
-                  problem_type=getattr(task, "problem_type", None))
+                  problem_type=getattr(task, "problem_type", None), tagging=tagging)
 
 
 def from_pretrained(source, task: Optional[str] = None, *, sequence_length: Optional[int] = None,
@@ -345,6 +386,57 @@ def _reuse_classifier(read: Source, preprocessor, labels, problem_type, dropout
     return AlbertTextClassifier(network, preprocessor, labels or read.labels)
 
 
+def build_tagger(read: Source, preprocessor: AlbertPreprocessor, options: Dict) -> AlbertTagger:
+    """token-classification options: see the module docstring."""
+    from albert_tf.tasks.tagging import schemes
+
+    if options.get("num_labels") is not None or options.get("num_classes") is not None:
+        raise UserValueError("token-classification takes labels=[...] (the label names, "
+                             "with 'O'), not a number of labels")
+    labels = _label_names(_option(options, "labels", "id2label"))
+    scheme = options.pop("tag_scheme", None) or read.tagging.get("tag_scheme") or "iob2"
+    use_crf = options.pop("use_crf", None)
+    constrain = bool(options.pop("constrain_decoding", True))
+    doc_stride = options.pop("doc_stride", None)
+    word_split = options.pop("word_split", None) or read.tagging.get("word_split", "basic")
+    dropout = float(options.pop("dropout", 0.1))
+    _refuse_unknown(options, "token-classification")
+    source = read.network if isinstance(read.network, AlbertTokenClassifier) else None
+    same_labels = source is not None and (labels is None or len(labels) == source.num_labels)
+    labels = labels or (read.labels if same_labels else None)
+    if not labels:
+        raise UserValueError("token-classification needs labels=[...]: the label names, with "
+                             "'O' (e.g. albert_tf.tasks.tagging.schemes.labels_from(tags, "
+                             "'iob2') lists a data set's)")
+    if "O" not in labels:
+        raise UserValueError(f"the labels have no 'O' ({', '.join(labels[:6])}"
+                             f"{', ...' if len(labels) > 6 else ''}): give labels=[...] naming "
+                             "the head's outputs in order")
+    if not 0.0 <= dropout < 1.0:
+        raise UserValueError(f"dropout must be in [0, 1), got {dropout}")
+    try:
+        allowed = schemes.allowed_transitions(labels, scheme) if constrain else None
+    except ValueError as error:
+        raise UserValueError(f"token-classification: {error}") from None
+    if doc_stride is None and preprocessor.sequence_length == read.max_length:
+        doc_stride = read.tagging.get("doc_stride")
+    if use_crf is None:
+        use_crf = bool(same_labels and source.use_crf)
+    network = AlbertTokenClassifier(read.encoder.config, num_labels=len(labels),
+                                    dropout_rate=dropout, use_crf=bool(use_crf),
+                                    allowed=allowed)
+    network.build()
+    # Copies: never shares variables with the model it was made from. A head of the same
+    # labels is kept (the emissions, when a CRF is added to a softmax head, as run_ner.py's
+    # --init_checkpoint keeps them); the CRF's transitions start at 0 unless the source's.
+    network.encoder.set_weights(read.encoder.get_weights())
+    if same_labels:
+        network.classifier.set_weights(source.classifier.get_weights())
+        if network.use_crf and source.use_crf:
+            network.crf.set_weights(source.crf.get_weights())
+    return AlbertTagger(network, preprocessor, labels, scheme, doc_stride, word_split)
+
+
 def _option(options: Dict, *names):
     """The value of the first of the aliases `names` that is given (removed from
     `options`); two of them given at once are refused."""
@@ -359,4 +451,5 @@ def _option(options: Dict, *names):
 
 BUILDERS: Dict[str, Callable[[Source, AlbertPreprocessor, Dict], Task]] = {
     "text-classification": build_text_classifier,
+    "token-classification": build_tagger,
 }

@@ -1,5 +1,8 @@
 """Keras metrics the tasks' `compile()` defaults use where Keras has none that fits.
 
+`WordAccuracy`: a tagger's accuracy over labelled words only (Keras' accuracies count every
+position, padding and later sub-tokens included).
+
 `PearsonCorrelation`: Pearson's r of predictions and labels over everything seen since the
 last reset (a whole evaluation set, as run_classifier.py's STS-B metric computes it), from
 running float64 sums. Keras' own `PearsonCorrelation` correlates along the last axis of
@@ -46,3 +49,33 @@ class PearsonCorrelation(keras.metrics.Metric):
     def reset_state(self):
         for variable in self._sums.values():
             variable.assign(0.0)
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class WordAccuracy(keras.metrics.Metric):
+    """The share of labelled words whose highest logit is the gold label: labels int
+    [B, S] (-1 at positions without a label: sub-tokens after a word's first, padding),
+    logits [B, S, K]. Per word, not decoded (the tagger's `score` reads the decoded tags
+    into entities)."""
+
+    def __init__(self, name: str = "word_accuracy", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.correct = self.add_variable((), initializer="zeros", dtype="float64",
+                                         name="correct")
+        self.total = self.add_variable((), initializer="zeros", dtype="float64", name="total")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        if sample_weight is not None:
+            raise ValueError("WordAccuracy takes no sample weights")
+        labels = ops.cast(y_true, "int32")
+        labelled = ops.cast(labels >= 0, "float64")
+        hits = ops.cast(ops.cast(ops.argmax(y_pred, axis=-1), "int32") == labels, "float64")
+        self.correct.assign_add(ops.sum(hits * labelled))
+        self.total.assign_add(ops.sum(labelled))
+
+    def result(self):
+        return ops.cast(self.correct / ops.maximum(self.total, 1.0), "float32")
+
+    def reset_state(self):
+        self.correct.assign(0.0)
+        self.total.assign(0.0)

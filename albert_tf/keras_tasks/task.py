@@ -36,7 +36,9 @@ class Task(keras.Model):
     """Base of the raw-text Keras tasks (see the module docstring). A subclass sets
     `task_name` (the pipeline's name), `default_learning_rate`, and implements `call`,
     `default_loss`, `default_metrics`, `prepare_labels`, `check_label_spec` and, where the
-    labels need it, `labels_in_graph`."""
+    labels need it, `labels_in_graph`. A task whose loss needs the model's own variables
+    (a CRF's transitions) returns None from `default_loss` and implements `task_loss`; a
+    task whose examples are not one row each overrides `dataset`."""
 
     task_name = "task"
     default_learning_rate = 5e-5  # run_classifier.py's --learning_rate
@@ -48,6 +50,7 @@ class Task(keras.Model):
         self.network = network
         self.preprocessor = preprocessor
         self._pending_optimizer: Optional[Dict] = None
+        self._task_loss_in_use = False
         if preprocessor is not None:
             positions = network.config.max_position_embeddings
             if preprocessor.sequence_length > positions:
@@ -86,6 +89,17 @@ class Task(keras.Model):
     def labels_in_graph(self, labels):
         return labels
 
+    def task_loss(self, y, y_pred):
+        """The default loss when `default_loss` is None: a scalar from the batch's labels
+        and the model's outputs."""
+        raise NotImplementedError
+
+    def dataset(self, x, y=None, batch_size: Optional[int] = None, needs_labels: bool = False,
+                shuffle: bool = False) -> tf.data.Dataset:
+        """x (and y) as the batched dataset fit / evaluate / predict run on (`inputs.py`)."""
+        return inputs.task_dataset(self, x, y, batch_size, needs_labels=needs_labels,
+                                   shuffle=shuffle)
+
     # --- raw text ---------------------------------------------------------------------------
 
     def features(self, x):
@@ -110,6 +124,9 @@ class Task(keras.Model):
         `warmup_proportion` of the steps)."""
         if loss == "auto":
             loss = self.default_loss()
+            self._task_loss_in_use = loss is None
+        else:
+            self._task_loss_in_use = False
         if metrics == "auto":
             metrics = self.default_metrics()
         if num_train_steps is not None and int(num_train_steps) < 1:
@@ -173,28 +190,38 @@ class Task(keras.Model):
         """Keras' fit on texts and labels (see `inputs.py` for the forms). In-memory data is
         shuffled each epoch unless shuffle=False (Keras' default); a dataset is read as it
         is (shuffle it yourself, as Keras asks)."""
-        dataset = inputs.task_dataset(self, x, y, batch_size, needs_labels=True,
-                                      shuffle=bool(shuffle))
+        dataset = self.dataset(x, y, batch_size, needs_labels=True, shuffle=bool(shuffle))
         if validation_data is not None:
-            validation_data = inputs.task_dataset(
-                self, *_split_xy(validation_data), batch_size, needs_labels=True)
+            validation_data = self.dataset(*_split_xy(validation_data), batch_size,
+                                           needs_labels=True)
         self._schedule_steps(dataset, epochs, steps_per_epoch)
         return super().fit(dataset, epochs=epochs, validation_data=validation_data,
                            steps_per_epoch=steps_per_epoch, shuffle=False, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, **kwargs):
-        dataset = inputs.task_dataset(self, x, y, batch_size, needs_labels=True)
+        dataset = self.dataset(x, y, batch_size, needs_labels=True)
         return super().evaluate(dataset, **kwargs)
 
     def predict(self, x, batch_size=None, **kwargs):
-        dataset = inputs.task_dataset(self, x, None, batch_size)
+        dataset = self.dataset(x, None, batch_size)
         return super().predict(dataset, **kwargs)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """Keras' loss, or the task's own (`task_loss`) when compile chose it."""
+        if not self._task_loss_in_use:
+            return super().compute_loss(x, y, y_pred, sample_weight, training)
+        total = self.task_loss(y, y_pred)
+        for loss in self.losses:
+            total = total + self._aggregate_additional_loss(loss)
+        return total
 
     def get_compile_config(self):
         """Keras' compile config; while the original's optimizer waits for the first fit's
         steps, its settings instead of the placeholder (a model saved before fit, loaded
         and fit, gets the schedule over that fit's steps)."""
         config = super().get_compile_config()
+        if config is not None and self._task_loss_in_use:
+            config = dict(config, loss="auto")
         pending = getattr(self, "_pending_optimizer", None)
         if config is None or pending is None:
             return config

@@ -74,12 +74,16 @@ class AlbertTokenClassifier(FineTuningModel):
         outputs = dict(self.encoder(inputs, training=training))
         logits = self.classifier(outputs["sequence_output"], training=training)
         outputs["logits"] = logits
-        word_mask = self._word_mask(inputs)
         if inputs.get("label_ids") is not None:
             outputs.update(self.loss_terms(logits, inputs["label_ids"]))
         if not training:
-            outputs["predictions"] = self.decode(logits, word_mask)
+            outputs["predictions"] = self.decode(logits, self._word_mask(inputs))
         return outputs
+
+    def logits(self, inputs: Dict, training=False):
+        """The encoder's token features -> logits [B, S, K] alone (no decoding)."""
+        sequence = self.encoder(inputs, training=training)["sequence_output"]
+        return self.classifier(sequence, training=training)
 
     def _word_mask(self, inputs):
         if inputs.get("word_mask") is not None:
