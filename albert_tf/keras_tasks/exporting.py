@@ -40,6 +40,17 @@ def export_formats(formats) -> Tuple[str, ...]:
     return tuple(dict.fromkeys(FORMAT_NAMES[name] for name in names))
 
 
+def check_arguments(input_signature, options: Dict, signatures: str, names: str) -> None:
+    """Refuses what Keras' `export` takes and the CLI's export does not: an input
+    signature (`signatures`: what the export's are), options other than `names`."""
+    if input_signature is not None:
+        raise UserValueError(f"export writes the CLI's signatures ({signatures}); it takes no "
+                             "input_signature")
+    unknown = sorted(set(options) - {"int8_min_agreement"})
+    if unknown:
+        raise UserValueError(f"export: unknown option(s) {', '.join(unknown)} ({names})")
+
+
 def export_text_classifier(task, export_dir: str, formats: Iterable[str] = ("saved_model",),
                            *, text_pair: bool = False, int8: bool = False, fp16: bool = False,
                            check_data=None,

@@ -194,13 +194,8 @@ class AlbertTagger(Task):
         the portable files' paths}."""
         from albert_tf.keras_tasks import exporting
 
-        if input_signature is not None:
-            raise UserValueError("export writes the CLI's signatures (raw text, words and "
-                                 "token ids); it takes no input_signature")
-        unknown = sorted(set(kwargs) - {"int8_min_agreement"})
-        if unknown:
-            raise UserValueError(f"export: unknown option(s) {', '.join(unknown)} (format, "
-                                 "int8, fp16, check_data, int8_min_agreement)")
+        exporting.check_arguments(input_signature, kwargs, "raw text, words and token ids",
+                                  "format, int8, fp16, check_data, int8_min_agreement")
         return exporting.export_tagger(self, filepath, format, int8=int8, fp16=fp16,
                                        check_data=check_data, **kwargs)
 

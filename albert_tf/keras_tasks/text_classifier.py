@@ -161,13 +161,9 @@ class AlbertTextClassifier(Task):
         ("litert"), with the vocabulary and albert_tf_export.json, for `albert_tf.pipeline`
         and `python -m albert_tf.predict` (see `exporting.py`). `text_pair`: the signature
         takes (text_a, text_b). Returns {"export_dir", and the portable files' paths}."""
-        if input_signature is not None:
-            raise UserValueError("export writes the CLI's signatures (raw text and token ids); "
-                                 "it takes no input_signature")
-        unknown = sorted(set(kwargs) - {"int8_min_agreement"})
-        if unknown:
-            raise UserValueError(f"export: unknown option(s) {', '.join(unknown)} (format, "
-                                 "text_pair, int8, fp16, check_data, int8_min_agreement)")
+        exporting.check_arguments(input_signature, kwargs, "raw text and token ids",
+                                  "format, text_pair, int8, fp16, check_data, "
+                                  "int8_min_agreement")
         return exporting.export_text_classifier(
             self, filepath, format, text_pair=text_pair, int8=int8, fp16=fp16,
             check_data=check_data, **kwargs)
