@@ -139,7 +139,8 @@ class AlbertTagger(Task):
         if needs_labels and y is None:
             raise UserValueError("token-classification: fit and evaluate need tags: "
                                  "fit(x=sentences, y=tags), one tag per word")
-        sentences = tagging_inputs.sentences_of(x, y, self.labels, self.word_split)
+        sentences = tagging_inputs.sentences_of(x, y, self.labels, self.word_split,
+                                                 self.tag_scheme)
         return tagging_inputs.window_dataset(self.windows(sentences), y is not None,
                                              batch_size or DEFAULT_BATCH_SIZE, shuffle)
 
@@ -171,7 +172,8 @@ class AlbertTagger(Task):
         """run_ner.py's evaluation of the predictions against the tags y: entity
         `precision`, `recall`, `f1` (micro; conlleval's chunks, as seqeval's default),
         `token_accuracy`, and `precision_X` / `recall_X` / `f1_X` per entity type X."""
-        sentences = tagging_inputs.sentences_of(x, y, self.labels, self.word_split)
+        sentences = tagging_inputs.sentences_of(x, y, self.labels, self.word_split,
+                                                 self.tag_scheme)
         predicted = self.predict_tags([s.words for s in sentences], batch_size, **kwargs)
         gold = [schemes.convert(s.tags, self.tag_scheme, "iob2") for s in sentences]
         found = metrics.entity_scores(gold, [schemes.repair(schemes.convert(

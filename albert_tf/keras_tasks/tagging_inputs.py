@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.errors import UserValueError
-from albert_tf.tasks.tagging import features, readers
+from albert_tf.tasks.tagging import features, readers, schemes
 from albert_tf.tasks.tagging.readers import TaggedSentence
 
 WORD_SPLITS = ("basic", "characters")
@@ -38,9 +38,10 @@ def split_words(text: str, word_split: str = "basic") -> List[str]:
     return [text[start:end] for start, end in readers.split_words(text)]
 
 
-def sentences_of(x, y, labels: Sequence[str], word_split: str) -> List[TaggedSentence]:
-    """x (and y) as `TaggedSentence`s, tags as label names; one line naming the sentence
-    otherwise."""
+def sentences_of(x, y, labels: Sequence[str], word_split: str,
+                 scheme: str = "iob2") -> List[TaggedSentence]:
+    """x (and y) as `TaggedSentence`s, tags as label names valid in `scheme`; one line
+    naming the sentence otherwise."""
     if isinstance(x, tf.data.Dataset):
         raise UserValueError("token-classification takes sentences in memory (lists of words "
                              "and of tags): its windows are made in Python, as "
@@ -55,7 +56,7 @@ def sentences_of(x, y, labels: Sequence[str], word_split: str) -> List[TaggedSen
         raise UserValueError(f"{len(words)} sentences but "
                              f"{'a string' if isinstance(y, (str, bytes)) else len(y)} tag "
                              "lists: give one list of tags per sentence")
-    return [TaggedSentence(w, _tags(tags, len(w), index, labels), f"sentence {index}")
+    return [TaggedSentence(w, _tags(tags, len(w), index, labels, scheme), f"sentence {index}")
             for index, (w, tags) in enumerate(zip(words, y))]
 
 
@@ -81,7 +82,7 @@ def _utf8(value: bytes, index: int) -> str:
         raise UserValueError(f"sentence {index}: bytes that are not UTF-8 ({error})") from None
 
 
-def _tags(tags, count: int, index: int, labels: Sequence[str]) -> List[str]:
+def _tags(tags, count: int, index: int, labels: Sequence[str], scheme: str) -> List[str]:
     if isinstance(tags, (str, bytes)) or not isinstance(tags, (list, tuple, np.ndarray)):
         raise UserValueError(f"sentence {index}: tags are a list, one per word, got "
                              f"{type(tags).__name__}")
@@ -102,6 +103,15 @@ def _tags(tags, count: int, index: int, labels: Sequence[str]) -> List[str]:
             raise UserValueError(f"sentence {index}: tag {tag!r} is not one of the tagger's "
                                  f"labels ({', '.join(labels)})")
         names.append(tag)
+    if not schemes.is_valid(names, scheme):
+        # run_ner.py converts a file's scheme and repairs it, with a log line; a caller's
+        # tags are taken as given, so a sequence the decoder can never produce is refused.
+        fixed = schemes.repair(names, scheme)[0]
+        at = next(i for i, (a, b) in enumerate(zip(names, fixed)) if a != b)
+        raise UserValueError(
+            f"sentence {index}: tag {names[at]!r} at word {at} is not valid {scheme} (IOB1 "
+            f"tags?): convert with albert_tf.tasks.tagging.schemes.convert(tags, 'iob1', "
+            f"'{scheme}'), or repair with schemes.repair(tags, '{scheme}')")
     return names
 
 

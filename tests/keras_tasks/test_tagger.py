@@ -274,6 +274,9 @@ def test_bad_input_gets_one_line(tagger, ner_dir, tmp_path, official_spm):
         tagger.fit(WORDS, [TAGS[0], ["O", "O"]], verbose=0)
     with pytest.raises(UserValueError, match="sentence 0: tag 'B-MISC' is not one of"):
         tagger.fit([["Bonn"]], [["B-MISC"]], verbose=0)
+    with pytest.raises(UserValueError, match="sentence 0: tag 'I-PER' at word 0 is not valid "
+                                             "iob2 \\(IOB1 tags\\?\\): convert with"):
+        tagger.fit([["Peter", "Blackburn"]], [["I-PER", "I-PER"]], verbose=0)
     with pytest.raises(UserValueError, match="label id 9 is outside 0..6"):
         tagger.fit([["Bonn"]], [[9]], verbose=0)
     with pytest.raises(UserValueError, match="2 sentences but 1 tag lists"):
