@@ -199,6 +199,9 @@ class Task(keras.Model):
                            steps_per_epoch=steps_per_epoch, shuffle=False, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, **kwargs):
+        if kwargs.get("_use_cached_eval_dataset"):
+            # fit's validation: the dataset fit made of validation_data is already cached.
+            return super().evaluate(x, y, batch_size=batch_size, **kwargs)
         dataset = self.dataset(x, y, batch_size, needs_labels=True)
         return super().evaluate(dataset, **kwargs)
 

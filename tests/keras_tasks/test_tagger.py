@@ -200,9 +200,12 @@ def test_fit_learns_and_a_saved_tagger_predicts_the_same(ner_dir, tmp_path, use_
     tagger = albert_tf.from_pretrained(ner_dir, "ner", labels=NER_LABELS, use_crf=use_crf,
                                        tag_scheme="iob2", sequence_length=16, dropout=0.0)
     tagger.compile(learning_rate=3e-3)
-    history = tagger.fit(WORDS * 4, TAGS * 4, batch_size=4, epochs=4, verbose=0).history
+    history = tagger.fit(WORDS * 4, TAGS * 4, batch_size=4, epochs=4, verbose=0,
+                         validation_data=(WORDS, TAGS)).history
     assert history["loss"][-1] < 0.5 * history["loss"][0]
-    assert set(history) == {"loss", "word_accuracy"}
+    assert set(history) == {"loss", "word_accuracy", "val_loss", "val_word_accuracy"}
+    assert history["val_loss"][-1] == pytest.approx(
+        tagger.evaluate(WORDS, TAGS, verbose=0, return_dict=True)["loss"], rel=1e-5)
     path = str(tmp_path / "tagger.keras")
     tagger.save(path)
     loaded = keras.saving.load_model(path)
