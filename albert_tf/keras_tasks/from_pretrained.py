@@ -213,15 +213,15 @@ def _classifier_run(identity, config, record: Dict) -> Source:
 
 
 def _tagger_run(identity, config) -> Source:
-    from albert_tf.tasks.tagging import datasets, schemes
+    from albert_tf.tasks.tagging import datasets
 
     details = identity.details
     labels = [str(name) for name in details["labels"]]
     scheme = str(details.get("tag_scheme") or "iob2")
-    # run_ner.py's --constrain_decoding is not recorded; its default is True.
+    # The builder constrains decoding (constrain_decoding=True): run_ner.py's
+    # --constrain_decoding is not recorded, and True is its default.
     network = AlbertTokenClassifier(config, num_labels=len(labels),
-                                    use_crf=bool(details.get("use_crf")),
-                                    allowed=schemes.allowed_transitions(labels, scheme))
+                                    use_crf=bool(details.get("use_crf")))
     task_name = identity.task.split(" ", 1)[1]
     try:
         word_split = datasets.get(task_name).settings["word_split"]
