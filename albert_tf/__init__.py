@@ -14,7 +14,7 @@ Public API:
                      (albert_tf.pipelines)
   from_pretrained    a Keras task model on raw text from any source, with compile / fit /
                      evaluate / predict / save (albert_tf.keras_tasks; docs/keras.md)
-  AlbertPreprocessor, AlbertTextClassifier, AlbertTagger
+  AlbertPreprocessor, AlbertTextClassifier, AlbertTagger, AlbertMultipleChoiceTask
                      raw text -> token features (a Keras layer); the classifier task
 """
 from albert_tf import _lazy, _moved
@@ -38,6 +38,7 @@ _EXPORTS = {
     "restore_for_training": "checkpoints", "pipeline": "pipelines",
     "from_pretrained": "keras_tasks", "AlbertPreprocessor": "keras_tasks",
     "AlbertTextClassifier": "keras_tasks", "AlbertTagger": "keras_tasks",
+    "AlbertMultipleChoiceTask": "keras_tasks",
 }
 __all__ = list(_EXPORTS)
 

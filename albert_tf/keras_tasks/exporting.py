@@ -102,19 +102,13 @@ def export_tagger(task, export_dir: str, formats: Iterable[str] = ("saved_model"
     from albert_tf.tasks.tagging import export as tagging_export
 
     formats = export_formats(formats)
-    preprocessor = task.preprocessor
-    if preprocessor is None:
-        raise UserValueError("export needs the model's preprocessor (the vocabulary the "
-                             "raw-text signature tokenizes with)")
+    preprocessor = _require_preprocessor(task)
     export_dir = os.path.normpath(export_dir)
     results: Dict = {"export_dir": export_dir}
     settings = dict(max_seq_length=preprocessor.sequence_length, doc_stride=task.doc_stride,
                     do_lower_case=preprocessor.do_lower_case)
     with tempfile.TemporaryDirectory() as vocabulary_dir:
-        path = preprocessor.write_vocabulary(vocabulary_dir)
-        sentencepiece = preprocessor.tokenizer_kind == "sentencepiece"
-        vocabulary = dict(spm_model_file=path if sentencepiece else None,
-                          vocab_file=None if sentencepiece else path)
+        vocabulary = _vocabulary_files(preprocessor, vocabulary_dir)
         if "saved_model" in formats:
             tagging_export.export_saved_model(task.network, export_dir, task.labels,
                                               task.tag_scheme, word_split=task.word_split,
@@ -132,6 +126,56 @@ def export_tagger(task, export_dir: str, formats: Iterable[str] = ("saved_model"
                 check_features=check, int8_min_agreement=int8_min_agreement, **vocabulary))
         records.write_export_record(export_dir, portable_model.metadata, **vocabulary)
     return results
+
+
+def export_multiple_choice(task, export_dir: str, formats: Iterable[str] = ("saved_model",),
+                           *, int8: bool = False, fp16: bool = False, check_data=None,
+                           int8_min_agreement: float = portable.DEFAULT_INT8_MIN_AGREEMENT
+                           ) -> Dict:
+    """Writes an `AlbertMultipleChoiceTask`'s export to `export_dir`: what run_race.py's
+    `--export_dir` holds (`tasks.multiple_choice.export`: the raw-text SavedModel and the
+    ONNX / LiteRT files of `portable_model`), with the vocabulary and
+    albert_tf_export.json. check_data: questions whose rows check the int8 files."""
+    from albert_tf.keras_tasks import choice_inputs
+    from albert_tf.tasks.multiple_choice import export as race_export
+
+    formats = export_formats(formats)
+    preprocessor = _require_preprocessor(task)
+    export_dir = os.path.normpath(export_dir)
+    results: Dict = {"export_dir": export_dir}
+    settings = dict(max_seq_length=preprocessor.sequence_length,
+                    max_qa_length=task.max_qa_length, do_lower_case=preprocessor.do_lower_case)
+    with tempfile.TemporaryDirectory() as vocabulary_dir:
+        vocabulary = _vocabulary_files(preprocessor, vocabulary_dir)
+        if "saved_model" in formats:
+            race_export.export_saved_model(task.network, export_dir, **vocabulary, **settings)
+        portable_model = race_export.portable_model(task.network, "race", **settings)
+        if set(formats) & set(portable.PORTABLE_FORMATS):
+            check = None
+            if check_data is not None:
+                arrays = task.packed(check_data)
+                check = {name: arrays[name] for name in choice_inputs.TOKEN_FEATURES}
+            results.update(portable.export_model_dir(
+                export_dir, portable_model, formats, int8=int8, fp16=fp16,
+                check_features=check, int8_min_agreement=int8_min_agreement, **vocabulary))
+        records.write_export_record(export_dir, portable_model.metadata, **vocabulary)
+    return results
+
+
+def _require_preprocessor(task):
+    if task.preprocessor is None:
+        raise UserValueError("export needs the model's preprocessor (the vocabulary the "
+                             "raw-text signature tokenizes with)")
+    return task.preprocessor
+
+
+def _vocabulary_files(preprocessor, directory: str) -> Dict:
+    """{"spm_model_file", "vocab_file"}: the preprocessor's vocabulary written into
+    `directory`, under the CLI's option names (one of them None)."""
+    path = preprocessor.write_vocabulary(directory)
+    sentencepiece = preprocessor.tokenizer_kind == "sentencepiece"
+    return dict(spm_model_file=path if sentencepiece else None,
+                vocab_file=None if sentencepiece else path)
 
 
 def _cli_objects(task, export_dir: str, formats: Sequence[str], text_pair: bool, int8: bool,

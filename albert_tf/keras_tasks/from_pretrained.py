@@ -29,6 +29,7 @@ Options (each task's in its builder below):
                     ("iob2" or "bioes"), use_crf, constrain_decoding (default True),
                     doc_stride (default run_ner.py's), word_split ("basic" or "characters",
                     how a raw text becomes words), dropout (default 0.1)
+  multiple-choice:  max_qa_length (default run_race.py's), dropout (default 0.1)
 """
 from __future__ import annotations
 
@@ -39,12 +40,13 @@ from typing import Callable, Dict, List, Optional
 import keras
 
 from albert_tf.errors import UserFileNotFoundError, UserValueError
+from albert_tf.keras_tasks.multiple_choice import AlbertMultipleChoiceTask
 from albert_tf.keras_tasks.preprocessor import AlbertPreprocessor
 from albert_tf.keras_tasks.tagger import AlbertTagger
 from albert_tf.keras_tasks.task import Task
 from albert_tf.keras_tasks.text_classifier import PROBLEM_TYPES, AlbertTextClassifier
 from albert_tf.modeling.encoder import AlbertEncoder
-from albert_tf.modeling.models import AlbertClassifier
+from albert_tf.modeling.models import AlbertClassifier, AlbertMultipleChoice
 from albert_tf.modeling.token_classifier import AlbertTokenClassifier
 from albert_tf.training import run_dir
 
@@ -256,8 +258,8 @@ def _task_source(task: Task, do_lower_case: Optional[bool]) -> Source:
     if do_lower_case is not None and do_lower_case != task.preprocessor.do_lower_case:
         raise UserValueError(f"do_lower_case={do_lower_case}: this model's vocabulary was "
                              f"trained with do_lower_case={task.preprocessor.do_lower_case}")
-    name = {AlbertClassifier: "classifier", AlbertTokenClassifier: "token_classifier"
-            }.get(type(task.network), "model")
+    name = {AlbertClassifier: "classifier", AlbertTokenClassifier: "token_classifier",
+            AlbertMultipleChoice: "multiple_choice"}.get(type(task.network), "model")
     tagging = {key: getattr(task, key) for key in ("tag_scheme", "doc_stride", "word_split")
                if hasattr(task, key)}
     return Source(task.network, name, task.preprocessor.sequence_length, task.preprocessor,
@@ -437,6 +439,24 @@ def build_tagger(read: Source, preprocessor: AlbertPreprocessor, options: Dict) 
     return AlbertTagger(network, preprocessor, labels, scheme, doc_stride, word_split)
 
 
+def build_multiple_choice(read: Source, preprocessor: AlbertPreprocessor,
+                          options: Dict) -> AlbertMultipleChoiceTask:
+    """multiple-choice options: see the module docstring."""
+    max_qa_length = options.pop("max_qa_length", None)
+    dropout = float(options.pop("dropout", 0.1))
+    _refuse_unknown(options, "multiple-choice")
+    if not 0.0 <= dropout < 1.0:
+        raise UserValueError(f"dropout must be in [0, 1), got {dropout}")
+    network = AlbertMultipleChoice(read.encoder.config, num_choices=4, dropout_rate=dropout)
+    network.build()
+    # A copy: never shares variables with the model it was made from.
+    if isinstance(read.network, AlbertMultipleChoice):
+        network.set_weights(read.network.get_weights())
+    else:
+        network.encoder.set_weights(read.encoder.get_weights())
+    return AlbertMultipleChoiceTask(network, preprocessor, max_qa_length)
+
+
 def _option(options: Dict, *names):
     """The value of the first of the aliases `names` that is given (removed from
     `options`); two of them given at once are refused."""
@@ -452,4 +472,5 @@ def _option(options: Dict, *names):
 BUILDERS: Dict[str, Callable[[Source, AlbertPreprocessor, Dict], Task]] = {
     "text-classification": build_text_classifier,
     "token-classification": build_tagger,
+    "multiple-choice": build_multiple_choice,
 }

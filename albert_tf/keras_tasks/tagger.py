@@ -23,8 +23,6 @@ sentence, -1 past a sentence's end); `predict_tags` the label names.
 """
 from __future__ import annotations
 
-import functools
-import tempfile
 from typing import Dict, List, Optional, Sequence
 
 import keras
@@ -111,24 +109,6 @@ class AlbertTagger(Task):
         return [WordAccuracy(name="word_accuracy")]
 
     # --- data ------------------------------------------------------------------------------
-
-    @functools.cached_property
-    def python_tokenizer(self):
-        """The preprocessor's vocabulary and casing as the Python tokenizer run_ner.py
-        makes its windows with."""
-        from albert_tf import tokenization
-
-        if self.preprocessor is None:
-            raise UserValueError("AlbertTagger has no preprocessor: it needs the vocabulary "
-                                 "to make windows")
-        preprocessor = self.preprocessor
-        with tempfile.TemporaryDirectory() as directory:
-            path = preprocessor.write_vocabulary(directory)
-            sentencepiece = preprocessor.tokenizer_kind == "sentencepiece"
-            return tokenization.load_tokenizer(
-                vocab_file=None if sentencepiece else path,
-                spm_model_file=path if sentencepiece else None,
-                do_lower_case=preprocessor.do_lower_case)
 
     def windows(self, sentences) -> Dict[str, np.ndarray]:
         """run_ner.py's windows of `sentences` (see `tagging_inputs.windows`)."""

@@ -18,6 +18,8 @@ Any Keras optimizer, loss or metric can be given instead.
 """
 from __future__ import annotations
 
+import functools
+import tempfile
 from typing import Dict, Optional
 
 import keras
@@ -101,6 +103,24 @@ class Task(keras.Model):
                                    shuffle=shuffle)
 
     # --- raw text ---------------------------------------------------------------------------
+
+    @functools.cached_property
+    def python_tokenizer(self):
+        """The preprocessor's vocabulary and casing as the CLI's Python tokenizer (what the
+        tasks whose rows are made in Python, as their CLI makes them, tokenize with)."""
+        from albert_tf import tokenization
+
+        if self.preprocessor is None:
+            raise UserValueError(f"{type(self).__name__} has no preprocessor: it needs the "
+                                 "vocabulary")
+        preprocessor = self.preprocessor
+        with tempfile.TemporaryDirectory() as directory:
+            path = preprocessor.write_vocabulary(directory)
+            sentencepiece = preprocessor.tokenizer_kind == "sentencepiece"
+            return tokenization.load_tokenizer(
+                vocab_file=None if sentencepiece else path,
+                spm_model_file=path if sentencepiece else None,
+                do_lower_case=preprocessor.do_lower_case)
 
     def features(self, x):
         """x (texts, pairs or token features) -> token features: what the model is called on."""

@@ -1,0 +1,136 @@
+"""`AlbertMultipleChoiceTask`: fit on RACE questions leaves run_race.py's weights; its rows
+are the CLI's; `.keras` round trips; the export answers as the task predicts; bad input gets
+one line."""
+import shutil
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import albert_tf
+from albert_tf.errors import UserValueError
+from albert_tf.tasks.multiple_choice import race
+from albert_tf.tasks.multiple_choice.job import MultipleChoiceJob, MultipleChoiceOptions
+from tests.helpers.hf_models import small_config, write_hf_dir
+
+STEPS, BATCH, LENGTH, QA_LENGTH = 3, 4, 64, 24
+QUESTIONS = {"article": ["Tom has a red ball. He plays with it every day.",
+                         "The sun rises in the east and sets in the west."],
+             "question": ["What colour is Tom's ball?", "The sun rises in the _ ."],
+             "options": [["red", "blue", "green", "black"], ["west", "east", "north", "south"]]}
+
+
+@pytest.fixture(scope="module")
+def mc_dir(tmp_path_factory, official_spm):
+    return write_hf_dir(str(tmp_path_factory.mktemp("hf") / "mc"), "multiple_choice",
+                        official_spm, seed=8)
+
+
+@pytest.fixture(scope="module")
+def chooser(mc_dir):
+    return albert_tf.from_pretrained(mc_dir, sequence_length=LENGTH)
+
+
+def race_dir(tmp_path, shared_data):
+    source = shared_data / "race" / "RACE" / "train"
+    if not source.exists():
+        pytest.skip(f"{source} not found (shared RACE samples)")
+    root = tmp_path / "race"
+    shutil.copytree(source, root / "RACE" / "train")
+    return root
+
+
+def test_fit_leaves_the_cli_weights(tmp_path, shared_data, official_spm, mc_dir):
+    """After the same 3 steps on the same batches (the original's AdamW, warmup and decay,
+    clipping at 1.0; dropout 0), every weight is run_race.py's."""
+    data = race_dir(tmp_path, shared_data)
+    options = MultipleChoiceOptions(
+        task_name="race", data_dir=str(data), spm_model_file=official_spm,
+        albert_config=small_config(64), max_seq_length=LENGTH, max_qa_length=QA_LENGTH,
+        classifier_dropout=0.0, output_dir=str(tmp_path / "run"), do_train=True,
+        do_eval=False, init_checkpoint=mc_dir, train_batch_size=BATCH, learning_rate=1e-3,
+        train_step=STEPS, warmup_step=1, save_checkpoints_steps=STEPS,
+        iterations_per_loop=STEPS, optimizer="adamw", seed=3)
+    job = MultipleChoiceJob(options)
+    trained = job.run()["model"]
+    batches = list(job.train_dataset(None).take(STEPS).as_numpy_iterator())
+    order = [int(i) for batch in batches for i in batch["example_index"]]
+    # The questions as the files hold them (raw texts: the task normalises them itself).
+    questions = race.read_examples(str(data), "train", normalize=lambda text: text)
+    rows = [questions[i] for i in order]
+    x = {"article": [q.article for q in rows], "question": [q.question for q in rows],
+         "options": [list(q.options) for q in rows]}
+    answers = ["ABCD"[q.label] for q in rows]
+
+    chooser = albert_tf.from_pretrained(mc_dir, sequence_length=LENGTH, dropout=0.0,
+                                        max_qa_length=QA_LENGTH)
+    packed = chooser.packed(x, answers)
+    cli = {name: np.concatenate([b[name] for b in batches])
+           for name in ("input_ids", "input_mask", "segment_ids", "label_ids")}
+    for name, value in cli.items():
+        np.testing.assert_array_equal(packed[name], value.reshape(packed[name].shape), name)
+    chooser.compile(optimizer="adamw", learning_rate=1e-3, num_train_steps=STEPS,
+                    warmup_steps=1)
+    chooser.fit(x, answers, batch_size=BATCH, shuffle=False, verbose=0)
+    start = albert_tf.from_pretrained(mc_dir).network.weights
+    moved = 0
+    for mine, theirs, initial in zip(chooser.network.weights, trained.weights, start):
+        assert mine.path.split("/", 1)[1] == theirs.path.split("/", 1)[1]
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6,
+                                   err_msg=mine.path)
+        moved += not np.array_equal(mine.numpy(), initial.numpy())
+    assert moved > len(start) // 2
+
+
+def test_rows_list_and_columns_agree_and_a_saved_task_predicts_the_same(chooser, tmp_path):
+    logits = chooser.predict(QUESTIONS, verbose=0)
+    assert logits.shape == (2, 4) and logits.dtype == np.float32
+    rows = [dict(zip(("context", "question", "options"), values))
+            for values in zip(*QUESTIONS.values())]
+    np.testing.assert_allclose(chooser.predict(rows, verbose=0), logits, rtol=1e-6)
+    chooser.compile(learning_rate=1e-3)
+    chooser.fit(QUESTIONS, [0, "B"], batch_size=2, epochs=1, verbose=0)
+    path = str(tmp_path / "race.keras")
+    chooser.save(path)
+    loaded = keras.saving.load_model(path)
+    assert isinstance(loaded, albert_tf.AlbertMultipleChoiceTask)
+    assert loaded.max_qa_length == chooser.max_qa_length == 32  # half of 64: 128 does not fit
+    np.testing.assert_allclose(loaded.predict(QUESTIONS, verbose=0),
+                               chooser.predict(QUESTIONS, verbose=0), rtol=1e-5, atol=1e-6)
+    scores = loaded.evaluate(QUESTIONS, [0, 1], verbose=0, return_dict=True)
+    assert set(scores) == {"loss", "accuracy"}
+
+
+def test_the_export_answers_as_the_task_predicts(chooser, tmp_path):
+    result = chooser.export(str(tmp_path / "export"), format=("saved_model", "onnx"))
+    assert result["onnx"].endswith("model.onnx")
+    served = tf.saved_model.load(str(tmp_path / "export")).signatures["serving_default"]
+    out = served(article=tf.constant(QUESTIONS["article"]),
+                 question=tf.constant(QUESTIONS["question"]),
+                 options=tf.constant(QUESTIONS["options"]))
+    probabilities = tf.nn.softmax(chooser.predict(QUESTIONS, verbose=0)).numpy()
+    np.testing.assert_allclose(out["probabilities"].numpy(), probabilities, rtol=1e-4,
+                               atol=1e-6)
+
+
+def test_bad_input_gets_one_line(chooser):
+    one = {name: values[:1] for name, values in QUESTIONS.items()}
+    cases = [
+        (lambda: chooser.fit(one, ["E"]), "question 0: the answer is an option index 0-3 or "
+                                          "a letter A-D, got 'E'"),
+        (lambda: chooser.fit(one, [0, 1]), "1 questions but 2 answers"),
+        (lambda: chooser.fit(one), "need answers"),
+        (lambda: chooser.predict(dict(one, options=[["a", "b"]])),
+         "question 0: 'options' is a list of 4 texts"),
+        (lambda: chooser.predict({"article": ["a"], "question": ["q"]}),
+         "x has no 'options' column"),
+        (lambda: chooser.predict(dict(one, question=["q", "r"])), "columns of different"),
+        (lambda: chooser.predict(["a text"]), "x is a dict of columns"),
+        (lambda: chooser.predict(tf.data.Dataset.from_tensor_slices(["a"])),
+         "questions in memory"),
+        (lambda: albert_tf.from_pretrained(chooser, max_qa_length=70), "max_qa_length=70"),
+    ]
+    for call, message in cases:
+        with pytest.raises(UserValueError, match=message.replace("(", "\\(")):
+            call()
