@@ -7,8 +7,8 @@ Sources:
   a keras-hub preset directory           AlbertBackbone, AlbertTextClassifier or
                                          AlbertMaskedLM (`checkpoints.keras_hub`; keras-hub
                                          need not be installed)
-  a run_classifier.py / run_ner.py       model.ckpt-best in the model of its
-  output directory                       albert_tf_run.json; the vocabulary from its
+  a run_classifier.py, run_ner.py or     model.ckpt-best in the model of its
+  RACE run_race.py output directory      albert_tf_run.json; the vocabulary from its
                                          export/ (or vocabulary_file=)
   a `.keras` file of a task saved here   (or the task model object itself)
 The task is the source's head when it has one (a Hugging Face classifier is a
@@ -75,8 +75,9 @@ class Source:
     tokenizer: object = None
     labels: Optional[List[str]] = None
     problem_type: Optional[str] = None
-    # A tagger's settings the source records: tag_scheme, doc_stride, word_split.
-    tagging: Dict = dataclasses.field(default_factory=dict)
+    # Task settings the source records (the builders' defaults): a tagger's tag_scheme,
+    # doc_stride, word_split; a multiple-choice model's max_qa_length.
+    settings: Dict = dataclasses.field(default_factory=dict)
 
     @property
     def encoder(self) -> AlbertEncoder:
@@ -164,7 +165,7 @@ def _keras_hub_source(path: str, do_lower_case: Optional[bool]) -> Source:
 
 def _run_source(path: str, identity, do_lower_case: Optional[bool],
                 vocabulary_file: Optional[str]) -> Source:
-    """A run_classifier.py or run_ner.py output directory: its best weights
+    """A run_classifier.py, run_ner.py or RACE run_race.py output directory: its best weights
     (model.ckpt-best) in the model its record describes (albert_tf_run.json: the model,
     the labels, a tagger's scheme and CRF); the vocabulary, casing, length (and a
     classifier's problem, a tagger's stride) from its export (export/albert_tf_export.json),
@@ -173,11 +174,13 @@ def _run_source(path: str, identity, do_lower_case: Optional[bool],
     from albert_tf.config import AlbertConfig
 
     tagging = identity.task.startswith("ner ") and "labels" in identity.details
-    if not tagging and (not _is_classification_task(identity.task)
-                        or "labels" not in identity.details):
+    choosing = identity.task == "race"
+    if not (tagging or choosing) and (not _is_classification_task(identity.task)
+                                      or "labels" not in identity.details):
         raise UserValueError(f"{path}: a run of {identity.task!r}; from_pretrained reads "
-                             "run_classifier.py's and run_ner.py's runs so far (the other "
-                             "families' runs: their exports serve through albert_tf.pipeline)")
+                             "run_classifier.py's, run_ner.py's and run_race.py's RACE runs "
+                             "so far (the other runs: their exports serve through "
+                             "albert_tf.pipeline)")
     if not os.path.exists(os.path.join(path, "model.ckpt-best.index")):
         raise UserFileNotFoundError(f"{path}: no model.ckpt-best (the run has not finished "
                                     "its first evaluation)")
@@ -188,8 +191,11 @@ def _run_source(path: str, identity, do_lower_case: Optional[bool],
         raise UserValueError(f"{path}: the run has no export/ with its vocabulary: give "
                              "vocabulary_file= (its --spm_model_file or --vocab_file)")
     config = AlbertConfig(**identity.model)
-    read = (_tagger_run(identity, config) if tagging
-            else _classifier_run(identity, config, record))
+    if choosing:
+        read = Source(AlbertMultipleChoice(config), "multiple_choice", 0)
+    else:
+        read = (_tagger_run(identity, config) if tagging
+                else _classifier_run(identity, config, record))
     read.network.build()
     load_tf1_checkpoint(read.network, os.path.join(path, "model.ckpt-best"))
     lower = record.get("do_lower_case", True)
@@ -197,8 +203,9 @@ def _run_source(path: str, identity, do_lower_case: Optional[bool],
                                            else do_lower_case,
                                            config.max_position_embeddings)
     read.max_length = int(record.get("max_seq_length") or config.max_position_embeddings)
-    if tagging and record.get("doc_stride"):
-        read.tagging["doc_stride"] = int(record["doc_stride"])
+    for name in ("doc_stride", "max_qa_length"):
+        if (tagging or choosing) and record.get(name):
+            read.settings[name] = int(record[name])
     return read
 
 
@@ -230,7 +237,7 @@ def _tagger_run(identity, config) -> Source:
     except (KeyError, ValueError):
         word_split = "basic"
     return Source(network, "token_classifier", 0, labels=labels,
-                  tagging={"tag_scheme": scheme, "word_split": word_split})
+                  settings={"tag_scheme": scheme, "word_split": word_split})
 
 
 def _is_classification_task(name: str) -> bool:
@@ -260,11 +267,11 @@ def _task_source(task: Task, do_lower_case: Optional[bool]) -> Source:
                              f"trained with do_lower_case={task.preprocessor.do_lower_case}")
     name = {AlbertClassifier: "classifier", AlbertTokenClassifier: "token_classifier",
             AlbertMultipleChoice: "multiple_choice"}.get(type(task.network), "model")
-    tagging = {key: getattr(task, key) for key in ("tag_scheme", "doc_stride", "word_split")
-               if hasattr(task, key)}
+    settings = {key: getattr(task, key) for key in ("tag_scheme", "doc_stride", "word_split",
+                                                    "max_qa_length") if hasattr(task, key)}
     return Source(task.network, name, task.preprocessor.sequence_length, task.preprocessor,
                   labels=getattr(task, "labels", None),
-                  problem_type=getattr(task, "problem_type", None), tagging=tagging)
+                  problem_type=getattr(task, "problem_type", None), settings=settings)
 
 
 def from_pretrained(source, task: Optional[str] = None, *, sequence_length: Optional[int] = None,
@@ -396,11 +403,11 @@ def build_tagger(read: Source, preprocessor: AlbertPreprocessor, options: Dict) 
         raise UserValueError("token-classification takes labels=[...] (the label names, "
                              "with 'O'), not a number of labels")
     labels = _label_names(_option(options, "labels", "id2label"))
-    scheme = options.pop("tag_scheme", None) or read.tagging.get("tag_scheme") or "iob2"
+    scheme = options.pop("tag_scheme", None) or read.settings.get("tag_scheme") or "iob2"
     use_crf = options.pop("use_crf", None)
     constrain = bool(options.pop("constrain_decoding", True))
     doc_stride = options.pop("doc_stride", None)
-    word_split = options.pop("word_split", None) or read.tagging.get("word_split", "basic")
+    word_split = options.pop("word_split", None) or read.settings.get("word_split", "basic")
     dropout = float(options.pop("dropout", 0.1))
     _refuse_unknown(options, "token-classification")
     source = read.network if isinstance(read.network, AlbertTokenClassifier) else None
@@ -421,7 +428,7 @@ def build_tagger(read: Source, preprocessor: AlbertPreprocessor, options: Dict) 
     except ValueError as error:
         raise UserValueError(f"token-classification: {error}") from None
     if doc_stride is None and preprocessor.sequence_length == read.max_length:
-        doc_stride = read.tagging.get("doc_stride")
+        doc_stride = read.settings.get("doc_stride")
     if use_crf is None:
         use_crf = bool(same_labels and source.use_crf)
     network = AlbertTokenClassifier(read.encoder.config, num_labels=len(labels),
@@ -447,6 +454,8 @@ def build_multiple_choice(read: Source, preprocessor: AlbertPreprocessor,
     _refuse_unknown(options, "multiple-choice")
     if not 0.0 <= dropout < 1.0:
         raise UserValueError(f"dropout must be in [0, 1), got {dropout}")
+    if max_qa_length is None and preprocessor.sequence_length == read.max_length:
+        max_qa_length = read.settings.get("max_qa_length")
     network = AlbertMultipleChoice(read.encoder.config, num_choices=4, dropout_rate=dropout)
     network.build()
     # A copy: never shares variables with the model it was made from.

@@ -41,18 +41,22 @@ def race_dir(tmp_path, shared_data):
     return root
 
 
-def test_fit_leaves_the_cli_weights(tmp_path, shared_data, official_spm, mc_dir):
-    """After the same 3 steps on the same batches (the original's AdamW, warmup and decay,
-    clipping at 1.0; dropout 0), every weight is run_race.py's."""
+def race_job(tmp_path, shared_data, official_spm, mc_dir, **options):
     data = race_dir(tmp_path, shared_data)
-    options = MultipleChoiceOptions(
+    return MultipleChoiceJob(MultipleChoiceOptions(
         task_name="race", data_dir=str(data), spm_model_file=official_spm,
         albert_config=small_config(64), max_seq_length=LENGTH, max_qa_length=QA_LENGTH,
         classifier_dropout=0.0, output_dir=str(tmp_path / "run"), do_train=True,
         do_eval=False, init_checkpoint=mc_dir, train_batch_size=BATCH, learning_rate=1e-3,
         train_step=STEPS, warmup_step=1, save_checkpoints_steps=STEPS,
-        iterations_per_loop=STEPS, optimizer="adamw", seed=3)
-    job = MultipleChoiceJob(options)
+        iterations_per_loop=STEPS, optimizer="adamw", seed=3, **options))
+
+
+def test_fit_leaves_the_cli_weights(tmp_path, shared_data, official_spm, mc_dir):
+    """After the same 3 steps on the same batches (the original's AdamW, warmup and decay,
+    clipping at 1.0; dropout 0), every weight is run_race.py's."""
+    job = race_job(tmp_path, shared_data, official_spm, mc_dir)
+    data = job.options.data_dir
     trained = job.run()["model"]
     batches = list(job.train_dataset(None).take(STEPS).as_numpy_iterator())
     order = [int(i) for batch in batches for i in batch["example_index"]]
@@ -81,6 +85,24 @@ def test_fit_leaves_the_cli_weights(tmp_path, shared_data, official_spm, mc_dir)
                                    err_msg=mine.path)
         moved += not np.array_equal(mine.numpy(), initial.numpy())
     assert moved > len(start) // 2
+
+
+@pytest.mark.slow  # ~25 s on AMD EPYC Zen 3: a CLI run with its export
+def test_a_run_race_directory_is_a_source(tmp_path, shared_data, official_spm, mc_dir):
+    """from_pretrained(run_dir): the run's best weights, length and max_qa_length (from its
+    export); it answers as the run's export does."""
+    export_dir = tmp_path / "run" / "export"
+    race_job(tmp_path, shared_data, official_spm, mc_dir, export_dir=str(export_dir)).run()
+    chooser = albert_tf.from_pretrained(str(tmp_path / "run"))
+    assert isinstance(chooser, albert_tf.AlbertMultipleChoiceTask)
+    assert (chooser.preprocessor.sequence_length, chooser.max_qa_length) == (LENGTH, QA_LENGTH)
+    served = tf.saved_model.load(str(export_dir)).signatures["serving_default"]
+    out = served(article=tf.constant(QUESTIONS["article"]),
+                 question=tf.constant(QUESTIONS["question"]),
+                 options=tf.constant(QUESTIONS["options"]))
+    np.testing.assert_allclose(out["probabilities"].numpy(),
+                               tf.nn.softmax(chooser.predict(QUESTIONS, verbose=0)).numpy(),
+                               rtol=1e-4, atol=1e-6)
 
 
 def test_rows_list_and_columns_agree_and_a_saved_task_predicts_the_same(chooser, tmp_path):
