@@ -148,13 +148,13 @@ def export_multiple_choice(task, export_dir: str, formats: Iterable[str] = ("sav
     with tempfile.TemporaryDirectory() as vocabulary_dir:
         vocabulary = _vocabulary_files(preprocessor, vocabulary_dir)
         if "saved_model" in formats:
-            race_export.export_saved_model(task.network, export_dir, **vocabulary, **settings)
-        portable_model = race_export.portable_model(task.network, "race", **settings)
+            race_export.export_saved_model(task.network, export_dir, task_name=task.packing,
+                                           **vocabulary, **settings)
+        portable_model = race_export.portable_model(task.network, task.packing, **settings)
         if set(formats) & set(portable.PORTABLE_FORMATS):
             check = None
             if check_data is not None:
-                arrays = task.packed(check_data)
-                check = {name: arrays[name] for name in choice_inputs.TOKEN_FEATURES}
+                check = choice_inputs.model_features(task.packed(check_data))
             results.update(portable.export_model_dir(
                 export_dir, portable_model, formats, int8=int8, fp16=fp16,
                 check_features=check, int8_min_agreement=int8_min_agreement, **vocabulary))

@@ -8,7 +8,7 @@ Sources:
                                          AlbertMaskedLM (`checkpoints.keras_hub`; keras-hub
                                          need not be installed)
   a run_classifier.py, run_ner.py or     model.ckpt-best in the model of its
-  RACE run_race.py output directory      albert_tf_run.json; the vocabulary from its
+  run_race.py output directory           albert_tf_run.json; the vocabulary from its
                                          export/ (or vocabulary_file=)
   a `.keras` file of a task saved here   (or the task model object itself)
 The task is the source's head when it has one (a Hugging Face classifier is a
@@ -29,7 +29,8 @@ Options (each task's in its builder below):
                     ("iob2" or "bioes"), use_crf, constrain_decoding (default True),
                     doc_stride (default run_ner.py's), word_split ("basic" or "characters",
                     how a raw text becomes words), dropout (default 0.1)
-  multiple-choice:  max_qa_length (default run_race.py's), dropout (default 0.1)
+  multiple-choice:  packing ("race", 4 options; or "c3", 2-4), max_qa_length (RACE's;
+                    default run_race.py's), dropout (default 0.1)
 """
 from __future__ import annotations
 
@@ -165,7 +166,7 @@ def _keras_hub_source(path: str, do_lower_case: Optional[bool]) -> Source:
 
 def _run_source(path: str, identity, do_lower_case: Optional[bool],
                 vocabulary_file: Optional[str]) -> Source:
-    """A run_classifier.py, run_ner.py or RACE run_race.py output directory: its best weights
+    """A run_classifier.py, run_ner.py or run_race.py output directory: its best weights
     (model.ckpt-best) in the model its record describes (albert_tf_run.json: the model,
     the labels, a tagger's scheme and CRF); the vocabulary, casing, length (and a
     classifier's problem, a tagger's stride) from its export (export/albert_tf_export.json),
@@ -174,12 +175,12 @@ def _run_source(path: str, identity, do_lower_case: Optional[bool],
     from albert_tf.config import AlbertConfig
 
     tagging = identity.task.startswith("ner ") and "labels" in identity.details
-    choosing = identity.task == "race"
+    choosing = identity.task in ("race", "c3")
     if not (tagging or choosing) and (not _is_classification_task(identity.task)
                                       or "labels" not in identity.details):
         raise UserValueError(f"{path}: a run of {identity.task!r}; from_pretrained reads "
-                             "run_classifier.py's, run_ner.py's and run_race.py's RACE runs "
-                             "so far (the other runs: their exports serve through "
+                             "run_classifier.py's, run_ner.py's and run_race.py's runs so "
+                             "far (the other runs: their exports serve through "
                              "albert_tf.pipeline)")
     if not os.path.exists(os.path.join(path, "model.ckpt-best.index")):
         raise UserFileNotFoundError(f"{path}: no model.ckpt-best (the run has not finished "
@@ -192,7 +193,8 @@ def _run_source(path: str, identity, do_lower_case: Optional[bool],
                              "vocabulary_file= (its --spm_model_file or --vocab_file)")
     config = AlbertConfig(**identity.model)
     if choosing:
-        read = Source(AlbertMultipleChoice(config), "multiple_choice", 0)
+        read = Source(AlbertMultipleChoice(config), "multiple_choice", 0,
+                      settings={"packing": identity.task})
     else:
         read = (_tagger_run(identity, config) if tagging
                 else _classifier_run(identity, config, record))
@@ -268,7 +270,8 @@ def _task_source(task: Task, do_lower_case: Optional[bool]) -> Source:
     name = {AlbertClassifier: "classifier", AlbertTokenClassifier: "token_classifier",
             AlbertMultipleChoice: "multiple_choice"}.get(type(task.network), "model")
     settings = {key: getattr(task, key) for key in ("tag_scheme", "doc_stride", "word_split",
-                                                    "max_qa_length") if hasattr(task, key)}
+                                                    "max_qa_length", "packing")
+                if hasattr(task, key)}
     return Source(task.network, name, task.preprocessor.sequence_length, task.preprocessor,
                   labels=getattr(task, "labels", None),
                   problem_type=getattr(task, "problem_type", None), settings=settings)
@@ -450,6 +453,7 @@ def build_multiple_choice(read: Source, preprocessor: AlbertPreprocessor,
                           options: Dict) -> AlbertMultipleChoiceTask:
     """multiple-choice options: see the module docstring."""
     max_qa_length = options.pop("max_qa_length", None)
+    packing = options.pop("packing", None) or read.settings.get("packing", "race")
     dropout = float(options.pop("dropout", 0.1))
     _refuse_unknown(options, "multiple-choice")
     if not 0.0 <= dropout < 1.0:
@@ -463,7 +467,8 @@ def build_multiple_choice(read: Source, preprocessor: AlbertPreprocessor,
         network.set_weights(read.network.get_weights())
     else:
         network.encoder.set_weights(read.encoder.get_weights())
-    return AlbertMultipleChoiceTask(network, preprocessor, max_qa_length)
+    return AlbertMultipleChoiceTask(network, preprocessor,
+                                    max_qa_length if packing == "race" else None, packing)
 
 
 def _option(options: Dict, *names):

@@ -1,5 +1,5 @@
-"""`AlbertMultipleChoiceTask`: a question, its article and 4 options -> the answer,
-run_race.py's model and packing.
+"""`AlbertMultipleChoiceTask`: a question, its article and its options -> the answer,
+run_race.py's model and packing (RACE's, or C3's).
 
     chooser = albert_tf.from_pretrained("albert_base_v2", "multiple-choice",
                                         sequence_length=512)
@@ -7,10 +7,10 @@ run_race.py's model and packing.
     chooser.fit({"article": articles, "question": questions, "options": options}, answers)
     chooser.predict({...})                  # logits float32 [N, 4]
 
-The 4 rows of a question are run_race.py's (`choice_inputs.py`); the model scores each row
-from its pooled output and the loss is the softmax cross-entropy over the 4 scores, the
-mean over the batch's questions (run_race.py's). C3's packing (2-4 options, three
-segments) is run_race.py --task_name=c3's and is not built here yet.
+The 4 rows of a question are run_race.py's (`choice_inputs.py`: `packing` "race", or "c3"
+for C3's 2-4 options and three segments); the model scores each row from its pooled
+output and the loss is the softmax cross-entropy over the 4 scores (an absent C3 option
+masked out), the mean over the batch's questions (run_race.py's).
 """
 from __future__ import annotations
 
@@ -36,8 +36,9 @@ class AlbertMultipleChoiceTask(Task):
       network: an `AlbertMultipleChoice` with num_choices=4.
       preprocessor: an `AlbertPreprocessor` (its vocabulary, casing and sequence_length
         make the rows).
-      max_qa_length: the question+option tokens kept (its last ones); default
+      max_qa_length: RACE's question+option tokens kept (its last ones); default
         run_race.py's (128, or half the row where 128 does not fit).
+      packing: "race" (4 options) or "c3" (2-4 options; run_race.py --task_name=c3).
     Calling it on token features int32 [B, 4, S] returns float32 logits [B, 4].
     """
 
@@ -45,8 +46,12 @@ class AlbertMultipleChoiceTask(Task):
     default_learning_rate = 1e-5  # run_race.py's --learning_rate
 
     def __init__(self, network: AlbertMultipleChoice, preprocessor=None,
-                 max_qa_length: Optional[int] = None, **kwargs):
+                 max_qa_length: Optional[int] = None, packing: str = "race", **kwargs):
         super().__init__(network, preprocessor, **kwargs)
+        if packing not in choice_inputs.PACKINGS:
+            raise UserValueError(f"packing={packing!r}: one of "
+                                 f"{', '.join(choice_inputs.PACKINGS)}")
+        self.packing = packing
         if network.num_choices != choice_inputs.features.NUM_CHOICES:
             raise UserValueError(f"multiple-choice packs RACE's 4 options; this network has "
                                  f"{network.num_choices} choices")
@@ -65,16 +70,16 @@ class AlbertMultipleChoiceTask(Task):
 
     def packed(self, x, y=None):
         """run_race.py's features of x (and answers y): token features int32 [N, 4, S],
-        label_ids int32 [N]."""
+        label_ids int32 [N] (and C3's choice_mask int32 [N, 4])."""
         tokenizer = self.python_tokenizer
-        examples = choice_inputs.examples_of(x, y, tokenizer.preprocess)
+        examples = choice_inputs.examples_of(x, y, tokenizer.preprocess, self.packing)
         return choice_inputs.packed(examples, tokenizer, self.preprocessor.sequence_length,
-                                    self.max_qa_length)
+                                    self.max_qa_length, self.packing)
 
     def dataset(self, x, y=None, batch_size=None, needs_labels=False, shuffle=False):
         if needs_labels and y is None:
             raise UserValueError("multiple-choice: fit and evaluate need answers: fit(x="
-                                 "questions, y=answers), an option index 0-3 per question")
+                                 "questions, y=answers), one option index per question")
         return choice_inputs.choice_dataset(self.packed(x, y), y is not None,
                                             batch_size or DEFAULT_BATCH_SIZE, shuffle)
 
@@ -89,8 +94,8 @@ class AlbertMultipleChoiceTask(Task):
 
     def export(self, filepath, format="saved_model", verbose=None, input_signature=None, *,
                int8: bool = False, fp16: bool = False, check_data=None, **kwargs):
-        """Writes run_race.py's export to `filepath`: a SavedModel on raw text (article,
-        question, options) and token ids, and / or "onnx", "tflite" ("litert") on token
+        """Writes run_race.py's export to `filepath`: a SavedModel on raw text (article or
+        C3's context, question, options) and token ids, and / or "onnx", "tflite" ("litert") on token
         features, with the vocabulary and albert_tf_export.json. `check_data`: questions
         the int8 files are checked on."""
         from albert_tf.keras_tasks import exporting
@@ -102,5 +107,5 @@ class AlbertMultipleChoiceTask(Task):
 
     def get_config(self):
         config = super().get_config()
-        config["max_qa_length"] = self.max_qa_length
+        config.update(max_qa_length=self.max_qa_length, packing=self.packing)
         return config

@@ -138,6 +138,8 @@ def test_the_export_answers_as_the_task_predicts(chooser, tmp_path):
 
 def test_bad_input_gets_one_line(chooser):
     one = {name: values[:1] for name, values in QUESTIONS.items()}
+    c3 = albert_tf.from_pretrained(chooser, packing="c3")
+    assert c3.packing == "c3" and chooser.packing == "race"
     cases = [
         (lambda: chooser.fit(one, ["E"]), "question 0: the answer is an option index 0-3 or "
                                           "a letter A-D, got 'E'"),
@@ -152,7 +154,70 @@ def test_bad_input_gets_one_line(chooser):
         (lambda: chooser.predict(tf.data.Dataset.from_tensor_slices(["a"])),
          "questions in memory"),
         (lambda: albert_tf.from_pretrained(chooser, max_qa_length=70), "max_qa_length=70"),
+        (lambda: c3.predict({"context": ["c"], "question": ["q"], "options": [["a"] * 5]}),
+         "question 0: 'options' is a list of 2 to 4 texts"),
+        (lambda: c3.fit({"context": ["c"], "question": ["q"], "options": [["a", "b"]]},
+                        ["c"]), "the answer is an option index 0-1 or the text of one of"),
+        (lambda: albert_tf.from_pretrained(chooser, packing="squad"), "packing='squad'"),
     ]
     for call, message in cases:
         with pytest.raises(UserValueError, match=message.replace("(", "\\(")):
             call()
+
+
+# --- C3 ------------------------------------------------------------------------------------
+
+
+def test_c3_packing_leaves_the_cli_weights(tmp_path, shared_data):
+    """packing="c3" (2-4 options, the absent ones masked): fit leaves run_race.py
+    --task_name=c3's weights, on its rows; an answer may be the option's text."""
+    import json
+
+    from albert_tf.tasks.multiple_choice import c3
+
+    source, vocab = shared_data / "chinese" / "c3", shared_data / "chinese" / "vocab"
+    if not (source / "c3-m-dev.json").exists() or not (vocab / "vocab_chinese.txt").exists():
+        pytest.skip("shared C3 samples or the Chinese vocabulary not found")
+    data = tmp_path / "c3"
+    data.mkdir()
+    for subset in ("m", "d"):
+        documents = json.loads((source / f"c3-{subset}-dev.json").read_text("utf-8"))
+        # C3 documents are [lines, [{"question", "choice", "answer"}, ...], id]: the first
+        # two, and the first with a question of fewer than 4 options.
+        short = next(d for d in documents if any(len(q["choice"]) < 4 for q in d[1]))
+        documents = documents[:2] + [short]
+        (data / f"c3-{subset}-train.json").write_text(json.dumps(documents, ensure_ascii=False),
+                                                      "utf-8")
+    hf_dir = write_hf_dir(str(tmp_path / "hf"), "multiple_choice", None, seed=4,
+                          vocab_file=str(vocab / "vocab_chinese.txt"))
+    job = MultipleChoiceJob(MultipleChoiceOptions(
+        task_name="c3", data_dir=str(data), vocab_file=str(vocab / "vocab_chinese.txt"),
+        albert_config=small_config(64, vocab_size=21128), max_seq_length=LENGTH,
+        classifier_dropout=0.0, output_dir=str(tmp_path / "run"), do_train=True,
+        do_eval=False, init_checkpoint=hf_dir, train_batch_size=BATCH, learning_rate=1e-3,
+        train_step=STEPS, warmup_step=1, save_checkpoints_steps=STEPS,
+        iterations_per_loop=STEPS, optimizer="adamw", seed=3))
+    trained = job.run()["model"]
+    batches = list(job.train_dataset(None).take(STEPS).as_numpy_iterator())
+    examples = c3.read_examples(str(data), "train")
+    rows = [examples[int(i)] for batch in batches for i in batch["example_index"]]
+    assert any(len(e.options) < 4 for e in rows)  # some rows are masked
+    x = [{"context": e.context, "question": e.question, "options": list(e.options)}
+         for e in rows]
+    answers = [e.options[e.label] for e in rows]  # the answers' texts
+
+    chooser = albert_tf.from_pretrained(hf_dir, "multiple-choice", packing="c3",
+                                        sequence_length=LENGTH, dropout=0.0)
+    packed = chooser.packed(x, answers)
+    for name in ("input_ids", "segment_ids", "choice_mask", "label_ids"):
+        cli = np.concatenate([b[name] for b in batches])
+        np.testing.assert_array_equal(packed[name], cli.reshape(packed[name].shape), name)
+    chooser.compile(optimizer="adamw", learning_rate=1e-3, num_train_steps=STEPS,
+                    warmup_steps=1)
+    chooser.fit(x, answers, batch_size=BATCH, shuffle=False, verbose=0)
+    for mine, theirs in zip(chooser.network.weights, trained.weights):
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6,
+                                   err_msg=mine.path)
+    probabilities = tf.nn.softmax(chooser.predict(x[:BATCH], verbose=0)).numpy()
+    absent = packed["choice_mask"][:BATCH] == 0
+    assert absent.any() and (probabilities[absent] == 0).all()
