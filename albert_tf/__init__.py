@@ -14,8 +14,9 @@ Public API:
                      (albert_tf.pipelines)
   from_pretrained    a Keras task model on raw text from any source, with compile / fit /
                      evaluate / predict / save (albert_tf.keras_tasks; docs/keras.md)
-  AlbertPreprocessor, AlbertTextClassifier, AlbertTagger, AlbertMultipleChoiceTask
-                     raw text -> token features (a Keras layer); the classifier task
+  AlbertPreprocessor raw text -> token features (a Keras layer)
+  AlbertTextClassifier, AlbertTagger, AlbertMultipleChoiceTask, AlbertMaskedLM
+                     the Keras tasks (text classification, NER, multiple choice, fill-mask)
 """
 from albert_tf import _lazy, _moved
 
@@ -38,7 +39,7 @@ _EXPORTS = {
     "restore_for_training": "checkpoints", "pipeline": "pipelines",
     "from_pretrained": "keras_tasks", "AlbertPreprocessor": "keras_tasks",
     "AlbertTextClassifier": "keras_tasks", "AlbertTagger": "keras_tasks",
-    "AlbertMultipleChoiceTask": "keras_tasks",
+    "AlbertMultipleChoiceTask": "keras_tasks", "AlbertMaskedLM": "keras_tasks",
 }
 __all__ = list(_EXPORTS)
 

@@ -35,37 +35,9 @@ class OfficialModel:
     report: LoadReport
 
     def encode_with_masks(self, text: str) -> Tuple[List[int], List[int]]:
-        """(ids of `[CLS] text [SEP]`, positions of each literal `[MASK]` in `text`).
-
-        Neither tokenizer keeps `[MASK]` whole inside text (SentencePiece does not
-        know control symbols; WordPiece's BasicTokenizer splits it into `[`, `mask`,
-        `]`), so the text is split at `[MASK]`, each part tokenized on its own and
-        the mask id inserted between them. SentencePiece starts every part with a
-        word boundary; a lone "▁" piece that this puts between `[MASK]` and text
-        written right after it ("[MASK]." -> "▁", ".") is dropped, as the text
-        would be tokenized with a word in place of the mask.
-        """
-        tok = self.tokenizer
-        if tok.mask_id < 0:
-            raise UserValueError(f"the vocabulary {tok.vocab_file} has no {MASK_TOKEN} token")
-        ids, positions = [tok.cls_id], []
-        for index, part in enumerate(text.split(MASK_TOKEN)):
-            if index:
-                positions.append(len(ids))
-                ids.append(tok.mask_id)
-            if not part.strip():
-                continue
-            part_ids = tok.encode_ids([tok.preprocess(part)])[0]
-            if (index and not part[0].isspace() and tok.kind == "sentencepiece" and part_ids
-                    and tok.convert_ids_to_tokens(part_ids[:1]) == ["\u2581"]):
-                part_ids = part_ids[1:]
-            ids.extend(part_ids)
-        ids.append(tok.sep_id)
-        limit = self.config.max_position_embeddings
-        if len(ids) > limit:
-            raise UserValueError(f"{text[:40]!r}...: {len(ids)} tokens with [CLS] and [SEP], more "
-                                 f"than max_position_embeddings ({limit})")
-        return ids, positions
+        """(ids of `[CLS] text [SEP]`, positions of each literal `[MASK]` in `text`): see
+        `encode_with_masks` (the module function)."""
+        return encode_with_masks(self.tokenizer, text, self.config.max_position_embeddings)
 
     def fill_mask(self, text: str, top_k: int = 5) -> List[List[Tuple[str, float]]]:
         """For each `[MASK]` in `text`, the `top_k` (token, probability) of the MLM head.
@@ -88,6 +60,42 @@ class OfficialModel:
             tokens = self.tokenizer.convert_ids_to_tokens([int(i) for i in best])
             result.append(list(zip(tokens, row[best].tolist())))
         return result
+
+
+def encode_with_masks(tokenizer, text: str, limit: int,
+                      limit_name: str = "max_position_embeddings") -> Tuple[List[int], List[int]]:
+    """(ids of `[CLS] text [SEP]`, positions of each literal `[MASK]` in `text`).
+
+    Neither tokenizer keeps `[MASK]` whole inside text (SentencePiece does not
+    know control symbols; WordPiece's BasicTokenizer splits it into `[`, `mask`,
+    `]`), so the text is split at `[MASK]`, each part tokenized on its own and
+    the mask id inserted between them. SentencePiece starts every part with a
+    word boundary; a lone "▁" piece that this puts between `[MASK]` and text
+    written right after it ("[MASK]." -> "▁", ".") is dropped, as the text
+    would be tokenized with a word in place of the mask.
+    `limit`: the most ids, named `limit_name` in the error (max_position_embeddings, or a
+    task's sequence_length).
+    """
+    tok = tokenizer
+    if tok.mask_id < 0:
+        raise UserValueError(f"the vocabulary {tok.vocab_file} has no {MASK_TOKEN} token")
+    ids, positions = [tok.cls_id], []
+    for index, part in enumerate(text.split(MASK_TOKEN)):
+        if index:
+            positions.append(len(ids))
+            ids.append(tok.mask_id)
+        if not part.strip():
+            continue
+        part_ids = tok.encode_ids([tok.preprocess(part)])[0]
+        if (index and not part[0].isspace() and tok.kind == "sentencepiece" and part_ids
+                and tok.convert_ids_to_tokens(part_ids[:1]) == ["\u2581"]):
+            part_ids = part_ids[1:]
+        ids.extend(part_ids)
+    ids.append(tok.sep_id)
+    if len(ids) > limit:
+        raise UserValueError(f"{text[:40]!r}...: {len(ids)} tokens with [CLS] and [SEP], more "
+                             f"than {limit_name} ({limit})")
+    return ids, positions
 
 
 def _search_dirs(directory: str) -> List[str]:

@@ -41,13 +41,14 @@ from typing import Callable, Dict, List, Optional
 import keras
 
 from albert_tf.errors import UserFileNotFoundError, UserValueError
+from albert_tf.keras_tasks.masked_lm import AlbertMaskedLM
 from albert_tf.keras_tasks.multiple_choice import AlbertMultipleChoiceTask
 from albert_tf.keras_tasks.preprocessor import AlbertPreprocessor
 from albert_tf.keras_tasks.tagger import AlbertTagger
 from albert_tf.keras_tasks.task import Task
 from albert_tf.keras_tasks.text_classifier import PROBLEM_TYPES, AlbertTextClassifier
 from albert_tf.modeling.encoder import AlbertEncoder
-from albert_tf.modeling.models import AlbertClassifier, AlbertMultipleChoice
+from albert_tf.modeling.models import AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer
 from albert_tf.modeling.token_classifier import AlbertTokenClassifier
 from albert_tf.training import run_dir
 
@@ -268,7 +269,8 @@ def _task_source(task: Task, do_lower_case: Optional[bool]) -> Source:
         raise UserValueError(f"do_lower_case={do_lower_case}: this model's vocabulary was "
                              f"trained with do_lower_case={task.preprocessor.do_lower_case}")
     name = {AlbertClassifier: "classifier", AlbertTokenClassifier: "token_classifier",
-            AlbertMultipleChoice: "multiple_choice"}.get(type(task.network), "model")
+            AlbertMultipleChoice: "multiple_choice",
+            AlbertPretrainer: "pretrainer"}.get(type(task.network), "model")
     settings = {key: getattr(task, key) for key in ("tag_scheme", "doc_stride", "word_split",
                                                     "max_qa_length", "packing")
                 if hasattr(task, key)}
@@ -471,6 +473,22 @@ def build_multiple_choice(read: Source, preprocessor: AlbertPreprocessor,
                                     max_qa_length if packing == "race" else None, packing)
 
 
+def build_masked_lm(read: Source, preprocessor: AlbertPreprocessor,
+                    options: Dict) -> AlbertMaskedLM:
+    """fill-mask: the source's masked-LM and sentence-order heads when it has them (a
+    Hugging Face masked LM, an official or keras-hub checkpoint, a pretraining run), else
+    new heads on its encoder (the original's initialisation)."""
+    _refuse_unknown(options, "fill-mask")
+    network = AlbertPretrainer(read.encoder.config)
+    network.build()
+    # A copy: never shares variables with the model it was made from.
+    if isinstance(read.network, AlbertPretrainer):
+        network.set_weights(read.network.get_weights())
+    else:
+        network.encoder.set_weights(read.encoder.get_weights())
+    return AlbertMaskedLM(network, preprocessor)
+
+
 def _option(options: Dict, *names):
     """The value of the first of the aliases `names` that is given (removed from
     `options`); two of them given at once are refused."""
@@ -487,4 +505,5 @@ BUILDERS: Dict[str, Callable[[Source, AlbertPreprocessor, Dict], Task]] = {
     "text-classification": build_text_classifier,
     "token-classification": build_tagger,
     "multiple-choice": build_multiple_choice,
+    "fill-mask": build_masked_lm,
 }

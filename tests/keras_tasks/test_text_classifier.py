@@ -234,8 +234,9 @@ def test_mixed_bfloat16_xla_and_a_strategy_scope(models):
     assert int(mirrored.optimizer.iterations.numpy()) == 2
 
 
-def test_bad_input_in_one_line(models):
+def test_bad_input_in_one_line(models, tmp_path, official_spm):
     classifier = albert_tf.from_pretrained(models["sentiment"])
+    qa_dir = hf_models.write_hf_dir(str(tmp_path / "qa"), "span", official_spm)
     classifier.compile()
     cases = [
         (lambda: classifier.fit(TEXTS), "fit and evaluate need labels"),
@@ -251,9 +252,9 @@ def test_bad_input_in_one_line(models):
          "multi-hot rows of 4 0/1 values"),
         (lambda: albert_tf.from_pretrained(models["sentiment"], sequence_length=65),
          "sequence_length=65 is longer than the model's 64 positions"),
-        (lambda: albert_tf.from_pretrained(models["mlm"]), "this source is a fill-mask "
-                                                           "model, a task from_pretrained does "
-                                                           "not build yet"),
+        (lambda: albert_tf.from_pretrained(qa_dir), "this source is a question-answering "
+                                                    "model, a task from_pretrained does not "
+                                                    "build yet"),
         (lambda: albert_tf.from_pretrained(models["mlm"], "question-answering"),
          "task 'question-answering' is not available through from_pretrained yet"),
         (lambda: albert_tf.from_pretrained(models["mlm"], "text-classification"),
@@ -274,11 +275,11 @@ def test_bad_input_in_one_line(models):
 def test_an_official_directory_starts_a_classifier_on_its_encoder(models, official_spm,
                                                                    tmp_path):
     """An official download (TF1 checkpoint, albert_config.json, 30k-clean.model), as the
-    demo's pretraining output is laid out: its encoder under a new head."""
+    demo's pretraining output is laid out: its encoder under a new head (and, with no task
+    named, its own masked-LM head)."""
     directory = str(tmp_path / "official")
     pretrainer = hf_models.write_official_dir(directory, models["mlm"], official_spm)
-    with pytest.raises(UserValueError, match="this source is a fill-mask model"):
-        albert_tf.from_pretrained(directory)
+    assert isinstance(albert_tf.from_pretrained(directory), albert_tf.AlbertMaskedLM)
     classifier = albert_tf.from_pretrained(directory, "text-classification", num_classes=3)
     assert classifier.preprocessor.sequence_length == 64  # max_position_embeddings
     for mine, theirs in zip(classifier.network.encoder.get_weights(),
