@@ -29,7 +29,6 @@ Determinism contract:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import random
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -38,8 +37,9 @@ import numpy as np
 from albert_tf.errors import UserValueError
 from data_prep import tokenization, zh_words
 from data_prep.example_codec import ExampleEncoder, FLOAT, INT64
-from data_prep.masking import MaskingOptions, MaskStats, mask_pair
-from data_prep.pairing import DocView, Pair, create_pairs
+from albert_tf.instances.masking import MaskingOptions, MaskStats, mask_pair
+from albert_tf.instances.pairing import DocView, Pair, create_pairs
+from albert_tf.instances.seeds import derive_seed
 from data_prep.text_input import Document, ReadCounts
 from data_prep.tfrecord import frame_records
 
@@ -95,12 +95,6 @@ class LayoutOptions:
                      "block_chars", "task_tokens"):
             if getattr(self, name) < 1:
                 raise UserValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-
-
-def derive_seed(*parts) -> int:
-    """A 64-bit seed from the seed and identity parts (ints and strs); platform independent."""
-    digest = hashlib.blake2b(repr(parts).encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "little")
 
 
 def feature_schema(max_seq_length: int, max_predictions_per_seq: int) -> Dict[str, Tuple[str, int]]:

@@ -27,7 +27,7 @@ PACKAGE = REPO_ROOT / "albert_tf"
 RANKS = {
     "albert_tf": 0, "albert_tf._moved": 0, "albert_tf._lazy": 0, "albert_tf.config": 0, "albert_tf.errors": 0,
     "albert_tf.fileio": 0, "albert_tf.option_fields": 0,
-    "albert_tf.kernels": 1, "albert_tf.tokenization": 1,
+    "albert_tf.kernels": 1, "albert_tf.tokenization": 1, "albert_tf.instances": 1,
     "albert_tf.modeling": 2,
     "albert_tf.checkpoints": 3, "albert_tf.training": 3,
     "albert_tf.export": 4,
@@ -438,6 +438,7 @@ def test_light_modules_do_not_load_tensorflow():
     """Tokenizers, task readers and the cache policy import without TensorFlow (data_prep
     workers and ONNX clients use them)."""
     code = ("import sys; import albert_tf.tokenization, albert_tf.tasks.classification.glue, "
+            "albert_tf.instances.masking, albert_tf.instances.pairing, albert_tf.instances.seeds, "
             "albert_tf.finetuning.feature_cache, albert_tf.fileio, albert_tf.config; "
             "print('tensorflow' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
