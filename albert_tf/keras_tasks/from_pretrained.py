@@ -31,6 +31,9 @@ Options (each task's in its builder below):
                     how a raw text becomes words), dropout (default 0.1)
   multiple-choice:  packing ("race", 4 options; or "c3", 2-4), max_qa_length (RACE's;
                     default run_race.py's), dropout (default 0.1)
+  fill-mask:        fit's instances, as create_pretraining_data.py's flags: masked_lm_prob
+                    (0.15), max_predictions_per_seq (20), ngram (3), do_whole_word_mask
+                    (True), short_seq_prob (0.1), random_seed (12345)
 """
 from __future__ import annotations
 
@@ -274,6 +277,9 @@ def _task_source(task: Task, do_lower_case: Optional[bool]) -> Source:
     settings = {key: getattr(task, key) for key in ("tag_scheme", "doc_stride", "word_split",
                                                     "max_qa_length", "packing")
                 if hasattr(task, key)}
+    if isinstance(task, AlbertMaskedLM):
+        config = task.get_config()
+        settings.update({name: config[name] for name in MASKED_LM_OPTIONS})
     return Source(task.network, name, task.preprocessor.sequence_length, task.preprocessor,
                   labels=getattr(task, "labels", None),
                   problem_type=getattr(task, "problem_type", None), settings=settings)
@@ -473,11 +479,17 @@ def build_multiple_choice(read: Source, preprocessor: AlbertPreprocessor,
                                     max_qa_length if packing == "race" else None, packing)
 
 
+# fill-mask's options: the instances fit makes (create_pretraining_data.py's flags).
+MASKED_LM_OPTIONS = ("masked_lm_prob", "max_predictions_per_seq", "ngram", "do_whole_word_mask",
+                     "short_seq_prob", "random_seed")
+
+
 def build_masked_lm(read: Source, preprocessor: AlbertPreprocessor,
                     options: Dict) -> AlbertMaskedLM:
     """fill-mask: the source's masked-LM and sentence-order heads when it has them (a
     Hugging Face masked LM, an official or keras-hub checkpoint, a pretraining run), else
     new heads on its encoder (the original's initialisation)."""
+    settings = {name: options.pop(name) for name in MASKED_LM_OPTIONS if name in options}
     _refuse_unknown(options, "fill-mask")
     network = AlbertPretrainer(read.encoder.config)
     network.build()
@@ -486,7 +498,9 @@ def build_masked_lm(read: Source, preprocessor: AlbertPreprocessor,
         network.set_weights(read.network.get_weights())
     else:
         network.encoder.set_weights(read.encoder.get_weights())
-    return AlbertMaskedLM(network, preprocessor)
+    if isinstance(read.network, AlbertPretrainer) and read.settings:
+        settings = {**read.settings, **settings}
+    return AlbertMaskedLM(network, preprocessor, **settings)
 
 
 def _option(options: Dict, *names):

@@ -59,6 +59,7 @@ class Task(keras.Model):
                 raise UserValueError(
                     f"sequence_length={preprocessor.sequence_length} is longer than the "
                     f"model's {positions} positions (max_position_embeddings)")
+        self.create_state()
         if network.built:  # load_weights and the optimizer need a built model
             self.build()
 
@@ -73,6 +74,9 @@ class Task(keras.Model):
         self.built = True
 
     # --- what a subclass supplies ------------------------------------------------------------
+
+    def create_state(self) -> None:
+        """Creates the task's own tracked state (metrics), before the model is built."""
 
     def default_loss(self):
         raise NotImplementedError
@@ -187,19 +191,22 @@ class Task(keras.Model):
         know them."""
         if self._pending_optimizer is None:
             return
-        pending = self._pending_optimizer.settings
         if steps_per_epoch is None:
             count = int(dataset.cardinality())
             if count < 0:
                 raise UserValueError("the dataset's length is unknown: give "
                                      "compile(num_train_steps=...) or fit(steps_per_epoch=...)")
             steps_per_epoch = count
-        steps = max(int(epochs) * int(steps_per_epoch), 1)
+        self._compile_pending(max(int(epochs) * int(steps_per_epoch), 1))
+
+    def _compile_pending(self, num_train_steps: int) -> None:
+        """Compiles the pending original optimizer over `num_train_steps` steps."""
+        pending = self._pending_optimizer.settings
         self._pending_optimizer = None
         # The optimizer's variables belong to the strategy the model was built under, which
         # may not be the one in scope at fit.
         with self.distribute_strategy.scope():
-            super().compile(optimizer=self._original_optimizer(pending, steps),
+            super().compile(optimizer=self._original_optimizer(pending, num_train_steps),
                             loss=pending["loss"], metrics=pending["metrics"],
                             **pending["kwargs"])
 
