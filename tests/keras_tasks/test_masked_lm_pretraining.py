@@ -88,7 +88,7 @@ def test_epoch_k_reads_pass_k_every_step_full(masked_lm):
         assert seen == {tuple(ids) for ids in arrays["input_ids"].tolist()}
 
 
-def test_the_loss_is_the_originals_and_fit_learns(masked_lm, tmp_path):
+def test_the_loss_is_the_originals(masked_lm):
     arrays = masked_lm.instances(DOCUMENTS, 0)
     features, labels = masked_lm_module._split(arrays)
     want = pretraining_losses(masked_lm.network(features), labels)
@@ -98,6 +98,9 @@ def test_the_loss_is_the_originals_and_fit_learns(masked_lm, tmp_path):
     assert got["masked_lm_accuracy"] == pytest.approx(float(want["masked_lm_accuracy"]),
                                                       abs=1e-6)
 
+
+@pytest.mark.slow  # 12 s on AMD EPYC Zen 3: four epochs and a save
+def test_fit_learns_and_a_saved_model_keeps_its_settings(masked_lm, tmp_path):
     keras.utils.set_random_seed(0)
     learner = albert_tf.from_pretrained(masked_lm, masked_lm_prob=0.3, random_seed=3)
     learner.compile(learning_rate=3e-3)

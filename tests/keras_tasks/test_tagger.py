@@ -194,7 +194,8 @@ def test_score_reads_entities_as_conlleval(tagger):
 # --- compile, fit, save ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("use_crf", [False, True], ids=["softmax", "crf"])
+@pytest.mark.parametrize("use_crf", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["softmax", "crf"])
 def test_fit_learns_and_a_saved_tagger_predicts_the_same(ner_dir, tmp_path, use_crf):
     keras.utils.set_random_seed(0)
     tagger = albert_tf.from_pretrained(ner_dir, "ner", labels=NER_LABELS, use_crf=use_crf,
@@ -245,6 +246,7 @@ def test_the_task_loss_is_run_ner_mean_per_labelled_word(tagger):
 # --- export ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # 15 s on AMD EPYC Zen 3: a SavedModel, ONNX and its int8 check
 def test_the_export_finds_the_entities_the_tagger_predicts(tagger, tmp_path):
     texts = ["Alice lives in Paris.", "EU rejects German call to boycott British lamb."]
     result = tagger.export(str(tmp_path / "export"), format=("saved_model", "onnx"),
