@@ -15,8 +15,10 @@ Public API:
   from_pretrained    a Keras task model on raw text from any source, with compile / fit /
                      evaluate / predict / save (albert_tf.keras_tasks; docs/keras.md)
   AlbertPreprocessor raw text -> token features (a Keras layer)
-  AlbertTextClassifier, AlbertTagger, AlbertMultipleChoiceTask, AlbertMaskedLM
-                     the Keras tasks (text classification, NER, multiple choice, fill-mask)
+  AlbertTextClassifier, AlbertTagger, AlbertMultipleChoiceTask, AlbertMaskedLM,
+  AlbertFeatureExtractor
+                     the Keras tasks (text classification, NER, multiple choice, fill-mask,
+                     feature extraction)
 """
 from albert_tf import _lazy, _moved
 
@@ -40,6 +42,7 @@ _EXPORTS = {
     "from_pretrained": "keras_tasks", "AlbertPreprocessor": "keras_tasks",
     "AlbertTextClassifier": "keras_tasks", "AlbertTagger": "keras_tasks",
     "AlbertMultipleChoiceTask": "keras_tasks", "AlbertMaskedLM": "keras_tasks",
+    "AlbertFeatureExtractor": "keras_tasks",
 }
 __all__ = list(_EXPORTS)
 

@@ -18,7 +18,8 @@ predict / save (keras-hub's Preprocessor + Task split, for ALBERT).
   tagging_inputs.py   what the tagger takes: words and tags -> run_ner.py's windows
   multiple_choice.py  AlbertMultipleChoiceTask: article, question, 4 options -> the answer
   choice_inputs.py    what it takes: questions -> run_race.py's 4 rows each
-  masked_lm.py        AlbertMaskedLM: texts with [MASK] -> the masked-LM head's tokens
+  masked_lm.py        AlbertMaskedLM: fill-mask, and continued pretraining on documents
+  feature_extractor.py  AlbertFeatureExtractor: texts -> the encoder's outputs
   from_pretrained.py  from_pretrained: any source -> a task model
   exporting.py        model.export(dir): the CLI's export (SavedModel, ONNX, LiteRT)
 docs/keras.md is the user's guide.
@@ -33,6 +34,7 @@ _EXPORTS = {
     "AlbertPreprocessor": "preprocessor", "Task": "task",
     "AlbertTextClassifier": "text_classifier", "AlbertTagger": "tagger",
     "AlbertMultipleChoiceTask": "multiple_choice", "AlbertMaskedLM": "masked_lm",
+    "AlbertFeatureExtractor": "feature_extractor",
     "from_pretrained": "from_pretrained",
 }
 __all__ = list(_EXPORTS)

@@ -44,6 +44,7 @@ from typing import Callable, Dict, List, Optional
 import keras
 
 from albert_tf.errors import UserFileNotFoundError, UserValueError
+from albert_tf.keras_tasks.feature_extractor import AlbertFeatureExtractor
 from albert_tf.keras_tasks.masked_lm import AlbertMaskedLM
 from albert_tf.keras_tasks.multiple_choice import AlbertMultipleChoiceTask
 from albert_tf.keras_tasks.preprocessor import AlbertPreprocessor
@@ -273,7 +274,8 @@ def _task_source(task: Task, do_lower_case: Optional[bool]) -> Source:
                              f"trained with do_lower_case={task.preprocessor.do_lower_case}")
     name = {AlbertClassifier: "classifier", AlbertTokenClassifier: "token_classifier",
             AlbertMultipleChoice: "multiple_choice",
-            AlbertPretrainer: "pretrainer"}.get(type(task.network), "model")
+            AlbertPretrainer: "pretrainer", AlbertEncoder: "encoder"
+            }.get(type(task.network), "model")
     settings = {key: getattr(task, key) for key in ("tag_scheme", "doc_stride", "word_split",
                                                     "max_qa_length", "packing")
                 if hasattr(task, key)}
@@ -479,6 +481,16 @@ def build_multiple_choice(read: Source, preprocessor: AlbertPreprocessor,
                                     max_qa_length if packing == "race" else None, packing)
 
 
+def build_feature_extractor(read: Source, preprocessor: AlbertPreprocessor,
+                            options: Dict) -> AlbertFeatureExtractor:
+    """feature-extraction: a copy of the source's encoder (no options)."""
+    _refuse_unknown(options, "feature-extraction")
+    encoder = AlbertEncoder(read.encoder.config, name="encoder")
+    encoder.build()
+    encoder.set_weights(read.encoder.get_weights())
+    return AlbertFeatureExtractor(encoder, preprocessor)
+
+
 # fill-mask's options: the instances fit makes (create_pretraining_data.py's flags).
 MASKED_LM_OPTIONS = ("masked_lm_prob", "max_predictions_per_seq", "ngram", "do_whole_word_mask",
                      "short_seq_prob", "random_seed")
@@ -520,4 +532,5 @@ BUILDERS: Dict[str, Callable[[Source, AlbertPreprocessor, Dict], Task]] = {
     "token-classification": build_tagger,
     "multiple-choice": build_multiple_choice,
     "fill-mask": build_masked_lm,
+    "feature-extraction": build_feature_extractor,
 }
