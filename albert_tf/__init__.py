@@ -16,9 +16,9 @@ Public API:
                      evaluate / predict / save (albert_tf.keras_tasks; docs/keras.md)
   AlbertPreprocessor raw text -> token features (a Keras layer)
   AlbertTextClassifier, AlbertTagger, AlbertMultipleChoiceTask, AlbertMaskedLM,
-  AlbertFeatureExtractor
+  AlbertFeatureExtractor, AlbertQuestionAnswerer
                      the Keras tasks (text classification, NER, multiple choice, fill-mask,
-                     feature extraction)
+                     feature extraction, question answering)
 """
 from albert_tf import _lazy, _moved
 
@@ -42,7 +42,7 @@ _EXPORTS = {
     "from_pretrained": "keras_tasks", "AlbertPreprocessor": "keras_tasks",
     "AlbertTextClassifier": "keras_tasks", "AlbertTagger": "keras_tasks",
     "AlbertMultipleChoiceTask": "keras_tasks", "AlbertMaskedLM": "keras_tasks",
-    "AlbertFeatureExtractor": "keras_tasks",
+    "AlbertFeatureExtractor": "keras_tasks", "AlbertQuestionAnswerer": "keras_tasks",
 }
 __all__ = list(_EXPORTS)
 

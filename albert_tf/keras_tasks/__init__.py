@@ -20,6 +20,7 @@ predict / save (keras-hub's Preprocessor + Task split, for ALBERT).
   choice_inputs.py    what it takes: questions -> run_race.py's 4 rows each
   masked_lm.py        AlbertMaskedLM: fill-mask, and continued pretraining on documents
   feature_extractor.py  AlbertFeatureExtractor: texts -> the encoder's outputs
+  question_answerer.py  AlbertQuestionAnswerer: question + context -> answer (SQuAD v1.1)
   from_pretrained.py  from_pretrained: any source -> a task model
   exporting.py        model.export(dir): the CLI's export (SavedModel, ONNX, LiteRT)
 docs/keras.md is the user's guide.
@@ -35,6 +36,7 @@ _EXPORTS = {
     "AlbertTextClassifier": "text_classifier", "AlbertTagger": "tagger",
     "AlbertMultipleChoiceTask": "multiple_choice", "AlbertMaskedLM": "masked_lm",
     "AlbertFeatureExtractor": "feature_extractor",
+    "AlbertQuestionAnswerer": "question_answerer",
     "from_pretrained": "from_pretrained",
 }
 __all__ = list(_EXPORTS)

@@ -31,6 +31,8 @@ Options (each task's in its builder below):
                     how a raw text becomes words), dropout (default 0.1)
   multiple-choice:  packing ("race", 4 options; or "c3", 2-4), max_qa_length (RACE's;
                     default run_race.py's), dropout (default 0.1)
+  question-answering: doc_stride, max_query_length (run_squad.py's defaults, or what fits),
+                    n_best_size (20), max_answer_length (30 tokens)
   fill-mask:        fit's instances, as create_pretraining_data.py's flags: masked_lm_prob
                     (0.15), max_predictions_per_seq (20), ngram (3), do_whole_word_mask
                     (True), short_seq_prob (0.1), random_seed (12345)
@@ -48,11 +50,13 @@ from albert_tf.keras_tasks.feature_extractor import AlbertFeatureExtractor
 from albert_tf.keras_tasks.masked_lm import AlbertMaskedLM
 from albert_tf.keras_tasks.multiple_choice import AlbertMultipleChoiceTask
 from albert_tf.keras_tasks.preprocessor import AlbertPreprocessor
+from albert_tf.keras_tasks.question_answerer import AlbertQuestionAnswerer
 from albert_tf.keras_tasks.tagger import AlbertTagger
 from albert_tf.keras_tasks.task import Task
 from albert_tf.keras_tasks.text_classifier import PROBLEM_TYPES, AlbertTextClassifier
 from albert_tf.modeling.encoder import AlbertEncoder
-from albert_tf.modeling.models import AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer
+from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
+                                       AlbertSpanLabeler)
 from albert_tf.modeling.token_classifier import AlbertTokenClassifier
 from albert_tf.training import run_dir
 
@@ -274,8 +278,8 @@ def _task_source(task: Task, do_lower_case: Optional[bool]) -> Source:
                              f"trained with do_lower_case={task.preprocessor.do_lower_case}")
     name = {AlbertClassifier: "classifier", AlbertTokenClassifier: "token_classifier",
             AlbertMultipleChoice: "multiple_choice",
-            AlbertPretrainer: "pretrainer", AlbertEncoder: "encoder"
-            }.get(type(task.network), "model")
+            AlbertPretrainer: "pretrainer", AlbertEncoder: "encoder",
+            AlbertSpanLabeler: "span_labeler"}.get(type(task.network), "model")
     settings = {key: getattr(task, key) for key in ("tag_scheme", "doc_stride", "word_split",
                                                     "max_qa_length", "packing")
                 if hasattr(task, key)}
@@ -481,6 +485,28 @@ def build_multiple_choice(read: Source, preprocessor: AlbertPreprocessor,
                                     max_qa_length if packing == "race" else None, packing)
 
 
+def build_question_answerer(read: Source, preprocessor: AlbertPreprocessor,
+                            options: Dict) -> AlbertQuestionAnswerer:
+    """question-answering (SQuAD v1.1): doc_stride, max_query_length, n_best_size,
+    max_answer_length; the source's span head when it has one."""
+    settings = {name: options.pop(name) for name in ("doc_stride", "max_query_length",
+                                                     "n_best_size", "max_answer_length")
+                if name in options}
+    _refuse_unknown(options, "question-answering")
+    if read.name == "squad_v2":
+        raise UserValueError("this source is a SQuAD v2.0 model: from_pretrained builds "
+                             "SQuAD v1.1's span head so far (run_squad.py "
+                             "--version_2_with_negative trains v2.0)")
+    network = AlbertSpanLabeler(read.encoder.config)
+    network.build()
+    # A copy: never shares variables with the model it was made from.
+    if isinstance(read.network, AlbertSpanLabeler):
+        network.set_weights(read.network.get_weights())
+    else:
+        network.encoder.set_weights(read.encoder.get_weights())
+    return AlbertQuestionAnswerer(network, preprocessor, **settings)
+
+
 def build_feature_extractor(read: Source, preprocessor: AlbertPreprocessor,
                             options: Dict) -> AlbertFeatureExtractor:
     """feature-extraction: a copy of the source's encoder (no options)."""
@@ -533,4 +559,5 @@ BUILDERS: Dict[str, Callable[[Source, AlbertPreprocessor, Dict], Task]] = {
     "multiple-choice": build_multiple_choice,
     "fill-mask": build_masked_lm,
     "feature-extraction": build_feature_extractor,
+    "question-answering": build_question_answerer,
 }

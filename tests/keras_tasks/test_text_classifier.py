@@ -234,9 +234,8 @@ def test_mixed_bfloat16_xla_and_a_strategy_scope(models):
     assert int(mirrored.optimizer.iterations.numpy()) == 2
 
 
-def test_bad_input_in_one_line(models, tmp_path, official_spm):
+def test_bad_input_in_one_line(models):
     classifier = albert_tf.from_pretrained(models["sentiment"])
-    qa_dir = hf_models.write_hf_dir(str(tmp_path / "qa"), "span", official_spm)
     classifier.compile()
     cases = [
         (lambda: classifier.fit(TEXTS), "fit and evaluate need labels"),
@@ -252,11 +251,8 @@ def test_bad_input_in_one_line(models, tmp_path, official_spm):
          "multi-hot rows of 4 0/1 values"),
         (lambda: albert_tf.from_pretrained(models["sentiment"], sequence_length=65),
          "sequence_length=65 is longer than the model's 64 positions"),
-        (lambda: albert_tf.from_pretrained(qa_dir), "this source is a question-answering "
-                                                    "model, a task from_pretrained does not "
-                                                    "build yet"),
-        (lambda: albert_tf.from_pretrained(models["mlm"], "question-answering"),
-         "task 'question-answering' is not available through from_pretrained yet"),
+        (lambda: albert_tf.from_pretrained(models["mlm"], "sentence-embedding"),
+         "task 'sentence-embedding' is not available through from_pretrained yet"),
         (lambda: albert_tf.from_pretrained(models["mlm"], "text-classification"),
          "needs num_classes=K"),
         (lambda: albert_tf.from_pretrained(models["mlm"], "summarization"),

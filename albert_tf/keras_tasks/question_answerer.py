@@ -1,0 +1,228 @@
+"""`AlbertQuestionAnswerer`: a question and its context -> the answer span (SQuAD v1.1),
+run_squad.py's model, windows and post-processing.
+
+    reader = albert_tf.from_pretrained("albert_base_v2", "question-answering")
+    reader.compile()                        # the original's AdamW, warmup and decay
+    reader.fit({"question": [...], "context": [...]}, answers, epochs=2)
+    reader.predict({"question": ["Who wrote it?"], "context": ["It was written by Ann."]})
+        -> ["Ann"]
+
+x: a dict of columns {"question", "context"} (SQuAD's "paragraph" works too) or a list of
+such dicts (or, for fit and evaluate, windows already made: token features int32 [N, S]
+with y {"start_positions", "end_positions"} int [N]). y: one answer per question: {"text", "answer_start"} (SQuAD's, a character
+offset into the context), or the answer's text alone (its first occurrence in the
+context). Each question becomes run_squad.py's windows (`tasks.span_qa.features`:
+`[CLS] question [SEP] context window [SEP]`, windows moved by `doc_stride`, the question
+cut to `max_query_length` tokens); the loss is run_squad.py's (the mean of the start and
+end cross-entropies); `predict` reads each question's answer from all its windows as
+run_squad.py's post-processing does (n-best over the max-context windows, at most
+`max_answer_length` tokens). SQuAD v2.0's unanswerable questions are not built here yet.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.errors import UserValueError
+from albert_tf.keras_tasks.inputs import DEFAULT_BATCH_SIZE
+from albert_tf.keras_tasks.task import Task
+from albert_tf.modeling.models import AlbertSpanLabeler, span_losses
+from albert_tf.tasks.span_qa import features as squad_features
+from albert_tf.tasks.span_qa import postprocess as squad_postprocess
+from albert_tf.tasks.span_qa.data import SquadExample
+
+TOKEN_FEATURES = ("input_ids", "input_mask", "segment_ids")
+LABELS = ("start_positions", "end_positions")
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertQuestionAnswerer(Task):
+    """An `AlbertSpanLabeler` network on questions and contexts (see the module
+    docstring). Args: doc_stride, max_query_length (run_squad.py's: 128 and 64, or what
+    fits the sequence length), n_best_size (20), max_answer_length (30 tokens).
+    Calling it on token features returns {"start_logits", "end_logits"} float32 [B, S]."""
+
+    task_name = "question-answering"
+    default_learning_rate = 5e-5  # run_squad.py's --learning_rate
+
+    def __init__(self, network: AlbertSpanLabeler, preprocessor=None,
+                 doc_stride: Optional[int] = None, max_query_length: Optional[int] = None,
+                 n_best_size: int = 20, max_answer_length: int = 30, **kwargs):
+        super().__init__(network, preprocessor, **kwargs)
+        # The span head reads no pooled output: a frozen pooler gets no gradient (None, which
+        # Keras warns about) and no weight decay, as the original's optimizer skips it.
+        network.encoder.pooler.trainable = False
+        length = preprocessor.sequence_length if preprocessor is not None else \
+            network.config.max_position_embeddings
+        query = max_query_length if max_query_length is not None else (
+            64 if 64 <= length - 4 else max(1, length // 2))
+        window = length - query - 3
+        stride = doc_stride if doc_stride is not None else (
+            128 if 128 < window else max(1, window // 2))
+        self.options = squad_features.FeatureOptions(length, int(stride), int(query),
+                                                     preprocessor is None or
+                                                     preprocessor.do_lower_case)
+        try:
+            self.options.validate()
+        except ValueError as error:
+            raise UserValueError(f"question-answering: {error}") from None
+        if int(n_best_size) < 1 or int(max_answer_length) < 1:
+            raise UserValueError("n_best_size and max_answer_length must be at least 1")
+        self.n_best_size, self.max_answer_length = int(n_best_size), int(max_answer_length)
+
+    def call(self, features, training=False):
+        outputs = self.network(features, training=training)
+        return {name: tf.cast(outputs[name], tf.float32)
+                for name in ("start_logits", "end_logits")}
+
+    def default_loss(self):
+        return None  # `task_loss`: the labels are the start and end positions
+
+    def task_loss(self, y, y_pred):
+        return span_losses(y_pred, y)["loss"]
+
+    def default_metrics(self):
+        return None
+
+    # --- questions -> windows ----------------------------------------------------------------
+
+    def windows(self, x, y=None) -> Dict[str, np.ndarray]:
+        """run_squad.py's windows of the questions x (with answers y: the training windows,
+        the ones whose answer could not be aligned left out, as run_squad.py does):
+        `tasks.span_qa.features.features_to_arrays`' arrays, plus the labels."""
+        examples = examples_of(x, y)
+        return self._windows(examples, y is not None)
+
+    def _windows(self, examples, training: bool) -> Dict[str, np.ndarray]:
+        featurizer = squad_features.SquadFeaturizer(self.python_tokenizer, self.options)
+        found: List = []
+        featurizer.convert(examples, training, found.append, log_every=0)
+        arrays = squad_features.features_to_arrays(found)
+        if not found:
+            length = self.options.max_seq_length
+            arrays.update({name: np.zeros((0, length), np.int64)
+                           for name in squad_features.SEQUENCE_FIELDS +
+                           squad_features.PREDICT_FIELDS})
+        arrays["start_positions"] = np.array([f.start_position for f in found], np.int32)
+        arrays["end_positions"] = np.array([f.end_position for f in found], np.int32)
+        return arrays
+
+    def dataset(self, x, y=None, batch_size=None, needs_labels=False, shuffle=False):
+        if needs_labels and y is None:
+            raise UserValueError("question-answering: fit and evaluate need answers: fit(x="
+                                 "questions, y=answers), one per question")
+        if isinstance(x, dict) and "input_ids" in x:  # windows already made
+            inputs = {name: np.asarray(x[name], np.int32) for name in TOKEN_FEATURES}
+            labels = None if y is None else {name: np.asarray(y[name], np.int32).reshape(-1)
+                                             for name in LABELS}
+            return self._batched(inputs, labels, batch_size, shuffle)
+        arrays = self.windows(x, y)
+        inputs = {name: arrays[name].astype(np.int32) for name in TOKEN_FEATURES}
+        return self._batched(inputs, None if y is None else {name: arrays[name]
+                                                             for name in LABELS},
+                             batch_size, shuffle)
+
+    @staticmethod
+    def _batched(inputs, labels, batch_size, shuffle) -> tf.data.Dataset:
+        dataset = tf.data.Dataset.from_tensor_slices((inputs, labels) if labels is not None
+                                                     else inputs)
+        count = len(inputs["input_ids"])
+        if shuffle and count:
+            dataset = dataset.shuffle(count, reshuffle_each_iteration=True)
+        return dataset.batch(batch_size or DEFAULT_BATCH_SIZE).prefetch(tf.data.AUTOTUNE)
+
+    # --- answers ------------------------------------------------------------------------------
+
+    def predict_nbest(self, x, batch_size=None, **kwargs) -> List[List[Dict]]:
+        """Each question's n-best answers, best first: {"text", "probability",
+        "start_log_prob", "end_log_prob"} as run_squad.py's nbest_predictions.json."""
+        examples = examples_of(x, None)
+        arrays = self._windows(examples, False)
+        results = {"unique_ids": arrays["unique_ids"]}
+        if len(arrays["input_ids"]):
+            inputs = {name: arrays[name].astype(np.int32) for name in TOKEN_FEATURES}
+            dataset = tf.data.Dataset.from_tensor_slices(inputs).batch(
+                batch_size or DEFAULT_BATCH_SIZE)
+            results.update(keras.Model.predict(self, dataset, **kwargs))
+        else:
+            empty = np.zeros((0, self.options.max_seq_length), np.float32)
+            results.update(start_logits=empty, end_logits=empty)
+        options = squad_postprocess.PostprocessOptions(
+            n_best_size=self.n_best_size, max_answer_length=self.max_answer_length)
+        predictions = squad_postprocess.postprocess(examples, arrays, results, options)
+        return [[dict(entry) for entry in predictions.nbest[e.qas_id]] for e in examples]
+
+    def predict(self, x, batch_size=None, **kwargs) -> List[str]:
+        """Each question's answer: a span of its context (run_squad.py's best answer)."""
+        return [nbest[0]["text"] for nbest in self.predict_nbest(x, batch_size, **kwargs)]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(doc_stride=self.options.doc_stride,
+                      max_query_length=self.options.max_query_length,
+                      n_best_size=self.n_best_size, max_answer_length=self.max_answer_length)
+        return config
+
+
+def examples_of(x, y=None) -> List[SquadExample]:
+    """x (and answers y) as run_squad.py's SquadExamples; one line otherwise."""
+    if isinstance(x, tf.data.Dataset):
+        raise UserValueError("question-answering takes questions in memory (a dict of columns "
+                             "or a list of rows): its windows are made in Python, as "
+                             "run_squad.py's")
+    if isinstance(x, dict):
+        columns = {("context" if k == "paragraph" else k): v for k, v in x.items()}
+        missing = [name for name in ("question", "context") if name not in columns]
+        if missing:
+            raise UserValueError(f"question-answering: x has no {missing[0]!r} column (it "
+                                 "takes 'question' and 'context')")
+        if len(columns["question"]) != len(columns["context"]):
+            raise UserValueError(f"{len(columns['question'])} questions but "
+                                 f"{len(columns['context'])} contexts")
+        rows = [{"question": q, "context": c}
+                for q, c in zip(columns["question"], columns["context"])]
+    elif isinstance(x, (list, tuple)) and all(isinstance(row, dict) for row in x):
+        rows = [{("context" if k == "paragraph" else k): v for k, v in row.items()}
+                for row in x]
+    else:
+        raise UserValueError("question-answering: x is a dict of columns {'question', "
+                             "'context'} or a list of such dicts, got " + type(x).__name__)
+    if y is not None and (isinstance(y, (str, dict)) or len(y) != len(rows)):
+        raise UserValueError(f"{len(rows)} questions but "
+                             f"{1 if isinstance(y, (str, dict)) else len(y)} answers")
+    examples = []
+    for index, row in enumerate(rows):
+        question, context = row.get("question"), row.get("context")
+        if not isinstance(question, str) or not isinstance(context, str):
+            raise UserValueError(f"question {index}: 'question' and 'context' are texts")
+        answers = [] if y is None else [_answer(y[index], context, index)]
+        examples.append(SquadExample(str(index), question, context, answers))
+    return examples
+
+
+def _answer(answer, context: str, index: int):
+    """(text, answer_start) of one answer: a dict with "text" (and "answer_start"), or its
+    text (its first occurrence in the context)."""
+    if isinstance(answer, dict):
+        text, start = answer.get("text"), answer.get("answer_start")
+        if isinstance(text, (list, tuple)):  # Hugging Face's datasets: lists of answers
+            text = text[0] if text else None
+            start = start[0] if isinstance(start, (list, tuple)) and start else None
+    else:
+        text, start = answer, None
+    if not isinstance(text, str) or not text:
+        raise UserValueError(f"question {index}: an answer is its text, or {{'text', "
+                             f"'answer_start'}}, got {answer!r:.60}")
+    if start is None:
+        start = context.find(text)
+        if start < 0:
+            raise UserValueError(f"question {index}: the answer {text!r:.40} is not in the "
+                                 "context")
+    elif not isinstance(start, (int, np.integer)) or context[int(start):int(start) + len(
+            text)] != text:
+        raise UserValueError(f"question {index}: the context at answer_start={start!r} is "
+                             f"not the answer {text!r:.40}")
+    return text, int(start)
