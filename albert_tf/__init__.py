@@ -16,9 +16,9 @@ Public API:
                      evaluate / predict / save (albert_tf.keras_tasks; docs/keras.md)
   AlbertPreprocessor raw text -> token features (a Keras layer)
   AlbertTextClassifier, AlbertTagger, AlbertMultipleChoiceTask, AlbertMaskedLM,
-  AlbertFeatureExtractor, AlbertQuestionAnswerer
+  AlbertFeatureExtractor, AlbertQuestionAnswerer, AlbertSentenceEmbedder
                      the Keras tasks (text classification, NER, multiple choice, fill-mask,
-                     feature extraction, question answering)
+                     feature extraction, question answering, sentence embeddings)
 """
 from albert_tf import _lazy, _moved
 
@@ -43,6 +43,7 @@ _EXPORTS = {
     "AlbertTextClassifier": "keras_tasks", "AlbertTagger": "keras_tasks",
     "AlbertMultipleChoiceTask": "keras_tasks", "AlbertMaskedLM": "keras_tasks",
     "AlbertFeatureExtractor": "keras_tasks", "AlbertQuestionAnswerer": "keras_tasks",
+    "AlbertSentenceEmbedder": "keras_tasks",
 }
 __all__ = list(_EXPORTS)
 

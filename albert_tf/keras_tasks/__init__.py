@@ -21,6 +21,7 @@ predict / save (keras-hub's Preprocessor + Task split, for ALBERT).
   masked_lm.py        AlbertMaskedLM: fill-mask, and continued pretraining on documents
   feature_extractor.py  AlbertFeatureExtractor: texts -> the encoder's outputs
   question_answerer.py  AlbertQuestionAnswerer: question + context -> answer (SQuAD v1.1)
+  sentence_embedder.py  AlbertSentenceEmbedder: texts -> embeddings (bi-encoder losses)
   from_pretrained.py  from_pretrained: any source -> a task model
   exporting.py        model.export(dir): the CLI's export (SavedModel, ONNX, LiteRT)
 docs/keras.md is the user's guide.
@@ -37,6 +38,7 @@ _EXPORTS = {
     "AlbertMultipleChoiceTask": "multiple_choice", "AlbertMaskedLM": "masked_lm",
     "AlbertFeatureExtractor": "feature_extractor",
     "AlbertQuestionAnswerer": "question_answerer",
+    "AlbertSentenceEmbedder": "sentence_embedder",
     "from_pretrained": "from_pretrained",
 }
 __all__ = list(_EXPORTS)

@@ -31,6 +31,8 @@ Options (each task's in its builder below):
                     how a raw text becomes words), dropout (default 0.1)
   multiple-choice:  packing ("race", 4 options; or "c3", 2-4), max_qa_length (RACE's;
                     default run_race.py's), dropout (default 0.1)
+  sentence-embedding: pooling ("mean"; cls, max, mean_sqrt_len, or several), normalize
+                    (False), scale (20: the losses' scale of the cosines)
   question-answering: doc_stride, max_query_length (run_squad.py's defaults, or what fits),
                     n_best_size (20), max_answer_length (30 tokens)
   fill-mask:        fit's instances, as create_pretraining_data.py's flags: masked_lm_prob
@@ -51,12 +53,14 @@ from albert_tf.keras_tasks.masked_lm import AlbertMaskedLM
 from albert_tf.keras_tasks.multiple_choice import AlbertMultipleChoiceTask
 from albert_tf.keras_tasks.preprocessor import AlbertPreprocessor
 from albert_tf.keras_tasks.question_answerer import AlbertQuestionAnswerer
+from albert_tf.keras_tasks.sentence_embedder import AlbertSentenceEmbedder
 from albert_tf.keras_tasks.tagger import AlbertTagger
 from albert_tf.keras_tasks.task import Task
 from albert_tf.keras_tasks.text_classifier import PROBLEM_TYPES, AlbertTextClassifier
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
                                        AlbertSpanLabeler)
+from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
 from albert_tf.modeling.token_classifier import AlbertTokenClassifier
 from albert_tf.training import run_dir
 
@@ -67,7 +71,7 @@ TASK_ALIASES = {"sentiment-analysis": "text-classification", "ner": "token-class
 HEAD_TASKS = {"classifier": "text-classification", "token_classifier": "token-classification",
               "span_labeler": "question-answering", "squad_v2": "question-answering",
               "multiple_choice": "multiple-choice", "pretrainer": "fill-mask",
-              "encoder": "feature-extraction"}
+              "encoder": "feature-extraction", "sentence_encoder": "sentence-embedding"}
 ALL_TASKS = ("text-classification", "token-classification", "question-answering",
              "multiple-choice", "fill-mask", "sentence-embedding", "feature-extraction")
 
@@ -279,7 +283,8 @@ def _task_source(task: Task, do_lower_case: Optional[bool]) -> Source:
     name = {AlbertClassifier: "classifier", AlbertTokenClassifier: "token_classifier",
             AlbertMultipleChoice: "multiple_choice",
             AlbertPretrainer: "pretrainer", AlbertEncoder: "encoder",
-            AlbertSpanLabeler: "span_labeler"}.get(type(task.network), "model")
+            AlbertSpanLabeler: "span_labeler", AlbertSentenceEncoder: "sentence_encoder"
+            }.get(type(task.network), "model")
     settings = {key: getattr(task, key) for key in ("tag_scheme", "doc_stride", "word_split",
                                                     "max_qa_length", "packing")
                 if hasattr(task, key)}
@@ -296,16 +301,8 @@ def from_pretrained(source, task: Optional[str] = None, *, sequence_length: Opti
                     **options) -> Task:
     """A Keras task model on raw text from `source` (see the module docstring)."""
     read = read_source(source, do_lower_case, vocabulary_file)
-    inferred = task is None
     task = _resolve_task(task, read)
-    builder = BUILDERS.get(task)
-    if builder is None and inferred:
-        raise UserValueError(f"this source is a {task} model, a task from_pretrained does not "
-                             f"build yet: name one it builds ({', '.join(BUILDERS)}), e.g. "
-                             "task='text-classification', num_classes=K")
-    if builder is None:
-        raise UserValueError(f"task {task!r} is not available through from_pretrained yet; "
-                             f"it builds {', '.join(BUILDERS)}")
+    builder = BUILDERS[task]
     positions = read.encoder.config.max_position_embeddings
     length = read.max_length if sequence_length is None else int(sequence_length)
     if length > positions:
@@ -507,6 +504,30 @@ def build_question_answerer(read: Source, preprocessor: AlbertPreprocessor,
     return AlbertQuestionAnswerer(network, preprocessor, **settings)
 
 
+def build_sentence_embedder(read: Source, preprocessor: AlbertPreprocessor,
+                            options: Dict) -> AlbertSentenceEmbedder:
+    """sentence-embedding: pooling ("mean" default; "cls", "max", "mean_sqrt_len", or a
+    list / comma-separated modes), normalize (False), scale (20); a sentence-transformers
+    source keeps its own pooling unless given."""
+    source = read.network if isinstance(read.network, AlbertSentenceEncoder) else None
+    pooling = options.pop("pooling", None)
+    if isinstance(pooling, str):
+        pooling = [mode.strip() for mode in pooling.split(",") if mode.strip()]
+    pooling = pooling or (list(source.pooling) if source is not None else ["mean"])
+    normalize = options.pop("normalize", None)
+    normalize = bool(source.normalize if normalize is None and source is not None
+                     else normalize)
+    scale = float(options.pop("scale", 20.0))
+    _refuse_unknown(options, "sentence-embedding")
+    try:
+        network = AlbertSentenceEncoder(read.encoder.config, pooling, normalize)
+    except ValueError as error:
+        raise UserValueError(f"sentence-embedding: {error}") from None
+    network.build()
+    network.encoder.set_weights(read.encoder.get_weights())  # a copy: no weights shared
+    return AlbertSentenceEmbedder(network, preprocessor, scale)
+
+
 def build_feature_extractor(read: Source, preprocessor: AlbertPreprocessor,
                             options: Dict) -> AlbertFeatureExtractor:
     """feature-extraction: a copy of the source's encoder (no options)."""
@@ -560,4 +581,5 @@ BUILDERS: Dict[str, Callable[[Source, AlbertPreprocessor, Dict], Task]] = {
     "fill-mask": build_masked_lm,
     "feature-extraction": build_feature_extractor,
     "question-answering": build_question_answerer,
+    "sentence-embedding": build_sentence_embedder,
 }

@@ -46,15 +46,13 @@ class AlbertQuestionAnswerer(Task):
     Calling it on token features returns {"start_logits", "end_logits"} float32 [B, S]."""
 
     task_name = "question-answering"
+    reads_pooled_output = False
     default_learning_rate = 5e-5  # run_squad.py's --learning_rate
 
     def __init__(self, network: AlbertSpanLabeler, preprocessor=None,
                  doc_stride: Optional[int] = None, max_query_length: Optional[int] = None,
                  n_best_size: int = 20, max_answer_length: int = 30, **kwargs):
         super().__init__(network, preprocessor, **kwargs)
-        # The span head reads no pooled output: a frozen pooler gets no gradient (None, which
-        # Keras warns about) and no weight decay, as the original's optimizer skips it.
-        network.encoder.pooler.trainable = False
         length = preprocessor.sequence_length if preprocessor is not None else \
             network.config.max_position_embeddings
         query = max_query_length if max_query_length is not None else (

@@ -61,14 +61,12 @@ class AlbertTagger(Task):
     """
 
     task_name = "token-classification"
+    reads_pooled_output = False
 
     def __init__(self, network: AlbertTokenClassifier, preprocessor=None,
                  labels: Sequence[str] = (), tag_scheme: str = "iob2",
                  doc_stride: Optional[int] = None, word_split: str = "basic", **kwargs):
         super().__init__(network, preprocessor, **kwargs)
-        # The tagger reads no pooled output: a frozen pooler gets no gradient (None, which
-        # Keras warns about) and no weight decay, as in run_ner.py's loop.
-        network.encoder.pooler.trainable = False
         self.labels = [str(name) for name in labels]
         if word_split not in tagging_inputs.WORD_SPLITS:
             raise UserValueError(f"word_split={word_split!r}: one of "

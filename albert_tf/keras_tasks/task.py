@@ -44,6 +44,10 @@ class Task(keras.Model):
 
     task_name = "task"
     default_learning_rate = 5e-5  # run_classifier.py's --learning_rate
+    # False for a head that reads no pooled output (tagging, spans, token pooling): the
+    # pooler is then frozen, so it gets no gradient (None, which Keras warns about) and no
+    # weight decay, as the original's optimizer skips a variable without gradient.
+    reads_pooled_output = True
     warmup_proportion = 0.1  # run_squad.py's --warmup_proportion
 
     def __init__(self, network: keras.Model, preprocessor: Optional[AlbertPreprocessor] = None,
@@ -53,6 +57,8 @@ class Task(keras.Model):
         self.preprocessor = preprocessor
         self._pending_optimizer: Optional[Dict] = None
         self._task_loss_in_use = False
+        if not self.reads_pooled_output:
+            network.encoder.pooler.trainable = False
         if preprocessor is not None:
             positions = network.config.max_position_embeddings
             if preprocessor.sequence_length > positions:

@@ -251,8 +251,6 @@ def test_bad_input_in_one_line(models):
          "multi-hot rows of 4 0/1 values"),
         (lambda: albert_tf.from_pretrained(models["sentiment"], sequence_length=65),
          "sequence_length=65 is longer than the model's 64 positions"),
-        (lambda: albert_tf.from_pretrained(models["mlm"], "sentence-embedding"),
-         "task 'sentence-embedding' is not available through from_pretrained yet"),
         (lambda: albert_tf.from_pretrained(models["mlm"], "text-classification"),
          "needs num_classes=K"),
         (lambda: albert_tf.from_pretrained(models["mlm"], "summarization"),
