@@ -115,16 +115,14 @@ def export_tagger(task, export_dir: str, formats: Iterable[str] = ("saved_model"
                                               **vocabulary, **settings)
         portable_model = tagging_export.portable_model(task.network, task.labels,
                                                        task.tag_scheme, **settings)
-        if set(formats) & set(portable.PORTABLE_FORMATS):
-            check = None
-            if check_data is not None:
-                sentences = tagging_inputs.sentences_of(check_data, None, task.labels,
-                                                        task.word_split)
-                check = tagging_inputs.model_features(task.windows(sentences))
-            results.update(portable.export_model_dir(
-                export_dir, portable_model, formats, int8=int8, fp16=fp16,
-                check_features=check, int8_min_agreement=int8_min_agreement, **vocabulary))
-        records.write_export_record(export_dir, portable_model.metadata, **vocabulary)
+        def check_features():
+            sentences = tagging_inputs.sentences_of(check_data, None, task.labels,
+                                                    task.word_split)
+            return tagging_inputs.model_features(task.windows(sentences))
+
+        results.update(_portable_files(export_dir, portable_model, formats, vocabulary, int8,
+                                       fp16, None if check_data is None else check_features,
+                                       int8_min_agreement))
     return results
 
 
@@ -151,15 +149,27 @@ def export_multiple_choice(task, export_dir: str, formats: Iterable[str] = ("sav
             race_export.export_saved_model(task.network, export_dir, task_name=task.packing,
                                            **vocabulary, **settings)
         portable_model = race_export.portable_model(task.network, task.packing, **settings)
-        if set(formats) & set(portable.PORTABLE_FORMATS):
-            check = None
-            if check_data is not None:
-                check = choice_inputs.model_features(task.packed(check_data))
-            results.update(portable.export_model_dir(
-                export_dir, portable_model, formats, int8=int8, fp16=fp16,
-                check_features=check, int8_min_agreement=int8_min_agreement, **vocabulary))
-        records.write_export_record(export_dir, portable_model.metadata, **vocabulary)
+        results.update(_portable_files(
+            export_dir, portable_model, formats, vocabulary, int8, fp16,
+            None if check_data is None else (
+                lambda: choice_inputs.model_features(task.packed(check_data))),
+            int8_min_agreement))
     return results
+
+
+def _portable_files(export_dir: str, portable_model, formats: Sequence[str], vocabulary: Dict,
+                    int8: bool, fp16: bool, check_features, int8_min_agreement: float
+                    ) -> Dict:
+    """The ONNX / LiteRT files `formats` asks for (the int8 ones checked on
+    `check_features()`, when given), then albert_tf_export.json; returns their paths."""
+    written = {}
+    if set(formats) & set(portable.PORTABLE_FORMATS):
+        written = portable.export_model_dir(
+            export_dir, portable_model, formats, int8=int8, fp16=fp16,
+            check_features=None if check_features is None else check_features(),
+            int8_min_agreement=int8_min_agreement, **vocabulary)
+    records.write_export_record(export_dir, portable_model.metadata, **vocabulary)
+    return written
 
 
 def _require_preprocessor(task):

@@ -471,13 +471,8 @@ def build_multiple_choice(read: Source, preprocessor: AlbertPreprocessor,
         raise UserValueError(f"dropout must be in [0, 1), got {dropout}")
     if max_qa_length is None and preprocessor.sequence_length == read.max_length:
         max_qa_length = read.settings.get("max_qa_length")
-    network = AlbertMultipleChoice(read.encoder.config, num_choices=4, dropout_rate=dropout)
-    network.build()
-    # A copy: never shares variables with the model it was made from.
-    if isinstance(read.network, AlbertMultipleChoice):
-        network.set_weights(read.network.get_weights())
-    else:
-        network.encoder.set_weights(read.encoder.get_weights())
+    network = _start_from(AlbertMultipleChoice(read.encoder.config, num_choices=4,
+                                               dropout_rate=dropout), read)
     return AlbertMultipleChoiceTask(network, preprocessor,
                                     max_qa_length if packing == "race" else None, packing)
 
@@ -494,13 +489,7 @@ def build_question_answerer(read: Source, preprocessor: AlbertPreprocessor,
         raise UserValueError("this source is a SQuAD v2.0 model: from_pretrained builds "
                              "SQuAD v1.1's span head so far (run_squad.py "
                              "--version_2_with_negative trains v2.0)")
-    network = AlbertSpanLabeler(read.encoder.config)
-    network.build()
-    # A copy: never shares variables with the model it was made from.
-    if isinstance(read.network, AlbertSpanLabeler):
-        network.set_weights(read.network.get_weights())
-    else:
-        network.encoder.set_weights(read.encoder.get_weights())
+    network = _start_from(AlbertSpanLabeler(read.encoder.config), read)
     return AlbertQuestionAnswerer(network, preprocessor, **settings)
 
 
@@ -550,16 +539,22 @@ def build_masked_lm(read: Source, preprocessor: AlbertPreprocessor,
     new heads on its encoder (the original's initialisation)."""
     settings = {name: options.pop(name) for name in MASKED_LM_OPTIONS if name in options}
     _refuse_unknown(options, "fill-mask")
-    network = AlbertPretrainer(read.encoder.config)
-    network.build()
-    # A copy: never shares variables with the model it was made from.
-    if isinstance(read.network, AlbertPretrainer):
-        network.set_weights(read.network.get_weights())
-    else:
-        network.encoder.set_weights(read.encoder.get_weights())
+    network = _start_from(AlbertPretrainer(read.encoder.config), read)
     if isinstance(read.network, AlbertPretrainer) and read.settings:
         settings = {**read.settings, **settings}
     return AlbertMaskedLM(network, preprocessor, **settings)
+
+
+def _start_from(network: keras.Model, read: Source) -> keras.Model:
+    """`network` built, with the source's weights copied in (never shared with the model
+    they came from): all of them when the source is the same kind of model (its head
+    too), else its encoder's (a new head keeps its initialisation)."""
+    network.build()
+    if type(read.network) is type(network):
+        network.set_weights(read.network.get_weights())
+    else:
+        network.encoder.set_weights(read.encoder.get_weights())
+    return network
 
 
 def _option(options: Dict, *names):
