@@ -52,3 +52,7 @@ __getattr__, __dir__ = _lazy.lazy_attributes(__name__, _EXPORTS, globals())
 
 
 __version__ = "0.1.0"
+
+from albert_tf import _keras_names  # noqa: E402  (after the lazy names: it may import them)
+
+_keras_names.install()

@@ -10,6 +10,10 @@ Examples:
   # A fine-tuned MNLI checkpoint of run_classifier -> Hugging Face
   python -m albert_tf.convert --input=mnli_out/model.ckpt-best --albert_config_file=cfg.json \
       --model=classifier --num_labels=3 --output=/tmp/hf_mnli --output_format=hf
+  # A Keras task saved with model.save("sentiment.keras") -> Hugging Face (its labels,
+  # casing and vocabulary come with it)
+  python -m albert_tf.convert --input=sentiment.keras --output=/tmp/hf_sentiment \
+      --output_format=hf
 
 The model class (`--model`) decides which heads are converted; a head absent
 from the input is reported and written with its initial values. The default, auto, is a
@@ -36,8 +40,9 @@ def define_flags() -> None:
     """Defines the CLI's absl flags (only when run as a program: importing this module for its
     functions defines no flags, so it cannot clash with other CLIs' flags)."""
     flags.DEFINE_string("input", None, "Checkpoint to read: TF1 prefix or directory, TF-Hub "
-                        "module directory, Hugging Face directory, .weights.h5, or "
-                        "tf.train.Checkpoint.")
+                        "module directory, Hugging Face directory, .weights.h5, "
+                        "tf.train.Checkpoint, or a .keras file of an albert_tf task "
+                        "model.")
     flags.DEFINE_enum("input_format", "auto", FORMATS, "Format of --input (auto = detect).")
     flags.DEFINE_string("output", None, "Where to write: TF1 prefix, Hugging Face directory, "
                         ".weights.h5 file, or tf.train.Checkpoint prefix.")
@@ -223,9 +228,67 @@ def save(model, path: str, fmt: str = "auto", global_step=None, labels=None,
     return f"tf.train.Checkpoint {written}"
 
 
+# The network classes of albert_tf's Keras tasks -> their --model names.
+TASK_NETWORKS = {"AlbertClassifier": "classifier", "AlbertTokenClassifier": "token_classifier",
+                 "AlbertSpanLabeler": "span_labeler", "AlbertMultipleChoice": "multiple_choice",
+                 "AlbertPretrainer": "pretrainer", "AlbertEncoder": "encoder",
+                 "AlbertSentenceEncoder": "encoder"}
+
+
+def convert_keras_task(args) -> None:
+    """--input=<file>.keras: a task model of `albert_tf.keras_tasks` (saved by
+    `model.save`) written in --output_format, its network with the task's labels, problem
+    type, casing and vocabulary (a sentence embedder's encoder alone: its pooling has no
+    Hugging Face field; its export's sentence-transformers/ directory keeps it)."""
+    import tempfile
+
+    import keras
+
+    import albert_tf.keras_tasks  # noqa: F401  (registers the task classes for load_model)
+    from albert_tf.keras_tasks.task import Task
+
+    try:
+        task = keras.saving.load_model(args.input)
+    except (TypeError, ValueError) as error:
+        raise UserValueError(f"--input={args.input}: not a .keras file this library loads "
+                             f"({str(error).splitlines()[0][:200]})") from None
+    if not isinstance(task, Task):
+        raise UserValueError(f"--input={args.input}: a {type(task).__name__}, not a task "
+                             "model of albert_tf")
+    network = task.network
+    name = TASK_NETWORKS.get(type(network).__name__)
+    if name is None:
+        raise UserValueError(f"--input={args.input}: its network {type(network).__name__} "
+                             "has no --model name")
+    if name == "encoder" and hasattr(network, "encoder"):
+        network = network.encoder
+    if args.model not in ("auto", name):
+        raise UserValueError(f"--model={args.model}: --input={args.input} holds a {name} "
+                             "(leave --model=auto)")
+    settings = {"do_lower_case": task.preprocessor.do_lower_case}
+    if name == "classifier":
+        settings["problem_type"] = task.problem_type
+    with tempfile.TemporaryDirectory() as vocabulary_dir:
+        settings.update(
+            find_output_vocabulary(args.input, args.spm_model_file, args.vocab_file)
+            if args.spm_model_file or args.vocab_file
+            else _written_vocabulary(task.preprocessor, vocabulary_dir))
+        print("Read", f"{args.input}: {type(task).__name__} ({name})")
+        print("Wrote", save(network, args.output, args.output_format, args.global_step,
+                            args.labels or getattr(task, "labels", None), settings))
+
+
+def _written_vocabulary(preprocessor, directory: str) -> dict:
+    path = preprocessor.write_vocabulary(directory)
+    return ({"spm_model_file": path} if preprocessor.tokenizer_kind == "sentencepiece"
+            else {"vocab_file": path})
+
+
 def main(argv):
     del argv
     args = flags.FLAGS
+    if args.input.endswith(".keras") and os.path.isfile(args.input):
+        return convert_keras_task(args)
     if args.albert_config_file:
         check_file(args.albert_config_file, "--albert_config_file", "albert_config.json file")
     if "://" not in args.input and not os.path.exists(args.input) and not os.path.exists(

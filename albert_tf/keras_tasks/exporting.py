@@ -157,6 +157,83 @@ def export_multiple_choice(task, export_dir: str, formats: Iterable[str] = ("sav
     return results
 
 
+def export_question_answerer(task, export_dir: str,
+                             formats: Iterable[str] = ("saved_model",), *, int8: bool = False,
+                             fp16: bool = False, check_data=None,
+                             int8_min_agreement: float = portable.DEFAULT_INT8_MIN_AGREEMENT
+                             ) -> Dict:
+    """Writes an `AlbertQuestionAnswerer`'s export to `export_dir`: what run_squad.py's
+    `--export_dir` holds for SQuAD v1.1 (`tasks.span_qa.export`: the SavedModel answering
+    a question on a context, and the ONNX / LiteRT span files), with the vocabulary and
+    albert_tf_export.json. check_data: questions whose windows check the int8 files."""
+    from albert_tf.tasks.span_qa import export as squad_export
+
+    formats = export_formats(formats)
+    preprocessor = _require_preprocessor(task)
+    export_dir = os.path.normpath(export_dir)
+    results: Dict = {"export_dir": export_dir}
+    features = task.options
+    options = squad_export.ExportOptions(
+        max_seq_length=features.max_seq_length, doc_stride=features.doc_stride,
+        max_query_length=features.max_query_length, do_lower_case=preprocessor.do_lower_case,
+        n_best_size=task.n_best_size, max_answer_length=task.max_answer_length)
+    with tempfile.TemporaryDirectory() as vocabulary_dir:
+        vocabulary = _vocabulary_files(preprocessor, vocabulary_dir)
+        if "saved_model" in formats:
+            squad_export.export_saved_model(task.network, export_dir, options=options,
+                                            **vocabulary)
+
+        results.update(_portable_files(
+            export_dir, squad_export.portable_model(task.network, options), formats,
+            vocabulary, int8, fp16,
+            None if check_data is None else lambda: task.window_features(check_data),
+            int8_min_agreement))
+    return results
+
+
+def export_sentence_embedder(task, export_dir: str, formats: Iterable[str] = ("saved_model",),
+                             *, int8: bool = False, fp16: bool = False, check_data=None,
+                             int8_min_agreement: float = portable.DEFAULT_INT8_MIN_AGREEMENT
+                             ) -> Dict:
+    """Writes an `AlbertSentenceEmbedder`'s export to `export_dir`: what
+    run_embeddings.py's `--export_dir` holds (`tasks.embeddings.export`: the SavedModel
+    embedding raw text, its sentence-transformers directory, the ONNX / LiteRT files), with
+    the vocabulary and albert_tf_export.json. check_data: texts the int8 files are checked
+    on. Returns {"export_dir", "sentence_transformers_dir" (with a SavedModel), and the
+    portable files' paths}."""
+    from albert_tf.tasks.embeddings import export as embedding_export
+    from albert_tf.tasks.embeddings.job import EmbeddingOptions
+
+    formats = export_formats(formats)
+    preprocessor = _require_preprocessor(task)
+    export_dir = os.path.normpath(export_dir)
+    results: Dict = {"export_dir": export_dir}
+    network = task.network
+    with tempfile.TemporaryDirectory() as vocabulary_dir:
+        vocabulary = _vocabulary_files(preprocessor, vocabulary_dir)
+        options = EmbeddingOptions(
+            albert_config=task.config, task_name="custom", data_dir="", output_dir="",
+            do_lower_case=preprocessor.do_lower_case,
+            max_seq_length=preprocessor.sequence_length, export_dir=export_dir,
+            pooling=",".join(network.pooling), normalize=bool(network.normalize),
+            **vocabulary)
+        if "saved_model" in formats:
+            embedding_export.export_saved_model(network, options)
+            results["sentence_transformers_dir"] = (
+                embedding_export.save_sentence_transformers_export(network, options))
+
+        def check_features():
+            packed = task.packed(list(check_data))
+            return {"input_ids": packed["input_ids_a"], "input_mask": packed["input_mask_a"],
+                    "segment_ids": np.zeros_like(packed["input_ids_a"])}
+
+        results.update(_portable_files(
+            export_dir, embedding_export.portable_model(network, options), formats,
+            vocabulary, int8, fp16, None if check_data is None else check_features,
+            int8_min_agreement))
+    return results
+
+
 def _portable_files(export_dir: str, portable_model, formats: Sequence[str], vocabulary: Dict,
                     int8: bool, fp16: bool, check_features, int8_min_agreement: float
                     ) -> Dict:

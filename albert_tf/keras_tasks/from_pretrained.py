@@ -4,6 +4,9 @@ Sources:
   a Hugging Face ALBERT directory        config.json + model.safetensors + spiece.model /
                                          vocab.txt, any head (`pipelines.sources`)
   an official TF1 / TF-Hub directory     albert_config.json + vocabulary + checkpoint
+  a sentence-transformers directory      modules.json (Transformer, Pooling, Normalize;
+                                         either generation of module paths): a
+                                         sentence-embedding task with its pooling
   a keras-hub preset directory           AlbertBackbone, AlbertTextClassifier or
                                          AlbertMaskedLM (`checkpoints.keras_hub`; keras-hub
                                          need not be installed)
@@ -129,7 +132,7 @@ def read_source(source, do_lower_case: Optional[bool] = None,
             raise UserValueError(f"{path}: a {type(model).__name__}, not a task model of "
                                  "albert_tf")
         return _task_source(model, do_lower_case)
-    from albert_tf.checkpoints import keras_hub
+    from albert_tf.checkpoints import keras_hub, sentence_transformers
     from albert_tf.pipelines import sources
 
     if keras_hub.is_preset_dir(path):
@@ -137,6 +140,8 @@ def read_source(source, do_lower_case: Optional[bool] = None,
     run = run_dir.read_record(path)
     if run is not None and run.kind == run_dir.FINETUNING:  # a pretraining run: official
         return _run_source(path, run, do_lower_case, vocabulary_file)
+    if sentence_transformers.is_sentence_transformers_dir(path):
+        return _sentence_transformers_source(path, do_lower_case)
     if sources.is_hf_dir(path):
         read = sources.read_huggingface(path, do_lower_case)
     elif os.path.isdir(path) and sources.has_official_config(path):
@@ -154,6 +159,28 @@ def read_source(source, do_lower_case: Optional[bool] = None,
             "albert_tf task")
     return Source(read.model, read.name, read.max_length, tokenizer=read.tokenizer,
                   labels=read.labels, problem_type=read.problem_type)
+
+
+def _sentence_transformers_source(path: str, do_lower_case: Optional[bool]) -> Source:
+    """A sentence-transformers directory (either generation of module paths): its
+    Transformer's Hugging Face model under its Pooling and Normalize, as an
+    `AlbertSentenceEncoder`; its max_seq_length bounds the rows."""
+    from albert_tf.checkpoints import sentence_transformers
+    from albert_tf.pipelines import sources
+
+    spec = sentence_transformers.read_sentence_transformers_dir(path)
+    if not sources.is_hf_dir(spec.transformer_path):
+        raise UserFileNotFoundError(f"{spec.transformer_path}: the Transformer module's "
+                                    "directory has no config.json + model.safetensors")
+    if do_lower_case is None and spec.lowercase:
+        do_lower_case = True
+    read = sources.read_huggingface(spec.transformer_path, do_lower_case)
+    encoder = read.model if isinstance(read.model, AlbertEncoder) else read.model.encoder
+    network = AlbertSentenceEncoder(encoder.config, spec.pooling, spec.normalize)
+    network.build()
+    network.encoder.set_weights(encoder.get_weights())
+    length = min(read.max_length, spec.max_seq_length or read.max_length)
+    return Source(network, "sentence_encoder", length, tokenizer=read.tokenizer)
 
 
 def _keras_hub_source(path: str, do_lower_case: Optional[bool]) -> Source:

@@ -94,6 +94,11 @@ class AlbertQuestionAnswerer(Task):
         examples = examples_of(x, y)
         return self._windows(examples, y is not None)
 
+    def window_features(self, x) -> Dict[str, np.ndarray]:
+        """The token features (int32 [N, S]) of the questions x's windows."""
+        windows = self.windows(x)
+        return {name: windows[name].astype(np.int32) for name in TOKEN_FEATURES}
+
     def _windows(self, examples, training: bool) -> Dict[str, np.ndarray]:
         featurizer = squad_features.SquadFeaturizer(self.python_tokenizer, self.options)
         found: List = []
@@ -156,6 +161,22 @@ class AlbertQuestionAnswerer(Task):
     def predict(self, x, batch_size=None, **kwargs) -> List[str]:
         """Each question's answer: a span of its context (run_squad.py's best answer)."""
         return [nbest[0]["text"] for nbest in self.predict_nbest(x, batch_size, **kwargs)]
+
+    def export(self, filepath, format="saved_model", verbose=None, input_signature=None, *,
+               int8: bool = False, fp16: bool = False, check_data=None, **kwargs):
+        """Writes run_squad.py's export to `filepath`: a SavedModel answering questions on
+        raw text (`serving_default`: question, context -> answer) and token windows
+        (`serve_tokens`), and / or "onnx", "tflite" ("litert") on token windows, with the
+        vocabulary and albert_tf_export.json, for
+        `albert_tf.pipeline("question-answering", ...)`. `check_data`: questions (as x)
+        whose windows check the int8 files. Returns {"export_dir", and the portable files'
+        paths}."""
+        from albert_tf.keras_tasks import exporting
+
+        exporting.check_arguments(input_signature, kwargs, "raw text and token windows",
+                                  "format, int8, fp16, check_data, int8_min_agreement")
+        return exporting.export_question_answerer(self, filepath, format, int8=int8,
+                                                  fp16=fp16, check_data=check_data, **kwargs)
 
     def get_config(self):
         config = super().get_config()

@@ -157,6 +157,22 @@ class AlbertSentenceEmbedder(Task):
         b = self.predict(list(texts_b), batch_size, **kwargs)
         return similarity_metrics(cosine_similarities(a, b), np.asarray(scores, np.float64))
 
+    def export(self, filepath, format="saved_model", verbose=None, input_signature=None, *,
+               int8: bool = False, fp16: bool = False, check_data=None, **kwargs):
+        """Writes run_embeddings.py's export to `filepath`: a SavedModel embedding raw text
+        (`serving_default`) and token ids (`serve_tokens`) with its sentence-transformers
+        directory (`sentence-transformers/`), and / or "onnx", "tflite" ("litert") on token
+        ids, with the vocabulary and albert_tf_export.json, for
+        `albert_tf.pipeline("sentence-embedding", ...)`. `check_data`: texts the int8 files
+        are checked on. Returns {"export_dir", "sentence_transformers_dir", and the
+        portable files' paths}."""
+        from albert_tf.keras_tasks import exporting
+
+        exporting.check_arguments(input_signature, kwargs, "raw text and token ids",
+                                  "format, int8, fp16, check_data, int8_min_agreement")
+        return exporting.export_sentence_embedder(self, filepath, format, int8=int8,
+                                                  fp16=fp16, check_data=check_data, **kwargs)
+
     def get_config(self):
         return dict(super().get_config(), scale=self.scale)
 

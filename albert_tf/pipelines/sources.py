@@ -360,7 +360,7 @@ def _export_runner(export_dir: str, head: str, chosen: Optional[str],
         inputs = [i.name for i in session.get_inputs()]
 
         def run(features, wanted=None):  # an export returns its own outputs
-            feed = {name: _with_word_mask(features, name) for name in inputs}
+            feed = {name: _export_feature(features, name) for name in inputs}
             return dict(zip(names, session.run(list(names), feed)))
 
         return run, "onnx"
@@ -369,16 +369,19 @@ def _export_runner(export_dir: str, head: str, chosen: Optional[str],
     model = LiteRTModel(tflite_file)
 
     def run(features, wanted=None):  # an export returns its own outputs
-        outputs = model(**{name: _with_word_mask(features, name) for name in model.input_names})
+        outputs = model(**{name: _export_feature(features, name) for name in model.input_names})
         return {name: np.asarray(outputs[name]) for name in names}
 
     return run, "tflite"
 
 
-def _with_word_mask(features: Mapping[str, np.ndarray], name: str) -> np.ndarray:
-    """A feature by name; a tagging export's `word_mask` is every real token."""
+def _export_feature(features: Mapping[str, np.ndarray], name: str) -> np.ndarray:
+    """A feature by name; a tagging export's `word_mask` is every real token; a SQuAD
+    export's `p_mask` (read by v2.0's head only; the pipelines serve v1.1) is zeros."""
     if name == "word_mask":
         return np.asarray(features["input_mask"], np.int32)
+    if name == "p_mask" and name not in features:
+        return np.zeros_like(np.asarray(features["input_ids"], np.int32))
     return np.asarray(features[name], np.int32)
 
 
@@ -391,7 +394,7 @@ def _saved_model_runner(export_dir: str, names, multi_label: bool = False) -> Ca
     inputs = set(function.structured_input_signature[1])
 
     def run(features, wanted=None):  # an export returns its own outputs
-        feed = {name: tf.constant(_with_word_mask(features, name)) for name in inputs}
+        feed = {name: tf.constant(_export_feature(features, name)) for name in inputs}
         outputs = {name: value.numpy() for name, value in function(**feed).items()}
         if "logits" in names and "logits" not in outputs:
             # A classifier's serve_tokens returns probabilities: their logarithms are the

@@ -141,3 +141,29 @@ def test_bad_input_gets_one_line(reader):
     for call, message in cases:
         with pytest.raises(UserValueError, match=message):
             call()
+
+
+@pytest.mark.slow  # ~15 s on AMD EPYC Zen 3: a SavedModel and ONNX
+def test_export_answers_as_predict_and_serves_the_pipeline(reader, qa_dir, tmp_path):
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the raw-text signature's ops)
+
+    export_dir = str(tmp_path / "exported")
+    results = reader.export(export_dir, format=("saved_model", "onnx"))
+    record = json.loads((tmp_path / "exported" / "albert_tf_export.json").read_text())
+    assert record["task"] == "squad_v1" and record["max_seq_length"] == LENGTH
+    assert record["doc_stride"] == reader.options.doc_stride
+    served = tf.saved_model.load(export_dir).signatures["serving_default"]
+    answers = served(question=tf.constant(QUESTIONS["question"]),
+                     context=tf.constant(QUESTIONS["context"]))["answer"].numpy()
+    assert [a.decode() for a in answers] == reader.predict(QUESTIONS, verbose=0)
+    # The pipelines read the export as they read the Hugging Face directory it came from.
+    want = albert_tf.pipeline("question-answering", model=qa_dir)(
+        question=QUESTIONS["question"], context=QUESTIONS["context"])
+    for model in (export_dir, results["onnx"]):
+        got = albert_tf.pipeline("question-answering", model=model)(
+            question=QUESTIONS["question"], context=QUESTIONS["context"])
+        assert [(g["start"], g["end"], g["answer"]) for g in got] == \
+            [(w["start"], w["end"], w["answer"]) for w in want]
+        np.testing.assert_allclose([g["score"] for g in got], [w["score"] for w in want],
+                                   rtol=1e-4)

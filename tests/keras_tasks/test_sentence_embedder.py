@@ -121,3 +121,21 @@ def test_bad_input_gets_one_line(embedder):
     for call, message in cases:
         with pytest.raises(UserValueError, match=message):
             call()
+
+
+@pytest.mark.slow  # ~15 s on AMD EPYC Zen 3: a SavedModel, ONNX and its int8 check
+def test_export_embeds_as_predict_in_every_file(embedder, tmp_path):
+    export_dir = str(tmp_path / "exported")
+    results = embedder.export(export_dir, format=("saved_model", "onnx"), int8=True,
+                              check_data=PAIRS[0] + PAIRS[1])
+    assert results["int8_agreement"]["model.int8.onnx"] > 0.9
+    want = embedder.predict(PAIRS[0], verbose=0)
+    for model in (export_dir, results["onnx"], results["sentence_transformers_dir"]):
+        got = np.asarray(albert_tf.pipeline("sentence-embedding", model=model)(PAIRS[0]))
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    # The sentence-transformers directory is a source too, with its pooling.
+    again = albert_tf.from_pretrained(results["sentence_transformers_dir"])
+    assert isinstance(again, albert_tf.AlbertSentenceEmbedder)
+    assert tuple(again.network.pooling) == tuple(embedder.network.pooling) == ("cls", "mean")
+    assert again.network.normalize
+    np.testing.assert_allclose(again.predict(PAIRS[0], verbose=0), want, rtol=1e-4, atol=1e-5)
