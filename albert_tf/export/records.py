@@ -23,10 +23,15 @@ ONNX_METADATA_PREFIX = "albert_tf."
 
 
 def write_export_record(export_dir: str, metadata: Mapping, spm_model_file: Optional[str] = None,
-                        vocab_file: Optional[str] = None) -> str:
-    """Writes EXPORT_RECORD in `export_dir`: `metadata` (a PortableModel's) and the
-    vocabulary's name, the vocabulary copied beside it. Returns the record's path."""
+                        vocab_file: Optional[str] = None,
+                        albert_config: Optional[Mapping] = None) -> str:
+    """Writes EXPORT_RECORD in `export_dir`: `metadata` (a PortableModel's), the
+    vocabulary's name (the vocabulary copied beside it) and `albert_config` (the model's
+    albert_config.json values: with them `albert_tf.from_pretrained` rebuilds the model
+    and reads the SavedModel's weights). Returns the record's path."""
     values = dict(metadata)
+    if albert_config is not None:
+        values["albert_config"] = dict(albert_config)
     values.update(copy_vocabulary(export_dir, spm_model_file, vocab_file))
     path = os.path.join(export_dir, EXPORT_RECORD)
     fileio.atomic_write_text(path, json.dumps(values, indent=2, sort_keys=True) + "\n")

@@ -27,6 +27,7 @@ from albert_tf import checkpoints, training
 from albert_tf.training import (best_checkpoint, distribute, optimization, reproducibility,
                                 run_dir)
 from albert_tf.export import portable, records
+from albert_tf.config import AlbertConfig
 from albert_tf.finetuning.command_line import CommandLine
 from albert_tf.finetuning.options import FinetuningOptions, TaskOptions  # noqa: F401
 from albert_tf.kernels import precision
@@ -433,19 +434,22 @@ class FinetuningJob:
         except NotImplementedError:  # a family without ONNX / LiteRT files
             spec = None
         self.export_portable(model, spec)
-        self.write_export_record(spec)
+        self.write_export_record(spec, model.config)
         self.results["export_dir"] = self.options.export_dir
 
-    def write_export_record(self, spec: Optional[portable.PortableModel]) -> None:
+    def write_export_record(self, spec: Optional[portable.PortableModel],
+                            config: Optional[AlbertConfig] = None) -> None:
         """albert_tf_export.json in --export_dir: what the export is (the portable model's
-        metadata), for `albert_tf.pipeline` and `python -m albert_tf.predict`."""
+        metadata and the model's config), for `albert_tf.pipeline`, `python -m
+        albert_tf.predict` and `albert_tf.from_pretrained`."""
         options = self.options
         if spec is None or "://" in options.export_dir or not tf.io.gfile.exists(
                 options.export_dir):
             return
         records.write_export_record(
             options.export_dir, spec.metadata, spm_model_file=options.spm_model_file,
-            vocab_file=None if options.spm_model_file else options.vocab_file)
+            vocab_file=None if options.spm_model_file else options.vocab_file,
+            albert_config=None if config is None else config.to_dict())
 
     def export_portable(self, model: keras.Model,
                         spec: Optional[portable.PortableModel] = None) -> None:

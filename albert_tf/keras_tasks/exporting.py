@@ -82,12 +82,10 @@ def export_text_classifier(task, export_dir: str, formats: Iterable[str] = ("sav
         portable_model = classifier_export.classifier_portable_model(
             task.network, options, spec, thresholds)
         vocabulary = dict(spm_model_file=options.spm_model_file, vocab_file=options.vocab_file)
-        if set(formats) & set(portable.PORTABLE_FORMATS):
-            check = None if check_data is None else _numpy_features(task, check_data)
-            results.update(portable.export_model_dir(
-                export_dir, portable_model, formats, int8=int8, fp16=fp16,
-                check_features=check, int8_min_agreement=int8_min_agreement, **vocabulary))
-        records.write_export_record(export_dir, portable_model.metadata, **vocabulary)
+        results.update(_portable_files(
+            export_dir, portable_model, formats, vocabulary, int8, fp16,
+            None if check_data is None else lambda: _numpy_features(task, check_data),
+            int8_min_agreement, task.config))
     return results
 
 
@@ -122,7 +120,7 @@ def export_tagger(task, export_dir: str, formats: Iterable[str] = ("saved_model"
 
         results.update(_portable_files(export_dir, portable_model, formats, vocabulary, int8,
                                        fp16, None if check_data is None else check_features,
-                                       int8_min_agreement))
+                                       int8_min_agreement, task.config))
     return results
 
 
@@ -153,7 +151,7 @@ def export_multiple_choice(task, export_dir: str, formats: Iterable[str] = ("sav
             export_dir, portable_model, formats, vocabulary, int8, fp16,
             None if check_data is None else (
                 lambda: choice_inputs.model_features(task.packed(check_data))),
-            int8_min_agreement))
+            int8_min_agreement, task.config))
     return results
 
 
@@ -187,7 +185,7 @@ def export_question_answerer(task, export_dir: str,
             export_dir, squad_export.portable_model(task.network, options), formats,
             vocabulary, int8, fp16,
             None if check_data is None else lambda: task.window_features(check_data),
-            int8_min_agreement))
+            int8_min_agreement, task.config))
     return results
 
 
@@ -230,22 +228,24 @@ def export_sentence_embedder(task, export_dir: str, formats: Iterable[str] = ("s
         results.update(_portable_files(
             export_dir, embedding_export.portable_model(network, options), formats,
             vocabulary, int8, fp16, None if check_data is None else check_features,
-            int8_min_agreement))
+            int8_min_agreement, task.config))
     return results
 
 
 def _portable_files(export_dir: str, portable_model, formats: Sequence[str], vocabulary: Dict,
-                    int8: bool, fp16: bool, check_features, int8_min_agreement: float
-                    ) -> Dict:
+                    int8: bool, fp16: bool, check_features, int8_min_agreement: float,
+                    config) -> Dict:
     """The ONNX / LiteRT files `formats` asks for (the int8 ones checked on
-    `check_features()`, when given), then albert_tf_export.json; returns their paths."""
+    `check_features()`, when given), then albert_tf_export.json (with `config`, the
+    model's AlbertConfig); returns their paths."""
     written = {}
     if set(formats) & set(portable.PORTABLE_FORMATS):
         written = portable.export_model_dir(
             export_dir, portable_model, formats, int8=int8, fp16=fp16,
             check_features=None if check_features is None else check_features(),
             int8_min_agreement=int8_min_agreement, **vocabulary)
-    records.write_export_record(export_dir, portable_model.metadata, **vocabulary)
+    records.write_export_record(export_dir, portable_model.metadata, **vocabulary,
+                                albert_config=config.to_dict())
     return written
 
 

@@ -13,6 +13,9 @@ Sources:
   a run_classifier.py, run_ner.py or     model.ckpt-best in the model of its
   run_race.py output directory           albert_tf_run.json; the vocabulary from its
                                          export/ (or vocabulary_file=)
+  an export directory (any CLI's          the SavedModel's weights in the model its
+  --export_dir, a task's export(); or    albert_tf_export.json describes (task, labels,
+  a run directory holding one)           settings, albert_config)
   a `.keras` file of a task saved here   (or the task model object itself)
 The task is the source's head when it has one (a Hugging Face classifier is a
 text-classification task, with its labels); else `task=` names it, with the pipelines'
@@ -139,6 +142,8 @@ def read_source(source, do_lower_case: Optional[bool] = None,
         return _keras_hub_source(path, do_lower_case)
     run = run_dir.read_record(path)
     if run is not None and run.kind == run_dir.FINETUNING:  # a pretraining run: official
+        if _run_export_record(path) and not _reads_run_weights(run):
+            return _export_source(os.path.join(path, "export"), do_lower_case)
         return _run_source(path, run, do_lower_case, vocabulary_file)
     if sentence_transformers.is_sentence_transformers_dir(path):
         return _sentence_transformers_source(path, do_lower_case)
@@ -147,9 +152,7 @@ def read_source(source, do_lower_case: Optional[bool] = None,
     elif os.path.isdir(path) and sources.has_official_config(path):
         read = sources.read_official(path, do_lower_case)
     elif sources.export_dir_of(path) is not None:
-        raise UserValueError(f"{path}: an export (serving files, not Keras weights): "
-                             "albert_tf.pipeline serves it; from_pretrained reads the run "
-                             "directory it was exported from, or the model it came from")
+        return _export_source(sources.export_dir_of(path), do_lower_case)
     else:
         raise UserValueError(
             f"{path}: not a model from_pretrained reads: a Hugging Face ALBERT directory "
@@ -218,10 +221,10 @@ def _run_source(path: str, identity, do_lower_case: Optional[bool],
     choosing = identity.task in ("race", "c3")
     if not (tagging or choosing) and (not _is_classification_task(identity.task)
                                       or "labels" not in identity.details):
-        raise UserValueError(f"{path}: a run of {identity.task!r}; from_pretrained reads "
-                             "run_classifier.py's, run_ner.py's and run_race.py's runs so "
-                             "far (the other runs: their exports serve through "
-                             "albert_tf.pipeline)")
+        raise UserValueError(f"{path}: a run of {identity.task!r} without an export/: "
+                             "from_pretrained reads run_classifier.py's, run_ner.py's and "
+                             "run_race.py's best weights, and any run's export (rerun it "
+                             "with --export_dir)")
     if not os.path.exists(os.path.join(path, "model.ckpt-best.index")):
         raise UserFileNotFoundError(f"{path}: no model.ckpt-best (the run has not finished "
                                     "its first evaluation)")
@@ -249,6 +252,104 @@ def _run_source(path: str, identity, do_lower_case: Optional[bool],
         if (tagging or choosing) and record.get(name):
             read.settings[name] = int(record[name])
     return read
+
+
+def _reads_run_weights(identity) -> bool:
+    """Whether `_run_source` reads this run's model.ckpt-best (run_classifier.py's,
+    run_ner.py's and run_race.py's runs); the others are read through their export."""
+    if identity.task in ("race", "c3"):
+        return True
+    if identity.task.startswith("ner "):
+        return "labels" in identity.details
+    return _is_classification_task(identity.task) and "labels" in identity.details
+
+
+# An export's task (albert_tf_export.json) -> its network's convert --model name.
+EXPORT_NETWORKS = {"classifier": "classifier", "tagging": "token_classifier",
+                   "squad_v1": "span_labeler", "squad_v2": "squad_v2",
+                   "multiple_choice": "multiple_choice",
+                   "sentence_embedding": "sentence_encoder"}
+
+
+def _export_source(export_dir: str, do_lower_case: Optional[bool]) -> Source:
+    """An albert-tf export (a CLI's --export_dir, or a task's export()): the network its
+    record describes (albert_tf_export.json: the task, labels, settings and the model's
+    albert_config) with the SavedModel's weights; the vocabulary and casing the export's."""
+    import tensorflow as tf
+
+    from albert_tf.config import AlbertConfig
+    from albert_tf.pipelines import sources
+
+    record = sources.read_export_metadata(export_dir)
+    task = record.get("task")
+    if task not in EXPORT_NETWORKS:
+        raise UserValueError(f"{export_dir}: a {task} export; from_pretrained reads "
+                             f"{', '.join(EXPORT_NETWORKS)} exports")
+    if "albert_config" not in record:
+        raise UserValueError(f"{export_dir}: the export does not record its model's config "
+                             "(exports before albert-tf 0.1.0 of 2026-12-07): read the run "
+                             "directory it was exported from, or export it again")
+    variables = os.path.join(export_dir, "variables", "variables")
+    if not os.path.exists(variables + ".index"):
+        raise UserFileNotFoundError(f"{export_dir}: no SavedModel (its ONNX and LiteRT files "
+                                    "hold no trainable weights): export with "
+                                    "format=\"saved_model\" or read the run directory")
+    config = AlbertConfig.from_dict(record["albert_config"])
+    read = _export_network(task, config, record, variables)
+    if not read.network.built:
+        read.network.build()
+    status = tf.train.Checkpoint(model=read.network).read(variables)
+    try:
+        status.assert_existing_objects_matched()
+    except AssertionError as error:
+        raise UserValueError(f"{export_dir}: the SavedModel's weights do not fit the model "
+                             f"its record describes ({str(error).splitlines()[0][:160]})"
+                             ) from None
+    status.expect_partial()
+    vocabulary = os.path.join(export_dir, record.get("vocabulary_file") or "")
+    if not record.get("vocabulary_file") or not os.path.exists(vocabulary):
+        raise UserFileNotFoundError(f"{export_dir}: the export's vocabulary file "
+                                    f"{record.get('vocabulary_file')!r} is missing")
+    lower = record.get("do_lower_case", True)
+    read.preprocessor = AlbertPreprocessor(vocabulary, lower if do_lower_case is None
+                                           else do_lower_case, config.max_position_embeddings)
+    read.max_length = int(record.get("max_seq_length") or config.max_position_embeddings)
+    return read
+
+
+def _export_network(task: str, config, record: Dict, variables: str) -> Source:
+    """The network (in a Source) an export's record describes, with its labels and the
+    task settings it records."""
+    import tensorflow as tf
+
+    from albert_tf import convert
+
+    name = EXPORT_NETWORKS[task]
+    labels = record.get("labels")
+    settings = {key: record[key] for key in ("doc_stride", "max_query_length", "n_best_size",
+                                             "max_answer_length", "max_qa_length",
+                                             "tag_scheme") if record.get(key) is not None}
+    if task == "classifier":
+        multi = bool(record.get("multi_label"))
+        return Source(AlbertClassifier(config, num_labels=len(labels) if labels else 1,
+                                       multi_label=multi), name, 0, labels=labels,
+                      problem_type=("regression" if not labels else
+                                    "multi_label_classification" if multi
+                                    else "single_label_classification"))
+    if task == "tagging":
+        reader = tf.train.load_checkpoint(variables)
+        key = "word_split/.ATTRIBUTES/VARIABLE_VALUE"
+        settings["word_split"] = (reader.get_tensor(key).decode()
+                                  if reader.has_tensor(key) else "basic")
+        return Source(AlbertTokenClassifier(config, num_labels=len(labels),
+                                            use_crf=bool(record.get("use_crf"))),
+                      name, 0, labels=labels, settings=settings)
+    if task == "sentence_embedding":
+        return Source(AlbertSentenceEncoder(config, record.get("pooling") or ["mean"],
+                                            bool(record.get("normalize"))), name, 0)
+    if task == "multiple_choice":
+        settings["packing"] = record.get("task_name") or "race"
+    return Source(convert.build_model(name, config), name, 0, settings=settings)
 
 
 def _classifier_run(identity, config, record: Dict) -> Source:
@@ -504,18 +605,24 @@ def build_multiple_choice(read: Source, preprocessor: AlbertPreprocessor,
                                     max_qa_length if packing == "race" else None, packing)
 
 
+QUESTION_ANSWERING_OPTIONS = ("doc_stride", "max_query_length", "n_best_size",
+                              "max_answer_length")
+
+
 def build_question_answerer(read: Source, preprocessor: AlbertPreprocessor,
                             options: Dict) -> AlbertQuestionAnswerer:
     """question-answering (SQuAD v1.1): doc_stride, max_query_length, n_best_size,
     max_answer_length; the source's span head when it has one."""
-    settings = {name: options.pop(name) for name in ("doc_stride", "max_query_length",
-                                                     "n_best_size", "max_answer_length")
+    settings = {name: options.pop(name) for name in QUESTION_ANSWERING_OPTIONS
                 if name in options}
     _refuse_unknown(options, "question-answering")
     if read.name == "squad_v2":
         raise UserValueError("this source is a SQuAD v2.0 model: from_pretrained builds "
                              "SQuAD v1.1's span head so far (run_squad.py "
                              "--version_2_with_negative trains v2.0)")
+    if preprocessor.sequence_length == read.max_length:  # the source's windows
+        settings = {**{name: value for name, value in read.settings.items()
+                       if name in QUESTION_ANSWERING_OPTIONS}, **settings}
     network = _start_from(AlbertSpanLabeler(read.encoder.config), read)
     return AlbertQuestionAnswerer(network, preprocessor, **settings)
 

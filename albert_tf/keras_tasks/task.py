@@ -276,6 +276,17 @@ class Task(keras.Model):
 
     # --- config ------------------------------------------------------------------------------
 
+    def export(self, filepath, format="saved_model", verbose=None, input_signature=None,
+               **kwargs):
+        """The tasks the CLIs serve write their export (see each task's); the others say
+        what saves them instead, in one line."""
+        preset = ", save_to_preset(dir) (keras-hub)" if hasattr(self, "save_to_preset") else ""
+        raise UserValueError(
+            f"{self.task_name}: export() writes a CLI's serving files, and no CLI serves "
+            f"{self.task_name}: save(\"model.keras\"){preset}, or "
+            "albert_tf.save_tf1_checkpoint(model.network, prefix) (an official checkpoint "
+            "the CLIs, convert and the pipelines read)")
+
     def get_config(self):
         config = super().get_config()
         config.update(network=keras.saving.serialize_keras_object(self.network),

@@ -59,6 +59,9 @@ def test_fit_is_refused_in_one_line(extractor):
         extractor.fit(TEXTS, [0, 1, 0])
     with pytest.raises(UserValueError, match="feature-extraction: unknown option"):
         albert_tf.from_pretrained(extractor, num_classes=2)
+    with pytest.raises(UserValueError, match="no CLI serves feature-extraction: save\\("
+                                             "\"model.keras\"\\), or albert_tf.save_tf1"):
+        extractor.export("x")
     classifier = albert_tf.from_pretrained(extractor, "text-classification", num_classes=2)
     np.testing.assert_array_equal(classifier.network.encoder.get_weights()[0],
                                   extractor.network.get_weights()[0])

@@ -79,6 +79,9 @@ def test_bad_input_gets_one_line(masked_lm):
          "more than sequence_length \\(32\\)"),
         (lambda: masked_lm.predict([3]), "text 0 is not a text"),
         (lambda: albert_tf.from_pretrained(masked_lm, top_k=3), "fill-mask: unknown option"),
+        (lambda: masked_lm.export("x"), "fill-mask: export\\(\\) writes a CLI's serving "
+                                        "files, and no CLI serves fill-mask: save\\("
+                                        "\"model.keras\"\\), save_to_preset\\(dir\\)"),
     ]
     for call, message in cases:
         with pytest.raises(UserValueError, match=message):

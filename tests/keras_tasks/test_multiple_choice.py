@@ -135,6 +135,10 @@ def test_the_export_answers_as_the_task_predicts(chooser, tmp_path):
     probabilities = tf.nn.softmax(chooser.predict(QUESTIONS, verbose=0)).numpy()
     np.testing.assert_allclose(out["probabilities"].numpy(), probabilities, rtol=1e-4,
                                atol=1e-6)
+    again = albert_tf.from_pretrained(str(tmp_path / "export"))  # the export is a source
+    assert (again.packing, again.max_qa_length) == (chooser.packing, chooser.max_qa_length)
+    np.testing.assert_array_equal(again.predict(QUESTIONS, verbose=0),
+                                  chooser.predict(QUESTIONS, verbose=0))
 
 
 def test_bad_input_gets_one_line(chooser):

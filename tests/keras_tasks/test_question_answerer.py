@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import albert_tf
-from albert_tf.errors import UserValueError
+from albert_tf.errors import UserFileNotFoundError, UserValueError
 from albert_tf.tasks.span_qa import postprocess as squad_postprocess
 from albert_tf.tasks.span_qa.job import SpanQaJob, SpanQaOptions
 from tests.helpers.hf_models import small_config, write_hf_dir
@@ -167,3 +167,11 @@ def test_export_answers_as_predict_and_serves_the_pipeline(reader, qa_dir, tmp_p
             [(w["start"], w["end"], w["answer"]) for w in want]
         np.testing.assert_allclose([g["score"] for g in got], [w["score"] for w in want],
                                    rtol=1e-4)
+    again = albert_tf.from_pretrained(export_dir)  # the export is a source, its windows too
+    assert again.options == reader.options
+    assert again.predict(QUESTIONS, verbose=0) == reader.predict(QUESTIONS, verbose=0)
+    (tmp_path / "onnx_only").mkdir()
+    for name in ("model.onnx", "albert_tf_export.json", "spiece.model"):
+        (tmp_path / "onnx_only" / name).write_bytes((tmp_path / "exported" / name).read_bytes())
+    with pytest.raises(UserFileNotFoundError, match="no SavedModel .its ONNX and LiteRT"):
+        albert_tf.from_pretrained(str(tmp_path / "onnx_only"))

@@ -45,7 +45,7 @@ def test_cosent_fit_leaves_the_cli_weights(tmp_path, shared_data, official_spm, 
         do_train=True, do_eval=False, init_checkpoint=mlm_dir, train_batch_size=BATCH,
         learning_rate=1e-3, train_step=STEPS, warmup_step=1, save_checkpoints_steps=STEPS,
         iterations_per_loop=STEPS, optimizer="adamw", seed=3, pooling="mean,cls",
-        normalize=True))
+        normalize=True, export_dir=str(tmp_path / "run" / "export")))
     trained = job.run()["model"]
     batches = list(job.train_dataset(None).take(STEPS).as_numpy_iterator())
     examples = datasets.read_stsb(str(tmp_path / "data"), "train")
@@ -74,6 +74,11 @@ def test_cosent_fit_leaves_the_cli_weights(tmp_path, shared_data, official_spm, 
                                    err_msg=weight.path)
         compared += 1
     assert compared > 10
+    # The run directory is a source, through its export: the CLI's weights and pooling.
+    from_run = albert_tf.from_pretrained(str(tmp_path / "run"))
+    assert tuple(from_run.network.pooling) == ("cls", "mean") and from_run.network.normalize
+    for weight, theirs in zip(from_run.network.weights, trained.weights):
+        np.testing.assert_array_equal(weight.numpy(), theirs.numpy(), err_msg=weight.path)
 
 
 def test_predict_pools_as_the_network_and_score_is_run_embeddings(embedder):
@@ -139,3 +144,6 @@ def test_export_embeds_as_predict_in_every_file(embedder, tmp_path):
     assert tuple(again.network.pooling) == tuple(embedder.network.pooling) == ("cls", "mean")
     assert again.network.normalize
     np.testing.assert_allclose(again.predict(PAIRS[0], verbose=0), want, rtol=1e-4, atol=1e-5)
+    from_export = albert_tf.from_pretrained(export_dir)  # the export itself too
+    assert tuple(from_export.network.pooling) == ("cls", "mean")
+    np.testing.assert_array_equal(from_export.predict(PAIRS[0], verbose=0), want)

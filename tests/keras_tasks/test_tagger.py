@@ -269,6 +269,13 @@ def test_the_export_finds_the_entities_the_tagger_predicts(tagger, tmp_path):
         got = [(found["entity_type"][row, k].numpy().decode(), int(found["start"][row, k]),
                 int(found["end"][row, k])) for k in range(count)]
         assert got == want
+    # The export is a source: the same tagger, with its labels, scheme and windows.
+    again = albert_tf.from_pretrained(str(tmp_path / "export"))
+    assert (again.labels, again.tag_scheme, again.doc_stride, again.word_split) == (
+        tagger.labels, tagger.tag_scheme, tagger.doc_stride, tagger.word_split)
+    assert again.predict_tags(texts, verbose=0) == tagger.predict_tags(texts, verbose=0)
+    np.testing.assert_array_equal(again.network.get_weights()[-1],
+                                  tagger.network.get_weights()[-1])
 
 
 # --- bad input ------------------------------------------------------------------------------
