@@ -287,7 +287,7 @@ def _export_source(export_dir: str, do_lower_case: Optional[bool]) -> Source:
                              f"{', '.join(EXPORT_NETWORKS)} exports")
     if "albert_config" not in record:
         raise UserValueError(f"{export_dir}: the export does not record its model's config "
-                             "(exports before albert-tf 0.1.0 of 2026-12-07): read the run "
+                             "(exports written before 2026-12-07): read the run "
                              "directory it was exported from, or export it again")
     variables = os.path.join(export_dir, "variables", "variables")
     if not os.path.exists(variables + ".index"):

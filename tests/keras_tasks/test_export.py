@@ -78,6 +78,13 @@ def test_bad_export_requests_in_one_line(models, tmp_path):
         classifier.export(str(tmp_path / "x"), format="pdf")
     assert not os.path.exists(tmp_path / "x")
     classifier.export(str(tmp_path / "exported"))
-    with pytest.raises(UserValueError, match="an export \\(serving files, not Keras weights\\): "
-                                             "albert_tf.pipeline serves it"):
+    again = albert_tf.from_pretrained(str(tmp_path / "exported"))  # an export is a source
+    assert (again.labels, again.preprocessor.sequence_length) == (classifier.labels, 16)
+    np.testing.assert_array_equal(again.predict(TEXTS, verbose=0),
+                                  classifier.predict(TEXTS, verbose=0))
+    record = tmp_path / "exported" / records.EXPORT_RECORD
+    values = json.loads(record.read_text())
+    del values["albert_config"]  # as exports written before the record held the config
+    record.write_text(json.dumps(values))
+    with pytest.raises(UserValueError, match="the export does not record its model's config"):
         albert_tf.from_pretrained(str(tmp_path / "exported"))

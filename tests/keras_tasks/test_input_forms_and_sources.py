@@ -47,13 +47,14 @@ def test_pairs_as_rows_bytes_and_non_texts(models):
             classifier.predict(bad, verbose=0)
 
 
-def test_run_directories_of_other_families_are_refused(tmp_path):
+def test_run_directories_of_other_families_without_an_export_are_refused(tmp_path):
     config = hf_models.small_config(64)
     record = run_dir.RunIdentity.of(run_dir.FINETUNING, "squad v2.0", config, metric="f1")
     (tmp_path / "albert_tf_run.json").write_text(json.dumps(record.to_json()))
-    with pytest.raises(UserValueError, match="a run of 'squad v2.0'; from_pretrained reads "
-                                             "run_classifier.py's, run_ner.py's and "
-                                             "run_race.py's runs"):
+    with pytest.raises(UserValueError, match="a run of 'squad v2.0' without an export/: "
+                                             "from_pretrained reads run_classifier.py's, "
+                                             "run_ner.py's and run_race.py's best weights, "
+                                             "and any run's export"):
         albert_tf.from_pretrained(str(tmp_path))
 
 
