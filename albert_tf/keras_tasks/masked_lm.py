@@ -57,6 +57,7 @@ class AlbertMaskedLM(Task):
     """
 
     task_name = "fill-mask"
+    inputs_in_python = True  # a tf.data.Dataset is read into memory (dataset_rows)
 
     def __init__(self, network: AlbertPretrainer, preprocessor=None,
                  masked_lm_prob: float = 0.15, max_predictions_per_seq: int = 20,
@@ -161,6 +162,7 @@ class AlbertMaskedLM(Task):
         takes the steps of the longest pass (passes differ by a few instances: the
         shorter target lengths are drawn per pass); a shorter pass repeats its first
         instances to fill them."""
+        x, y = self.in_memory(x, y)
         if y is not None:
             raise UserValueError("fill-mask: fit takes documents alone (the targets are the "
                                  "masked tokens and the sentence order)")
@@ -178,7 +180,7 @@ class AlbertMaskedLM(Task):
         if self._pending_optimizer is not None:
             self._compile_pending(max(steps * len(built), 1))
         if validation_data is not None:
-            validation_data = self.dataset(validation_data, None, batch)
+            validation_data = self.dataset(self.in_memory(validation_data)[0], None, batch)
         return keras.Model.fit(self, _pass_batches(built, batch, steps, bool(shuffle),
                                                    self.random_seed, int(initial_epoch)),
                                epochs=epochs, initial_epoch=initial_epoch,
@@ -236,7 +238,7 @@ class AlbertMaskedLM(Task):
 
     def _mask_logits(self, x, batch_size=None, **kwargs) -> Tuple[np.ndarray, np.ndarray]:
         """(predict's logits, each text's number of masks int32 [N])."""
-        arrays = self.masked_features(x)
+        arrays = self.masked_features(self.in_memory(x)[0])
         counts = arrays.pop("num_masks")
         if not len(counts) or not arrays["masked_lm_positions"].shape[1]:
             return np.zeros((len(counts), 0, self.config.vocab_size), np.float32), counts

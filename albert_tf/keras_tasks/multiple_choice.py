@@ -43,6 +43,7 @@ class AlbertMultipleChoiceTask(Task):
     """
 
     task_name = "multiple-choice"
+    inputs_in_python = True  # a tf.data.Dataset is read into memory (dataset_rows)
     default_learning_rate = 1e-5  # run_race.py's --learning_rate
 
     def __init__(self, network: AlbertMultipleChoice, preprocessor=None,
@@ -85,7 +86,7 @@ class AlbertMultipleChoiceTask(Task):
 
     def predict(self, x, batch_size=None, **kwargs) -> np.ndarray:
         """Logits float32 [N, 4]; softmax gives the options' probabilities."""
-        arrays = self.packed(x)
+        arrays = self.packed(self.in_memory(x)[0])
         if not len(arrays["input_ids"]):
             return np.zeros((0, choice_inputs.features.NUM_CHOICES), np.float32)
         dataset = choice_inputs.choice_dataset(arrays, False, batch_size or DEFAULT_BATCH_SIZE,

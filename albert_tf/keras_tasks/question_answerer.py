@@ -46,6 +46,7 @@ class AlbertQuestionAnswerer(Task):
     Calling it on token features returns {"start_logits", "end_logits"} float32 [B, S]."""
 
     task_name = "question-answering"
+    inputs_in_python = True  # a tf.data.Dataset is read into memory (dataset_rows)
     reads_pooled_output = False
     default_learning_rate = 5e-5  # run_squad.py's --learning_rate
 
@@ -142,7 +143,7 @@ class AlbertQuestionAnswerer(Task):
     def predict_nbest(self, x, batch_size=None, **kwargs) -> List[List[Dict]]:
         """Each question's n-best answers, best first: {"text", "probability",
         "start_log_prob", "end_log_prob"} as run_squad.py's nbest_predictions.json."""
-        examples = examples_of(x, None)
+        examples = examples_of(self.in_memory(x)[0], None)
         arrays = self._windows(examples, False)
         results = {"unique_ids": arrays["unique_ids"]}
         if len(arrays["input_ids"]):

@@ -43,6 +43,8 @@ class AlbertSentenceEmbedder(Task):
     {"input_ids_<t>", "input_mask_<t>"} for t in a (b, n) returns {t: float32 [B, D]}."""
 
     task_name = "sentence-embedding"
+    inputs_in_python = True  # a tf.data.Dataset is read into memory (dataset_rows)
+    text_columns = True  # x may be (texts_a, texts_b)
     reads_pooled_output = False
 
     def __init__(self, network: AlbertSentenceEncoder, preprocessor=None, scale: float = 20.0,
@@ -127,6 +129,7 @@ class AlbertSentenceEmbedder(Task):
     def evaluate(self, x=None, y=None, batch_size=None, **kwargs):
         """The loss on pairs (with scores: CoSENT) or triplets; see `score` for the
         correlations run_embeddings.py reports."""
+        x, y = self.in_memory(x, y)
         if not kwargs.get("_use_cached_eval_dataset") and not _is_columns(x):
             raise UserValueError("sentence-embedding: evaluate takes pairs (texts_a, texts_b) "
                                  "(and their scores) or triplets")
@@ -136,6 +139,7 @@ class AlbertSentenceEmbedder(Task):
 
     def predict(self, x, batch_size=None, **kwargs) -> np.ndarray:
         """Each text's embedding, float32 [N, D]."""
+        x = self.in_memory(x)[0]
         features = self.packed(list(x) if not isinstance(x, (list, tuple)) else x)
         if "input_ids_b" in features:
             raise UserValueError("sentence-embedding: predict embeds a list of texts (embed "

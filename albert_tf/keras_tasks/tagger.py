@@ -61,6 +61,7 @@ class AlbertTagger(Task):
     """
 
     task_name = "token-classification"
+    inputs_in_python = True  # a tf.data.Dataset is read into memory (dataset_rows)
     reads_pooled_output = False
 
     def __init__(self, network: AlbertTokenClassifier, preprocessor=None,
@@ -130,7 +131,8 @@ class AlbertTagger(Task):
 
     def predict(self, x, batch_size=None, **kwargs) -> np.ndarray:
         """Each word's predicted label id, int32 [N, W] (-1 past a sentence's words)."""
-        sentences = tagging_inputs.sentences_of(x, None, self.labels, self.word_split)
+        sentences = tagging_inputs.sentences_of(self.in_memory(x)[0], None, self.labels,
+                                                self.word_split)
         arrays = self.windows(sentences)
         if not len(arrays["input_ids"]):
             predictions = np.zeros((0, self.preprocessor.sequence_length), np.int32)
@@ -146,10 +148,15 @@ class AlbertTagger(Task):
         ids = self.predict(x, batch_size, **kwargs)
         return [[self.labels[i] for i in row if i >= 0] for row in ids]
 
-    def score(self, x, y, batch_size=None, **kwargs) -> Dict[str, float]:
-        """run_ner.py's evaluation of the predictions against the tags y: entity
+    def score(self, x, y=None, batch_size=None, **kwargs) -> Dict[str, float]:
+        """run_ner.py's evaluation of the predictions against the tags y (or those of a
+        dataset x of (sentences, tags)): entity
         `precision`, `recall`, `f1` (micro; conlleval's chunks, as seqeval's default),
         `token_accuracy`, and `precision_X` / `recall_X` / `f1_X` per entity type X."""
+        x, y = self.in_memory(x, y)
+        if y is None:
+            raise UserValueError("token-classification: score needs tags: score(x=sentences, "
+                                 "y=tags), one tag per word")
         sentences = tagging_inputs.sentences_of(x, y, self.labels, self.word_split,
                                                  self.tag_scheme)
         predicted = self.predict_tags([s.words for s in sentences], batch_size, **kwargs)

@@ -26,7 +26,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.errors import UserValueError
-from albert_tf.keras_tasks import inputs
+from albert_tf.keras_tasks import dataset_rows, inputs
 from albert_tf.keras_tasks.preprocessor import AlbertPreprocessor
 from albert_tf.training import optimization
 
@@ -218,15 +218,28 @@ class Task(keras.Model):
 
     # --- fit / evaluate / predict on raw text --------------------------------------------------
 
+    # A task whose inputs are made in Python (windows, packed rows, pretraining instances)
+    # reads a tf.data.Dataset into memory first (`dataset_rows`); `text_columns`: its x may
+    # be a tuple of text columns.
+    inputs_in_python = False
+    text_columns = False
+
+    def in_memory(self, x, y=None):
+        """(x, y), a dataset read into the in-memory forms where this task needs them."""
+        if self.inputs_in_python and isinstance(x, tf.data.Dataset):
+            return dataset_rows.read_batches(x, y, self.task_name, self.text_columns)
+        return x, y
+
     def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None,
             steps_per_epoch=None, shuffle=True, **kwargs):
         """Keras' fit on texts and labels (see `inputs.py` for the forms). In-memory data is
         shuffled each epoch unless shuffle=False (Keras' default); a dataset is read as it
         is (shuffle it yourself, as Keras asks)."""
+        x, y = self.in_memory(x, y)
         dataset = self.dataset(x, y, batch_size, needs_labels=True, shuffle=bool(shuffle))
         if validation_data is not None:
-            validation_data = self.dataset(*_split_xy(validation_data), batch_size,
-                                           needs_labels=True)
+            validation_data = self.dataset(*self.in_memory(*_split_xy(validation_data)),
+                                           batch_size, needs_labels=True)
         self._schedule_steps(dataset, epochs, steps_per_epoch)
         return super().fit(dataset, epochs=epochs, validation_data=validation_data,
                            steps_per_epoch=steps_per_epoch, shuffle=False, **kwargs)
@@ -235,11 +248,11 @@ class Task(keras.Model):
         if kwargs.get("_use_cached_eval_dataset"):
             # fit's validation: the dataset fit made of validation_data is already cached.
             return super().evaluate(x, y, batch_size=batch_size, **kwargs)
-        dataset = self.dataset(x, y, batch_size, needs_labels=True)
+        dataset = self.dataset(*self.in_memory(x, y), batch_size, needs_labels=True)
         return super().evaluate(dataset, **kwargs)
 
     def predict(self, x, batch_size=None, **kwargs):
-        dataset = self.dataset(x, None, batch_size)
+        dataset = self.dataset(self.in_memory(x)[0], None, batch_size)
         return super().predict(dataset, **kwargs)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
