@@ -161,9 +161,10 @@ def export_question_answerer(task, export_dir: str,
                              int8_min_agreement: float = portable.DEFAULT_INT8_MIN_AGREEMENT
                              ) -> Dict:
     """Writes an `AlbertQuestionAnswerer`'s export to `export_dir`: what run_squad.py's
-    `--export_dir` holds for SQuAD v1.1 (`tasks.span_qa.export`: the SavedModel answering
-    a question on a context, and the ONNX / LiteRT span files), with the vocabulary and
-    albert_tf_export.json. check_data: questions whose windows check the int8 files."""
+    `--export_dir` holds (`tasks.span_qa.export`: the SavedModel answering a question on a
+    context, SQuAD v1.1 or v2.0 as the task's head, and the ONNX / LiteRT span files), with
+    the vocabulary and albert_tf_export.json. check_data: questions whose windows check the
+    int8 files."""
     from albert_tf.tasks.span_qa import export as squad_export
 
     formats = export_formats(formats)
@@ -174,7 +175,9 @@ def export_question_answerer(task, export_dir: str,
     options = squad_export.ExportOptions(
         max_seq_length=features.max_seq_length, doc_stride=features.doc_stride,
         max_query_length=features.max_query_length, do_lower_case=preprocessor.do_lower_case,
-        n_best_size=task.n_best_size, max_answer_length=task.max_answer_length)
+        n_best_size=task.n_best_size, max_answer_length=task.max_answer_length,
+        version_2_with_negative=task.v2,
+        null_score_diff_threshold=task.null_score_diff_threshold)
     with tempfile.TemporaryDirectory() as vocabulary_dir:
         vocabulary = _vocabulary_files(preprocessor, vocabulary_dir)
         if "saved_model" in formats:

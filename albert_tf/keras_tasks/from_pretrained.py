@@ -40,7 +40,9 @@ Options (each task's in its builder below):
   sentence-embedding: pooling ("mean"; cls, max, mean_sqrt_len, or several), normalize
                     (False), scale (20: the losses' scale of the cosines)
   question-answering: doc_stride, max_query_length (run_squad.py's defaults, or what fits),
-                    n_best_size (20), max_answer_length (30 tokens)
+                    n_best_size (20), max_answer_length (30 tokens); SQuAD v2.0:
+                    version_2_with_negative (default the source's), start_n_top,
+                    end_n_top (5, 5), null_score_diff_threshold, dropout (0.1)
   fill-mask:        fit's instances, as create_pretraining_data.py's flags: masked_lm_prob
                     (0.15), max_predictions_per_seq (20), ngram (3), do_whole_word_mask
                     (True), short_seq_prob (0.1), random_seed (12345)
@@ -65,7 +67,7 @@ from albert_tf.keras_tasks.task import Task
 from albert_tf.keras_tasks.text_classifier import PROBLEM_TYPES, AlbertTextClassifier
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
-                                       AlbertSpanLabeler)
+                                       AlbertSpanLabeler, AlbertSquadV2)
 from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
 from albert_tf.modeling.token_classifier import AlbertTokenClassifier
 from albert_tf.training import run_dir
@@ -328,7 +330,8 @@ def _export_network(task: str, config, record: Dict, variables: str) -> Source:
     labels = record.get("labels")
     settings = {key: record[key] for key in ("doc_stride", "max_query_length", "n_best_size",
                                              "max_answer_length", "max_qa_length",
-                                             "tag_scheme") if record.get(key) is not None}
+                                             "tag_scheme", "null_score_diff_threshold")
+                if record.get(key) is not None}
     if task == "classifier":
         multi = bool(record.get("multi_label"))
         return Source(AlbertClassifier(config, num_labels=len(labels) if labels else 1,
@@ -411,14 +414,18 @@ def _task_source(task: Task, do_lower_case: Optional[bool]) -> Source:
     name = {AlbertClassifier: "classifier", AlbertTokenClassifier: "token_classifier",
             AlbertMultipleChoice: "multiple_choice",
             AlbertPretrainer: "pretrainer", AlbertEncoder: "encoder",
-            AlbertSpanLabeler: "span_labeler", AlbertSentenceEncoder: "sentence_encoder"
-            }.get(type(task.network), "model")
+            AlbertSpanLabeler: "span_labeler", AlbertSquadV2: "squad_v2",
+            AlbertSentenceEncoder: "sentence_encoder"}.get(type(task.network), "model")
     settings = {key: getattr(task, key) for key in ("tag_scheme", "doc_stride", "word_split",
                                                     "max_qa_length", "packing")
                 if hasattr(task, key)}
     if isinstance(task, AlbertMaskedLM):
         config = task.get_config()
         settings.update({name: config[name] for name in MASKED_LM_OPTIONS})
+    if isinstance(task, AlbertQuestionAnswerer):
+        config = task.get_config()
+        settings.update({name: config[name] for name in QUESTION_ANSWERING_OPTIONS
+                         + ("null_score_diff_threshold",) if config[name] is not None})
     return Source(task.network, name, task.preprocessor.sequence_length, task.preprocessor,
                   labels=getattr(task, "labels", None),
                   problem_type=getattr(task, "problem_type", None), settings=settings)
@@ -611,20 +618,32 @@ QUESTION_ANSWERING_OPTIONS = ("doc_stride", "max_query_length", "n_best_size",
 
 def build_question_answerer(read: Source, preprocessor: AlbertPreprocessor,
                             options: Dict) -> AlbertQuestionAnswerer:
-    """question-answering (SQuAD v1.1): doc_stride, max_query_length, n_best_size,
-    max_answer_length; the source's span head when it has one."""
+    """question-answering: doc_stride, max_query_length, n_best_size, max_answer_length;
+    version_2_with_negative (SQuAD v2.0's head; default the source's), start_n_top and
+    end_n_top (v2.0's beam, 5 and 5), null_score_diff_threshold (v2.0; default the
+    source's, else None), dropout (v2.0's answer-class dropout, 0.1); the source's head
+    when it is the same."""
     settings = {name: options.pop(name) for name in QUESTION_ANSWERING_OPTIONS
                 if name in options}
+    v2 = options.pop("version_2_with_negative", None)
+    v2 = read.name == "squad_v2" if v2 is None else bool(v2)
+    beam = {name: int(options.pop(name, 5)) for name in ("start_n_top", "end_n_top")}
+    threshold = options.pop("null_score_diff_threshold",
+                            read.settings.get("null_score_diff_threshold"))
+    dropout = float(options.pop("dropout", 0.1))
     _refuse_unknown(options, "question-answering")
-    if read.name == "squad_v2":
-        raise UserValueError("this source is a SQuAD v2.0 model: from_pretrained builds "
-                             "SQuAD v1.1's span head so far (run_squad.py "
-                             "--version_2_with_negative trains v2.0)")
+    if not 0.0 <= dropout < 1.0:
+        raise UserValueError(f"dropout must be in [0, 1), got {dropout}")
+    if min(beam.values()) < 1:
+        raise UserValueError("start_n_top and end_n_top must be at least 1")
     if preprocessor.sequence_length == read.max_length:  # the source's windows
         settings = {**{name: value for name, value in read.settings.items()
                        if name in QUESTION_ANSWERING_OPTIONS}, **settings}
-    network = _start_from(AlbertSpanLabeler(read.encoder.config), read)
-    return AlbertQuestionAnswerer(network, preprocessor, **settings)
+    config = read.encoder.config
+    network = _start_from(AlbertSquadV2(config, dropout_rate=dropout, **beam) if v2
+                          else AlbertSpanLabeler(config), read)
+    return AlbertQuestionAnswerer(network, preprocessor, null_score_diff_threshold=threshold
+                                  if v2 else None, **settings)
 
 
 def build_sentence_embedder(read: Source, preprocessor: AlbertPreprocessor,

@@ -57,6 +57,7 @@ def test_tagger_fits_and_predicts_on_datasets(models):
     assert tagger.score(dataset, verbose=0) == tagger.score(WORDS, TAGS, verbose=0)
 
 
+@pytest.mark.slow  # ~25 s on AMD EPYC Zen 3: four fits
 def test_span_reader_and_multiple_choice_on_datasets(models):
     make = lambda: albert_tf.from_pretrained(models["mlm"], "question-answering",  # noqa
                                              sequence_length=48)
@@ -75,6 +76,7 @@ def test_span_reader_and_multiple_choice_on_datasets(models):
         chooser.predict(CHOICES, verbose=0))
 
 
+@pytest.mark.slow  # ~25 s on AMD EPYC Zen 3: six fits
 def test_embedder_and_masked_lm_on_datasets(models):
     make = lambda: albert_tf.from_pretrained(models["mlm"], "sentence-embedding",  # noqa
                                              sequence_length=24)

@@ -30,8 +30,8 @@ def reader(qa_dir):
     return albert_tf.from_pretrained(qa_dir, sequence_length=LENGTH)
 
 
-def squad_sample(shared_data, tmp_path, questions=12):
-    source = shared_data / "squad" / "dev-v1.1.json"
+def squad_sample(shared_data, tmp_path, questions=12, name="dev-v1.1.json"):
+    source = shared_data / "squad" / name
     if not source.exists():
         pytest.skip(f"{source} not found")
     data = json.loads(source.read_text())
@@ -40,7 +40,7 @@ def squad_sample(shared_data, tmp_path, questions=12):
         paragraphs.append(dict(paragraph, qas=paragraph["qas"][:3]))
         if sum(len(p["qas"]) for p in paragraphs) >= questions:
             break
-    sample = {"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}
+    sample = {"version": data["version"], "data": [{"title": "t", "paragraphs": paragraphs}]}
     path = tmp_path / "train.json"
     path.write_text(json.dumps(sample))
     return path, paragraphs
@@ -175,3 +175,121 @@ def test_export_answers_as_predict_and_serves_the_pipeline(reader, qa_dir, tmp_p
         (tmp_path / "onnx_only" / name).write_bytes((tmp_path / "exported" / name).read_bytes())
     with pytest.raises(UserFileNotFoundError, match="no SavedModel .its ONNX and LiteRT"):
         albert_tf.from_pretrained(str(tmp_path / "onnx_only"))
+
+
+# --- SQuAD v2.0 -----------------------------------------------------------------------------
+
+@pytest.mark.slow  # ~25 s on AMD EPYC Zen 3: a CLI run
+def test_v2_fit_leaves_the_cli_weights_on_its_windows(tmp_path, shared_data, official_spm,
+                                                       qa_dir):
+    """SQuAD v2.0 (unanswerable questions): the windows of run_squad.py
+    --version_2_with_negative (impossible ones at [CLS]) are the reader's; fit on its
+    batches leaves its weights (the end teacher-forced on the gold start, the answer-class
+    loss), but the unused pooler's."""
+    from albert_tf import convert, save_tf1_checkpoint
+    from albert_tf.checkpoints import hf
+
+    path, paragraphs = squad_sample(shared_data, tmp_path, 16, "dev-v2.0.sample2.json")
+    # Both start from one checkpoint holding a v2 head (a new head's random start would
+    # differ between the two doors).
+    start = convert.build_model("squad_v2", small_config(64))
+    hf.load_hf_checkpoint(start, qa_dir)
+    save_tf1_checkpoint(start, str(tmp_path / "init" / "model.ckpt"))
+    job = SpanQaJob(SpanQaOptions(
+        train_file=str(path), spm_model_file=official_spm, albert_config=small_config(64),
+        max_seq_length=LENGTH, doc_stride=24, max_query_length=16, classifier_dropout=0.0,
+        version_2_with_negative=True, output_dir=str(tmp_path / "run"), do_train=True,
+        init_checkpoint=str(tmp_path / "init" / "model.ckpt"), train_batch_size=BATCH,
+        learning_rate=1e-3, num_train_epochs=1.0, warmup_proportion=0.25, optimizer="adamw",
+        seed=3, save_checkpoints_steps=1000, iterations_per_loop=1))
+    trained = job.run()["model"]
+    steps = int(job.num_train_examples() / BATCH * 1.0)
+    batches = list(job.train_dataset(None).take(steps).as_numpy_iterator())
+
+    reader = albert_tf.from_pretrained(qa_dir, sequence_length=LENGTH, doc_stride=24,
+                                       max_query_length=16, version_2_with_negative=True,
+                                       dropout=0.0)
+    reader.network.set_weights(start.get_weights())
+    rows = [(qa["question"], p["context"], qa["answers"][0] if qa["answers"] else "")
+            for p in paragraphs for qa in p["qas"]]
+    assert any(answer == "" for _, _, answer in rows)
+    windows = reader.windows({"question": [q for q, _, _ in rows],
+                              "context": [c for _, c, _ in rows]}, [a for _, _, a in rows])
+    names = ("start_positions", "end_positions", "is_impossible")
+    ours = {tuple(ids) + tuple(int(windows[n][i]) for n in names)
+            for i, ids in enumerate(windows["input_ids"].tolist())}
+    cli = {tuple(ids) + tuple(int(batch[n][i]) for n in names)
+           for batch in batches for i, ids in enumerate(batch["input_ids"].tolist())}
+    assert cli <= ours and any(key[-1] == 1 for key in cli)
+
+    reader.compile(optimizer="adamw", learning_rate=1e-3, num_train_steps=steps,
+                   warmup_steps=int(steps * 0.25))
+    features = {name: np.concatenate([b[name] for b in batches])
+                for name in ("input_ids", "input_mask", "segment_ids", "p_mask")}
+    labels = {name: np.concatenate([b[name] for b in batches]) for name in names}
+    reader.fit(features, labels, batch_size=BATCH, shuffle=False, verbose=0)
+    compared = 0
+    for mine, theirs in zip(reader.network.weights, trained.weights):
+        if "pooler" not in mine.path:
+            # end_dense_1's bias shifts every end logit alike, which log_softmax cancels: its
+            # gradient is rounding noise, and its value stays within ~1e-6 of 0.
+            np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5,
+                                       atol=1e-5 if "end_dense_1/bias" in mine.path else 1e-6,
+                                       err_msg=mine.path)
+            compared += "squad" in mine.path
+    assert compared >= 6  # the v2 head's own weights are among them
+
+
+def test_v2_predict_is_run_squads_post_processing_with_its_threshold(qa_dir):
+    reader = albert_tf.from_pretrained(qa_dir, sequence_length=LENGTH,
+                                       version_2_with_negative=True)
+    examples = albert_tf.keras_tasks.question_answerer.examples_of(QUESTIONS)
+    arrays = reader.windows(QUESTIONS)
+    outputs = reader.network({name: arrays[name].astype(np.int32) for name in
+                              ("input_ids", "input_mask", "segment_ids", "p_mask")})
+    results = {"unique_ids": arrays["unique_ids"]}
+    results.update({name: outputs[name].numpy() for name in
+                    albert_tf.keras_tasks.question_answerer.V2_OUTPUTS})
+    options = squad_postprocess.PostprocessOptions(version_2_with_negative=True)
+    want = squad_postprocess.postprocess(examples, arrays, results, options)
+    predictions = reader.predictions(QUESTIONS, verbose=0)
+    assert predictions.null_odds == pytest.approx(want.null_odds, rel=1e-5)
+    assert reader.predict(QUESTIONS, verbose=0) == list(want.answers.values())
+    assert all(answers for answers in reader.predict(QUESTIONS, verbose=0))  # no threshold
+    odds = list(predictions.null_odds.values())
+    reader.null_score_diff_threshold = min(odds) - 1.0  # every question's odds above it
+    assert reader.predict(QUESTIONS, verbose=0) == ["", ""]
+    with pytest.raises(UserValueError, match="an unanswerable question needs a SQuAD v2.0"):
+        albert_tf.from_pretrained(qa_dir, sequence_length=LENGTH).fit(QUESTIONS, ["1889", ""])
+
+
+@pytest.mark.slow  # ~20 s on AMD EPYC Zen 3: a fit, a SavedModel, a .keras file
+def test_v2_fit_export_and_sources_round_trip(qa_dir, tmp_path):
+    import keras
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    keras.utils.set_random_seed(0)
+    reader = albert_tf.from_pretrained(qa_dir, sequence_length=LENGTH,
+                                       version_2_with_negative=True,
+                                       null_score_diff_threshold=0.5)
+    reader.compile(learning_rate=1e-3)
+    questions = {name: values + values[:1] for name, values in QUESTIONS.items()}
+    history = reader.fit(questions, ["1889", "Gustave Eiffel", None], epochs=2, batch_size=2,
+                         verbose=0).history
+    assert np.isfinite(history["loss"]).all()
+    want = reader.predict(questions, verbose=0)
+    reader.export(str(tmp_path / "exported"))
+    record = json.loads((tmp_path / "exported" / "albert_tf_export.json").read_text())
+    assert record["task"] == "squad_v2" and record["null_score_diff_threshold"] == 0.5
+    served = tf.saved_model.load(str(tmp_path / "exported")).signatures["serving_default"]
+    answers = served(question=tf.constant(questions["question"]),
+                     context=tf.constant(questions["context"]))["answer"].numpy()
+    assert [a.decode() for a in answers] == want
+    for source in (str(tmp_path / "exported"), reader):
+        again = albert_tf.from_pretrained(source)
+        assert again.v2 and again.null_score_diff_threshold == 0.5
+        assert again.predict(questions, verbose=0) == want
+    path = str(tmp_path / "v2.keras")
+    reader.save(path)
+    assert keras.saving.load_model(path).predict(questions, verbose=0) == want
