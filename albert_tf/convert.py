@@ -242,19 +242,10 @@ def convert_keras_task(args) -> None:
     Hugging Face field; its export's sentence-transformers/ directory keeps it)."""
     import tempfile
 
-    import keras
-
     import albert_tf.keras_tasks  # noqa: F401  (registers the task classes for load_model)
-    from albert_tf.keras_tasks.task import Task
+    from albert_tf.keras_tasks.task import load_task_file
 
-    try:
-        task = keras.saving.load_model(args.input)
-    except (TypeError, ValueError) as error:
-        raise UserValueError(f"--input={args.input}: not a .keras file this library loads "
-                             f"({str(error).splitlines()[0][:200]})") from None
-    if not isinstance(task, Task):
-        raise UserValueError(f"--input={args.input}: a {type(task).__name__}, not a task "
-                             "model of albert_tf")
+    task = load_task_file(args.input, f"--input={args.input}")
     network = task.network
     name = TASK_NETWORKS.get(type(network).__name__)
     if name is None:

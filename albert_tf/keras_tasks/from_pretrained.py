@@ -63,7 +63,7 @@ from albert_tf.keras_tasks.preprocessor import AlbertPreprocessor
 from albert_tf.keras_tasks.question_answerer import AlbertQuestionAnswerer
 from albert_tf.keras_tasks.sentence_embedder import AlbertSentenceEmbedder
 from albert_tf.keras_tasks.tagger import AlbertTagger
-from albert_tf.keras_tasks.task import Task
+from albert_tf.keras_tasks.task import Task, load_task_file
 from albert_tf.keras_tasks.text_classifier import PROBLEM_TYPES, AlbertTextClassifier
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
@@ -128,15 +128,7 @@ def read_source(source, do_lower_case: Optional[bool] = None,
     if not os.path.exists(path):
         raise UserFileNotFoundError(f"{path}: no such file or directory")
     if path.endswith(".keras") and os.path.isfile(path):
-        try:
-            model = keras.saving.load_model(path)
-        except (TypeError, ValueError) as error:
-            raise UserValueError(f"{path}: not a .keras file this library loads "
-                                 f"({str(error).splitlines()[0][:200]})") from None
-        if not isinstance(model, Task):
-            raise UserValueError(f"{path}: a {type(model).__name__}, not a task model of "
-                                 "albert_tf")
-        return _task_source(model, do_lower_case)
+        return _task_source(load_task_file(path, path), do_lower_case)
     from albert_tf.checkpoints import keras_hub, sentence_transformers
     from albert_tf.pipelines import sources
 

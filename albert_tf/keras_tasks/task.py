@@ -317,6 +317,20 @@ class Task(keras.Model):
         return cls(**config)
 
 
+def load_task_file(path: str, where: str) -> "Task":
+    """The task model a .keras file holds; one line naming `where` (the path, or the flag
+    that gave it) when the file is not one, or holds another kind of model."""
+    try:
+        model = keras.saving.load_model(path)
+    except (TypeError, ValueError) as error:
+        raise UserValueError(f"{where}: not a .keras file this library loads "
+                             f"({str(error).splitlines()[0][:200]})") from None
+    if not isinstance(model, Task):
+        raise UserValueError(f"{where}: a {type(model).__name__}, not a task model of "
+                             "albert_tf")
+    return model
+
+
 class _Pending:
     """compile()'s settings until fit knows the steps (an object Keras does not track: a
     dict of metrics would be tracked as the model's state)."""
