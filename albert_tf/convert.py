@@ -230,7 +230,8 @@ def save(model, path: str, fmt: str = "auto", global_step=None, labels=None,
 
 # The network classes of albert_tf's Keras tasks -> their --model names.
 TASK_NETWORKS = {"AlbertClassifier": "classifier", "AlbertTokenClassifier": "token_classifier",
-                 "AlbertSpanLabeler": "span_labeler", "AlbertMultipleChoice": "multiple_choice",
+                 "AlbertSpanLabeler": "span_labeler", "AlbertSquadV2": "squad_v2",
+                 "AlbertMultipleChoice": "multiple_choice",
                  "AlbertPretrainer": "pretrainer", "AlbertEncoder": "encoder",
                  "AlbertSentenceEncoder": "encoder"}
 

@@ -74,3 +74,16 @@ def test_convert_writes_a_keras_task_as_hugging_face(saved, tmp_path):
     assert wrong.stderr.strip().splitlines()[-1] == (
         f"convert.py: error: --model=pretrainer: --input={path} holds a classifier (leave "
         "--model=auto)")
+
+
+def test_convert_names_every_network_a_task_holds():
+    from albert_tf import convert
+    from albert_tf.modeling import models
+    from albert_tf.modeling.encoder import AlbertEncoder
+    from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
+    from albert_tf.modeling.token_classifier import AlbertTokenClassifier
+
+    for network in (models.AlbertClassifier, AlbertTokenClassifier, models.AlbertSpanLabeler,
+                    models.AlbertSquadV2, models.AlbertMultipleChoice, models.AlbertPretrainer,
+                    AlbertEncoder, AlbertSentenceEncoder):
+        assert convert.TASK_NETWORKS[network.__name__] in convert.MODELS, network.__name__
