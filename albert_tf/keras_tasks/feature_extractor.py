@@ -51,3 +51,11 @@ class AlbertFeatureExtractor(Task):
 
     def evaluate(self, *args, **kwargs):
         raise UserValueError("feature-extraction has no training objective to evaluate")
+
+    def save_to_preset(self, preset_dir: str) -> list:
+        """Writes a keras-hub `AlbertBackbone` preset (the encoder, its tokenizer and
+        SentencePiece model); returns the files written. keras-hub's tokenizer does not
+        lower-case."""
+        from albert_tf.keras_tasks import exporting
+
+        return exporting.save_keras_hub_preset(self, preset_dir, "backbone")

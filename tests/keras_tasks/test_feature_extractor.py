@@ -60,8 +60,19 @@ def test_fit_is_refused_in_one_line(extractor):
     with pytest.raises(UserValueError, match="feature-extraction: unknown option"):
         albert_tf.from_pretrained(extractor, num_classes=2)
     with pytest.raises(UserValueError, match="no CLI serves feature-extraction: save\\("
-                                             "\"model.keras\"\\), or albert_tf.save_tf1"):
+                                             "\"model.keras\"\\), save_to_preset"):
         extractor.export("x")
     classifier = albert_tf.from_pretrained(extractor, "text-classification", num_classes=2)
     np.testing.assert_array_equal(classifier.network.encoder.get_weights()[0],
                                   extractor.network.get_weights()[0])
+
+
+def test_a_backbone_preset_round_trips(extractor, tmp_path):
+    files = extractor.save_to_preset(str(tmp_path / "preset"))
+    assert {"config.json", "model.weights.h5", "vocabulary.spm"} <= {
+        name.rsplit("/", 1)[-1] for name in map(str, files)}
+    again = albert_tf.from_pretrained(str(tmp_path / "preset"), sequence_length=16)
+    assert isinstance(again, albert_tf.AlbertFeatureExtractor)
+    np.testing.assert_allclose(again.predict(TEXTS, verbose=0)["sequence_output"],
+                               extractor.predict(TEXTS, verbose=0)["sequence_output"],
+                               rtol=1e-5, atol=1e-6)
