@@ -157,7 +157,7 @@ def test_bad_input_gets_one_line(chooser):
         (lambda: chooser.predict(dict(one, question=["q", "r"])), "columns of different"),
         (lambda: chooser.predict(["a text"]), "x is a dict of columns"),
         (lambda: chooser.predict(tf.data.Dataset.from_tensor_slices(["a"])),
-         "questions in memory"),
+         "a dataset of single examples: batch it first"),
         (lambda: albert_tf.from_pretrained(chooser, max_qa_length=70), "max_qa_length=70"),
         (lambda: c3.predict({"context": ["c"], "question": ["q"], "options": [["a"] * 5]}),
          "question 0: 'options' is a list of 2 to 4 texts"),

@@ -295,7 +295,7 @@ def test_bad_input_gets_one_line(tagger, ner_dir, tmp_path, official_spm):
         tagger.fit(WORDS, TAGS[:1], verbose=0)
     with pytest.raises(UserValueError, match="need tags"):
         tagger.fit(WORDS, verbose=0)
-    with pytest.raises(UserValueError, match="sentences in memory"):
+    with pytest.raises(UserValueError, match="a dataset of single examples: batch it first"):
         tagger.predict(tf.data.Dataset.from_tensor_slices(["a"]), verbose=0)
     with pytest.raises(UserValueError, match="sentence 0: words are strings, got 3"):
         tagger.predict([["a", 3]], verbose=0)
