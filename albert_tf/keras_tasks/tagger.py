@@ -101,8 +101,14 @@ class AlbertTagger(Task):
     def task_loss(self, y, y_pred):
         """run_ner.py's: the batch's summed loss over its labelled words, per word."""
         terms = self.network.loss_terms(y_pred, y)
-        return tf.math.divide_no_nan(tf.reduce_sum(terms["loss_sum"]),
-                                     tf.reduce_sum(terms["scored"]))
+        scored = tf.reduce_sum(terms["scored"])
+        context = tf.distribute.get_replica_context()
+        if context is not None and context.num_replicas_in_sync > 1:
+            # Per word of the global batch, as run_ner.py: this replica's sum over all the
+            # replicas' words, times N (compute_loss divides each replica's loss by N).
+            scored = context.all_reduce(tf.distribute.ReduceOp.SUM, scored) / float(
+                context.num_replicas_in_sync)
+        return tf.math.divide_no_nan(tf.reduce_sum(terms["loss_sum"]), scored)
 
     def default_metrics(self):
         return [WordAccuracy(name="word_accuracy")]

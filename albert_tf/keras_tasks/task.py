@@ -259,7 +259,12 @@ class Task(keras.Model):
         """Keras' loss, or the task's own (`task_loss`) when compile chose it."""
         if not self._task_loss_in_use:
             return super().compute_loss(x, y, y_pred, sample_weight, training)
+        # Under N replicas Keras sums the replicas' gradients (and reports N times the
+        # loss): each replica's loss is 1/N of its own, as Keras' compiled losses scale theirs.
         total = self.task_loss(y, y_pred)
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        if replicas > 1:
+            total = total / replicas
         for loss in self.losses:
             total = total + self._aggregate_additional_loss(loss)
         return total

@@ -182,7 +182,27 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         counts a token that occurs twice in a batch as two rows)."""
         grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
                  for g in grads]
-        return super().apply(grads, trainable_variables)
+        context = tf.distribute.get_replica_context()
+        if context is None or context.num_replicas_in_sync == 1:
+            return super().apply(grads, trainable_variables)
+        # Several replicas (Keras' fit under a strategy): the replicas' gradients are summed
+        # before `global_clipnorm` clips them, so the clip sees the global batch's gradient,
+        # as the original's and the Trainer's (Keras clips each replica's part, then sums).
+        present = [g for g in grads if g is not None]
+        summed = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present) if present
+                      else [])
+        grads = [None if g is None else next(summed) for g in grads]
+        self._summed_by_apply = True
+        try:
+            return super().apply(grads, trainable_variables)
+        finally:
+            self._summed_by_apply = False
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        """Keras' sum over the replicas, unless `apply` summed them already."""
+        if getattr(self, "_summed_by_apply", False):
+            return list(grads_and_vars)
+        return super()._all_reduce_sum_gradients(grads_and_vars)
 
     def uses_weight_decay(self, variable) -> bool:
         return bool(self.weight_decay_rate) and not _matches(
