@@ -42,6 +42,7 @@ def _fit_both(make, memory, dataset, **fit):
     return trained[1]
 
 
+@pytest.mark.slow  # ~12 s on AMD EPYC Zen 3: two fits
 def test_tagger_fits_and_predicts_on_datasets(models):
     make = lambda: albert_tf.from_pretrained(models["mlm"], "token-classification",  # noqa
                                              labels=NER_LABELS, sequence_length=16)

@@ -67,6 +67,7 @@ def test_fit_is_refused_in_one_line(extractor):
                                   extractor.network.get_weights()[0])
 
 
+@pytest.mark.slow  # ~6 s on AMD EPYC Zen 3
 def test_a_backbone_preset_round_trips(extractor, tmp_path):
     files = extractor.save_to_preset(str(tmp_path / "preset"))
     assert {"config.json", "model.weights.h5", "vocabulary.spm"} <= {

@@ -32,6 +32,7 @@ def embedder(mlm_dir):
                                      pooling="mean,cls", normalize=True)
 
 
+@pytest.mark.slow  # 18 s on AMD EPYC Zen 3: a CLI run with its export
 def test_cosent_fit_leaves_the_cli_weights(tmp_path, shared_data, official_spm, mlm_dir):
     source = shared_data / "glue" / "STS-B"
     if not (source / "train_sample.tsv").exists():
