@@ -21,6 +21,13 @@ QUESTIONS = {"article": ["Tom has a red ball. He plays with it every day.",
              "options": [["red", "blue", "green", "black"], ["west", "east", "north", "south"]]}
 
 
+def _atol(path: str) -> float:
+    """The choice head's output_bias shifts every option's logit alike, which the softmax
+    over the options cancels: its gradient is rounding noise (the CLI's graph and Keras'
+    sum in other orders; Eigen's kernels, with oneDNN off, differ by ~3e-6)."""
+    return 1e-5 if "output_bias" in path else 1e-6
+
+
 @pytest.fixture(scope="module")
 def mc_dir(tmp_path_factory, official_spm):
     return write_hf_dir(str(tmp_path_factory.mktemp("hf") / "mc"), "multiple_choice",
@@ -81,8 +88,8 @@ def test_fit_leaves_the_cli_weights(tmp_path, shared_data, official_spm, mc_dir)
     moved = 0
     for mine, theirs, initial in zip(chooser.network.weights, trained.weights, start):
         assert mine.path.split("/", 1)[1] == theirs.path.split("/", 1)[1]
-        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6,
-                                   err_msg=mine.path)
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5,
+                                   atol=_atol(mine.path), err_msg=mine.path)
         moved += not np.array_equal(mine.numpy(), initial.numpy())
     assert moved > len(start) // 2
 
@@ -221,8 +228,8 @@ def test_c3_packing_leaves_the_cli_weights(tmp_path, shared_data):
                     warmup_steps=1)
     chooser.fit(x, answers, batch_size=BATCH, shuffle=False, verbose=0)
     for mine, theirs in zip(chooser.network.weights, trained.weights):
-        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6,
-                                   err_msg=mine.path)
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5,
+                                   atol=_atol(mine.path), err_msg=mine.path)
     probabilities = tf.nn.softmax(chooser.predict(x[:BATCH], verbose=0)).numpy()
     absent = packed["choice_mask"][:BATCH] == 0
     assert absent.any() and (probabilities[absent] == 0).all()
