@@ -10,7 +10,7 @@ Sharing is plain object reuse: the same Keras layer is called several times.
 """
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import keras
 import tensorflow as tf
@@ -43,9 +43,16 @@ class AlbertEncoder(keras.Model):
     recomputed layer as arguments (so their gradients join the chain of
     `layers.ResidentWeights`); tf.recompute_grad's backward makes one transient copy
     of them per layer (28 MB for base in float32).
+
+    `inference_layers=k` (1 <= k <= L) runs the shared layers k times instead of L when not
+    training: `sequence_output` and `pooled_output` are then the k-th layer's (ALBERT's
+    sharing makes depth a choice at inference; training always runs all L). `embed` and
+    `apply_layer` run the encoder one layer at a time (the early-exit loop,
+    `modeling.early_exit`).
     """
 
-    def __init__(self, config: AlbertConfig, recompute_layers: bool = False, **kwargs):
+    def __init__(self, config: AlbertConfig, recompute_layers: bool = False,
+                 inference_layers: Optional[int] = None, **kwargs):
         # No autocast scope in call(): the resident weights are read as float32 there;
         # every sub-layer still autocasts in its own __call__.
         kwargs.setdefault("autocast", False)
@@ -54,6 +61,7 @@ class AlbertEncoder(keras.Model):
             config = AlbertConfig.from_dict(config)
         self.config = config
         self.recompute_layers = bool(recompute_layers)
+        self.inference_layers = check_inference_layers(inference_layers, config)
         c = config
         self.embeddings = layers.FactorizedEmbedding(
             c.vocab_size, c.embedding_size, c.max_position_embeddings, c.type_vocab_size,
@@ -139,12 +147,50 @@ class AlbertEncoder(keras.Model):
         """The [V, E] word-embedding variable (shared with the masked-LM decoder)."""
         return self.embeddings.embedding_table
 
-    def call(self, inputs: Dict, training=False):
+    def layers_run(self, training=False) -> int:
+        """How many layers a call runs: L when training, else `inference_layers` (or L)."""
+        if training or self.inference_layers is None:
+            return self.config.num_hidden_layers
+        return self.inference_layers
+
+    def embed(self, inputs: Dict, training=False):
+        """(x [B, S, H]: the first layer's input, input_mask int32 [B, S], embedding_output
+        [B, S, E]) of the encoder's input dict."""
         input_ids, input_mask, segment_ids = unpack_inputs(inputs)
         embedding_output = self.embeddings(input_ids, segment_ids, training=training)
         x = embedding_output
         if self.embedding_projection is not None:
             x = self.embedding_projection(x)
+        return x, input_mask, embedding_output
+
+    def apply_layer(self, layer_index, x, input_mask, training=False) -> List:
+        """The outputs [B, S, H] of layer `layer_index` (a Python int, or an int32 scalar
+        tensor inside a loop) applied to x [B, S, H]: one per inner-group sub-layer, the
+        last is the layer's output. Float32 inference only reads the variables directly
+        (no resident weights), as `call` does then."""
+        plans = sorted(set(self._plan))
+        if isinstance(layer_index, int) or len(plans) == 1:
+            plan = self._plan[layer_index] if isinstance(layer_index, int) else plans[0]
+            return self._run_plan(plan, x, input_mask, training)
+        # Several distinct layers (groups, or no sharing): choose the layer's in the graph.
+        branch = tf.constant([plans.index(plan) for plan in self._plan], tf.int32)
+        count = len(self._plan[0])
+        branches = [lambda plan=plan: self._run_plan(plan, x, input_mask, training)
+                    for plan in plans]
+        outputs = tf.switch_case(tf.gather(branch, layer_index), branches)
+        return list(outputs)[:count]
+
+    def _run_plan(self, plan, x, input_mask, training):
+        outputs = []
+        for attention_index, ffn_index in plan:
+            x = self.attention_blocks[attention_index](x, input_mask, training=training)
+            x = self.ffn_blocks[ffn_index](x, training=training)
+            outputs.append(x)
+        return outputs
+
+    def call(self, inputs: Dict, training=False):
+        x, input_mask, embedding_output = self.embed(inputs, training=training)
+        num_layers = self.layers_run(training)
         recompute = self.recompute_layers and training
         unique_blocks = self.attention_blocks + self.ffn_blocks
         shared = {}
@@ -154,7 +200,7 @@ class AlbertEncoder(keras.Model):
         # compute dtype once per pass, not once per application.
         if training or self.compute_dtype != self.variable_dtype:
             uses = {block.name: 0 for block in unique_blocks}
-            for layer_index in range(self.config.num_hidden_layers):
+            for layer_index in range(num_layers):
                 for attention, ffn in self.layer_blocks(layer_index):
                     uses[attention.name] += 1
                     uses[ffn.name] += 1
@@ -167,7 +213,7 @@ class AlbertEncoder(keras.Model):
             return None if weights is None else weights.next_use()
 
         encoder_outputs = []
-        for layer_index in range(self.config.num_hidden_layers):
+        for layer_index in range(num_layers):
             blocks = self.layer_blocks(layer_index)
             weights = [(next_use(attention), next_use(ffn)) for attention, ffn in blocks]
             flat = [t for pair in weights for use in pair if use is not None
@@ -192,7 +238,7 @@ class AlbertEncoder(keras.Model):
 
             # The last layer is not recomputed: the backward pass starts there, so its
             # activations would be rebuilt at once and live at the same moment anyway.
-            last = layer_index == self.config.num_hidden_layers - 1
+            last = layer_index == num_layers - 1
             outputs = (tf.recompute_grad(run_layer)(x, *flat) if recompute and not last
                        else run_layer(x, *flat))
             encoder_outputs.extend(outputs)
@@ -219,7 +265,23 @@ def serialize_model_config(model) -> Dict:
               "dtype": keras.dtype_policies.serialize(model.dtype_policy)}
     if getattr(model, "recompute_layers", False):
         values["recompute_layers"] = True
+    if getattr(model, "inference_layers", None) is not None:
+        values["inference_layers"] = model.inference_layers
     return values
+
+
+def check_inference_layers(inference_layers: Optional[int], config: AlbertConfig
+                           ) -> Optional[int]:
+    """`inference_layers` itself (None: all L), or ValueError in one line when it is not a
+    whole number in 1..L."""
+    if inference_layers is None:
+        return None
+    limit = config.num_hidden_layers
+    if (isinstance(inference_layers, bool) or int(inference_layers) != inference_layers
+            or not 1 <= inference_layers <= limit):
+        raise ValueError(f"inference_layers must be a whole number from 1 to the model's "
+                         f"num_hidden_layers ({limit}); got {inference_layers!r}")
+    return int(inference_layers)
 
 
 def deserialize_model_config(config: Dict) -> Dict:

@@ -129,6 +129,51 @@ class ClassificationHead(_ProjectionHead):
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
+class ExitHeads(layers.ConfiguredLayer):
+    """PABEE's per-layer exit classifiers of layers 1..L-1 (the last layer's is the task's
+    `ClassificationHead`): `output_weights` [L-1, K, H], `output_bias` [L-1, K], each
+    layer's as the task head's, and the same dropout.
+
+    `logits(layer_index, pooled, last_head)`: pooled [B, H] -> float32 [B, K] through layer
+    `layer_index`'s head (a Python int or an int32 scalar tensor; `last_head`, the task's
+    head, at L - 1). Computed with the task head's ops, so layer L's logits are the task
+    head's bit for bit.
+    """
+
+    CONFIG = ("num_exits", "num_labels", "hidden_size", "initializer_range", "dropout_rate")
+
+    def __init__(self, num_exits, num_labels, hidden_size, initializer_range, dropout_rate=0.1,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.configure(locals())
+        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+
+    def build(self, input_shape=None):
+        self.output_weights = self.add_weight(
+            name="output_weights", shape=(self.num_exits, self.num_labels, self.hidden_size),
+            initializer=layers.kernel_initializer(self.initializer_range))
+        self.output_bias = self.add_weight(name="output_bias",
+                                           shape=(self.num_exits, self.num_labels),
+                                           initializer="zeros")
+        self.built = True
+
+    def logits(self, layer_index, pooled, last_head, training=False):
+        if isinstance(layer_index, int):
+            if layer_index >= self.num_exits:
+                return last_head(pooled, training=training)
+            weights, bias = self.output_weights[layer_index], self.output_bias[layer_index]
+        else:
+            weights = ops.take(ops.concatenate(
+                [self.output_weights, last_head.output_weights[None]], axis=0), layer_index,
+                axis=0)
+            bias = ops.take(ops.concatenate([self.output_bias, last_head.output_bias[None]],
+                                            axis=0), layer_index, axis=0)
+        pooled = self.dropout(ops.cast(pooled, self.compute_dtype), training=training)
+        logits = ops.matmul(pooled, ops.transpose(ops.cast(weights, self.compute_dtype)))
+        return ops.cast(logits, "float32") + ops.cast(bias, "float32")
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
 class SpanHead(_ProjectionHead):
     """SQuAD v1's `cls/squad` head: per-token logits = h W^T + b with W [2, H], b [2].
 

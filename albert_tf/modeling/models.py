@@ -10,15 +10,16 @@ losses `mlm = sum(w * nll) / (sum(w) + 1e-5)`, `sop = mean(nll)`, `total = mlm +
 """
 from __future__ import annotations
 
-from typing import Dict, Mapping
+from typing import Dict, Mapping, Optional
 
 import keras
 from keras import ops
 
 from albert_tf.modeling import heads
 from albert_tf.config import AlbertConfig
-from albert_tf.modeling.encoder import (AlbertEncoder, deserialize_model_config,
-                                        serialize_model_config)
+from albert_tf.modeling import early_exit as early_exit_module
+from albert_tf.modeling.encoder import (AlbertEncoder, check_inference_layers,
+                                        deserialize_model_config, serialize_model_config)
 
 MLM_LOSS_EPSILON = 1e-5  # the original's denominator term in the masked-LM loss
 
@@ -148,12 +149,23 @@ class FineTuningModel(keras.Model):
     _EXTRA_ARGS: tuple = ()
     _HEAD: str = "classifier"
 
-    def __init__(self, config: AlbertConfig, **kwargs):
+    def __init__(self, config: AlbertConfig, inference_layers: Optional[int] = None,
+                 **kwargs):
         super().__init__(**kwargs)
         if isinstance(config, dict):
             config = AlbertConfig.from_dict(config)
         self.config = config
-        self.encoder = AlbertEncoder(config, name="encoder", dtype=self.dtype_policy)
+        self.encoder = AlbertEncoder(config, inference_layers=inference_layers, name="encoder",
+                                     dtype=self.dtype_policy)
+
+    @property
+    def inference_layers(self) -> Optional[int]:
+        """The layers run at inference (None: all L); see `AlbertEncoder`."""
+        return self.encoder.inference_layers
+
+    @inference_layers.setter
+    def inference_layers(self, value: Optional[int]) -> None:
+        self.encoder.inference_layers = check_inference_layers(value, self.config)
 
     def classification_head(self, num_outputs: int, dropout_rate: float
                             ) -> heads.ClassificationHead:
@@ -192,22 +204,64 @@ class AlbertClassifier(FineTuningModel):
       `predictions`   int32 [B] argmax, or float32 [B] the regression value when K = 1, or
                       int32 [B, K] multi-hot (probability above 0.5) with `multi_label`
     `dropout_rate` is the original's fixed 0.1 on the pooled output.
+
+    Light inference (`modeling.early_exit`): `exit_heads` "shared" or "per_layer" also
+    outputs `exit_logits` float32 [L, B, K], every layer's exit (what PABEE's training loss
+    reads; `classifier_losses` weights them by depth). `inference_layers=k` answers from
+    layer k. With an `early_exit` rule, inference runs the layers until each row exits and
+    returns `logits`, `probabilities`, `predictions` of its exit layer and `exit_layer`
+    int32 [B] (no encoder outputs).
     """
 
     _EXTRA_ARGS = ("num_labels", "dropout_rate", "multi_label")
 
     def __init__(self, config: AlbertConfig, num_labels: int, dropout_rate: float = 0.1,
-                 multi_label: bool = False, **kwargs):
+                 multi_label: bool = False, exit_heads: str = "none",
+                 early_exit: Optional[Mapping] = None, **kwargs):
         super().__init__(config, **kwargs)
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
         self.multi_label = multi_label
+        self.exit_heads = early_exit_module.check_exit_heads(exit_heads)
         self.classifier = self.classification_head(num_labels, dropout_rate)
+        self.exits = None
+        if exit_heads == "per_layer" and config.num_hidden_layers > 1:
+            self.exits = heads.ExitHeads(config.num_hidden_layers - 1, num_labels,
+                                         config.hidden_size, config.initializer_range,
+                                         dropout_rate, name="exits", dtype=self.dtype_policy)
+        self.early_exit = early_exit
 
-    def call(self, inputs: Dict, training=False):
-        outputs = dict(self.encoder(inputs, training=training))
-        logits = self.classifier(outputs["pooled_output"], training=training)
-        outputs["logits"] = logits
+    @property
+    def early_exit(self) -> Optional[early_exit_module.EarlyExit]:
+        """The inference exit rule (None: every row runs `inference_layers` or L layers)."""
+        return self._early_exit
+
+    @early_exit.setter
+    def early_exit(self, rule) -> None:
+        if isinstance(rule, Mapping):
+            rule = early_exit_module.EarlyExit.from_dict(rule)
+        if rule is not None and rule.confidence is not None and (self.multi_label
+                                                                 or self.num_labels == 1):
+            raise ValueError("an exit confidence needs a single-label classifier (a "
+                             "regression or multi-label one exits by patience)")
+        self._early_exit = rule
+
+    def build(self, input_shape=None):
+        super().build(input_shape)
+        if self.exits is not None:
+            self.exits.build()
+
+    def layer_logits(self, layer_index, sequence, training=False):
+        """float32 logits [B, K] of the exit after layer `layer_index` (0-based; a Python
+        int or an int32 scalar tensor), read from its output sequence [B, S, H]."""
+        pooled = self.encoder.pooler(sequence[:, 0])
+        if self.exits is None:
+            return self.classifier(pooled, training=training)
+        return self.exits.logits(layer_index, pooled, self.classifier, training=training)
+
+    def label_outputs(self, logits) -> Dict:
+        """`logits`, `probabilities` and `predictions` of logits [B, K] (the class doc)."""
+        outputs = {"logits": logits}
         if self.multi_label:
             outputs["probabilities"] = ops.sigmoid(logits)
             outputs["predictions"] = ops.cast(ops.greater(logits, 0), "int32")
@@ -219,6 +273,56 @@ class AlbertClassifier(FineTuningModel):
             outputs["predictions"] = ops.cast(ops.argmax(logits, axis=-1), "int32")
         return outputs
 
+    def call(self, inputs: Dict, training=False):
+        if self.early_exit is not None and not training:
+            return early_exit_module.run_early_exit(
+                self.encoder, inputs, _ClassifierExits(self), self.early_exit,
+                self.encoder.layers_run(False))
+        outputs = dict(self.encoder(inputs, training=training))
+        layers_run = self.encoder.layers_run(training)
+        if self.exit_heads == "none":
+            outputs.update(self.label_outputs(self.classifier(outputs["pooled_output"],
+                                                              training=training)))
+            return outputs
+        # Every layer's exit (PABEE's training objective reads them all); the last is the
+        # model's answer: at full depth the task head on the pooled output, as without exits.
+        inner = self.config.inner_group_num
+        layer_outputs = outputs["encoder_outputs"][inner - 1::inner][:layers_run]
+        exit_logits = [self.layer_logits(index, sequence, training)
+                       for index, sequence in enumerate(layer_outputs)]
+        outputs.update(self.label_outputs(exit_logits[-1]))
+        outputs["exit_logits"] = ops.stack(exit_logits)
+        return outputs
+
+    def get_config(self):
+        values = super().get_config()
+        if self.exit_heads != "none":
+            values["exit_heads"] = self.exit_heads
+        if self.early_exit is not None:
+            values["early_exit"] = self.early_exit.to_dict()
+        return values
+
+
+class _ClassifierExits(early_exit_module.ExitFamily):
+    """`AlbertClassifier`'s exits for `run_early_exit`: its outputs at each layer; the
+    decision is the argmax, the multi-hot labels, or the score within the tolerance."""
+
+    def __init__(self, model: AlbertClassifier):
+        self.model = model
+
+    def outputs(self, layer_index, sequence, input_mask):
+        return self.model.label_outputs(self.model.layer_logits(layer_index, sequence))
+
+    def unchanged(self, previous, current, input_mask, rule):
+        before, now = previous["predictions"], current["predictions"]
+        if self.model.num_labels == 1 and not self.model.multi_label:
+            return ops.abs(now - before) <= rule.tolerance
+        same = ops.equal(before, now)
+        return ops.all(same, axis=-1) if self.model.multi_label else same
+
+    def confident(self, outputs, threshold):
+        return ops.max(outputs["probabilities"], axis=-1) >= threshold
+
 
 def classifier_losses(outputs: Mapping, labels: Mapping) -> Dict:
     """run_classifier's loss: softmax cross-entropy, or squared error when K = 1, or, for
@@ -227,13 +331,25 @@ def classifier_losses(outputs: Mapping, labels: Mapping) -> Dict:
     google-research's GoEmotions classifier and Hugging Face's BCEWithLogitsLoss take it).
 
     Args:
-      outputs: with `logits` float32 [B, K].
+      outputs: with `logits` float32 [B, K], and with exit heads `exit_logits` [L, B, K]:
+        the loss is then PABEE's, each exit's weighted by its depth
+        (`early_exit.weighted_exit_loss`); `accuracy` stays the last layer's.
       labels: with `label_ids` [B] (int class ids; float targets when K = 1; [B, 1] is
         read as [B]) or [B, K] multi-hot when K > 1.
     Returns `loss` (mean over the batch, as the original: padding examples are
     not excluded here) and `per_example_loss` [B]; for single-label K > 1 also `accuracy`.
     """
-    logits = ops.cast(outputs["logits"], "float32")
+    losses = _classifier_losses(ops.cast(outputs["logits"], "float32"), labels)
+    if "exit_logits" in outputs:
+        exit_logits = ops.cast(outputs["exit_logits"], "float32")
+        per_exit = ops.stack([_classifier_losses(exit_logits[i], labels)["per_example_loss"]
+                              for i in range(exit_logits.shape[0])])
+        per_example = early_exit_module.weighted_exit_loss(per_exit)
+        losses.update(per_example_loss=per_example, loss=ops.mean(per_example))
+    return losses
+
+
+def _classifier_losses(logits, labels: Mapping) -> Dict:
     label_shape = labels["label_ids"].shape
     if len(label_shape) == 2 and label_shape[-1] == logits.shape[-1] and logits.shape[-1] > 1:
         targets = ops.cast(labels["label_ids"], "float32")

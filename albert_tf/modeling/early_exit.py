@@ -1,0 +1,178 @@
+"""Early exit (PABEE, "BERT Loses Patience", Zhou et al. 2020): a row stops at the first
+layer whose prediction has not changed for `patience` layers.
+
+ALBERT applies one shared layer L times, so every layer's output can be read by the same
+head: an exit after layer i is pooler(h_i[:, 0]) through an exit classifier, either the
+task's own head at every layer (`exit_heads="shared"`: no new weights) or one head per
+layer (`"per_layer"`: PABEE's, L - 1 more [K, H] heads; the last layer keeps the task's).
+
+Training (`exit_loss_weights`): PABEE's objective, the mean of the exits' losses weighted
+by depth, sum_i i * loss_i / sum_i i (i = 1..L).
+
+Inference (`run_early_exit`): a loop over the layers, in the graph, at any batch size. A
+row's counter grows by one at each layer whose decision equals the previous layer's (the
+argmax; a regression score within `tolerance`; every real token's tag for token
+classification) and resets otherwise; the row exits when the counter reaches `patience`,
+or, with `confidence`, when its top probability reaches it, or at the last layer. Exited
+rows keep that layer's outputs and leave the batch: the next layer runs on the remaining
+rows only (gathered), so a batch costs what its rows' exit layers cost. The loop stops
+when no row is left. Each row reports `exit_layer` (1..L). SavedModel, ONNX (a Loop) and
+LiteRT (a WHILE) run the same loop.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Dict, Mapping, Optional
+
+import tensorflow as tf
+
+EXIT_HEADS = ("none", "shared", "per_layer")
+
+
+@dataclasses.dataclass(frozen=True)
+class EarlyExit:
+    """When a row stops (see the module docstring).
+
+    patience: consecutive layers with an unchanged decision (PABEE's t, >= 1), or None.
+    confidence: exit when the top probability reaches it, in (0, 1], or None.
+    tolerance: a regression score is "unchanged" within it (>= 0).
+    At least one of patience and confidence is given; with both, whichever comes first.
+    """
+
+    patience: Optional[int] = None
+    confidence: Optional[float] = None
+    tolerance: float = 0.0
+
+    def __post_init__(self):
+        if self.patience is None and self.confidence is None:
+            raise ValueError("early exit needs a patience (layers, >= 1) or a confidence "
+                             "threshold in (0, 1]")
+        if self.patience is not None and (isinstance(self.patience, bool)
+                                          or int(self.patience) != self.patience
+                                          or self.patience < 1):
+            raise ValueError(f"patience must be a whole number of layers >= 1, got "
+                             f"{self.patience!r}")
+        if self.confidence is not None and not 0.0 < self.confidence <= 1.0:
+            raise ValueError(f"the exit confidence must be in (0, 1], got {self.confidence!r}")
+        if not self.tolerance >= 0.0:
+            raise ValueError(f"the exit tolerance must be >= 0, got {self.tolerance!r}")
+
+    def to_dict(self) -> Dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: Optional[Mapping]) -> Optional["EarlyExit"]:
+        return None if values is None else cls(**values)
+
+
+def check_exit_heads(exit_heads: str) -> str:
+    if exit_heads not in EXIT_HEADS:
+        raise ValueError(f"exit_heads must be one of {', '.join(EXIT_HEADS)}; got "
+                         f"{exit_heads!r}")
+    return exit_heads
+
+
+def exit_loss_weights(num_layers: int) -> tf.Tensor:
+    """PABEE's weights of the L exits' losses: i / sum(1..L) for i = 1..L, float32 [L]."""
+    depth = tf.range(1, num_layers + 1, dtype=tf.float32)
+    return depth / tf.reduce_sum(depth)
+
+
+def weighted_exit_loss(per_exit: tf.Tensor) -> tf.Tensor:
+    """per_exit [L, B] per-example losses of each exit -> [B], weighted by depth."""
+    weights = exit_loss_weights(per_exit.shape[0] or tf.shape(per_exit)[0])
+    return tf.tensordot(weights, per_exit, axes=1)
+
+
+class ExitFamily:
+    """What a task model gives the loop: its outputs at a layer and when two layers agree.
+
+    `outputs(layer_index, sequence, input_mask)`: the head's outputs [A, ...] read from
+    the layer's output sequence [A, S, H] (layer_index: int32 scalar, 0-based).
+    `unchanged(previous, current, input_mask, rule)`: bool [A], the decision did not change.
+    `confident(outputs, threshold)`: bool [A], the top probability reaches the threshold.
+    """
+
+    def outputs(self, layer_index, sequence, input_mask) -> Dict[str, tf.Tensor]:
+        raise NotImplementedError
+
+    def unchanged(self, previous: Mapping, current: Mapping, input_mask, rule: EarlyExit):
+        raise NotImplementedError
+
+    def confident(self, outputs: Mapping, threshold: float):
+        raise NotImplementedError
+
+
+def _invariant(value: tf.Tensor) -> tf.TensorShape:
+    """A loop variable's shape with its row count left free."""
+    return tf.TensorShape([None]).concatenate(value.shape[1:])
+
+
+def _keep(values, keep):
+    return tf.nest.map_structure(lambda value: tf.boolean_mask(value, keep), values)
+
+
+def _write(full: Dict, rows, exited, current: Dict) -> Dict:
+    """full[rows[exited]] = current[exited], for each output."""
+    index = tf.boolean_mask(rows, exited)[:, tf.newaxis]
+    return {name: tf.tensor_scatter_nd_update(full[name], index,
+                                              tf.boolean_mask(current[name], exited))
+            for name, value in full.items()}
+
+
+def run_early_exit(encoder, inputs: Mapping, family: ExitFamily, rule: EarlyExit,
+                   num_layers: Optional[int] = None) -> Dict[str, tf.Tensor]:
+    """The family's outputs [B, ...] of each row at its exit layer, plus `exit_layer`
+    int32 [B] (1..num_layers), running `encoder` (an AlbertEncoder) layer by layer in
+    inference mode (see the module docstring). num_layers: the deepest exit (default L).
+    """
+    num_layers = num_layers or encoder.config.num_hidden_layers
+    x, input_mask, _ = encoder.embed(dict(inputs), training=False)
+    batch = tf.shape(x)[0]
+
+    def exit_now(layer_index, counter, current):
+        exited = tf.fill(tf.shape(counter), layer_index + 1 >= num_layers)
+        if rule.patience is not None:
+            exited = exited | (counter >= rule.patience)
+        if rule.confidence is not None:
+            exited = exited | family.confident(current, rule.confidence)
+        return exited
+
+    # The first layer outside the loop: its outputs give every output's shape and dtype.
+    x = encoder.apply_layer(0, x, input_mask)[-1]
+    current = family.outputs(tf.constant(0), x, input_mask)
+    counter = tf.zeros([batch], tf.int32)
+    exited = exit_now(tf.constant(0), counter, current)
+    rows = tf.range(batch)
+    keep = tf.logical_not(exited)
+    state = (tf.constant(1), _keep(x, keep), _keep(input_mask, keep), _keep(rows, keep),
+             _keep(counter, keep), _keep(current, keep), dict(current),
+             tf.ones([batch], tf.int32))
+
+    def more(layer_index, x, input_mask, rows, *_):
+        return (layer_index < num_layers) & (tf.size(rows) > 0)
+
+    def step(layer_index, x, input_mask, rows, counter, previous, full, exit_layer):
+        x = encoder.apply_layer(layer_index, x, input_mask)[-1]
+        current = family.outputs(layer_index, x, input_mask)
+        same = family.unchanged(previous, current, input_mask, rule)
+        counter = tf.where(same, counter + 1, tf.zeros_like(counter))
+        exited = exit_now(layer_index, counter, current)
+        full = _write(full, rows, exited, current)
+        exit_layer = _write({"exit_layer": exit_layer}, rows, exited,
+                            {"exit_layer": tf.fill(tf.shape(rows), layer_index + 1)}
+                            )["exit_layer"]
+        keep = tf.logical_not(exited)
+        return (layer_index + 1, _keep(x, keep), _keep(input_mask, keep), _keep(rows, keep),
+                _keep(counter, keep), _keep(current, keep), full, exit_layer)
+
+    invariants = tf.nest.map_structure(_invariant, state[1:])
+    final = tf.while_loop(more, step, state,
+                          shape_invariants=(tf.TensorShape([]),) + tuple(invariants))
+    return dict(final[6], exit_layer=final[7])
+
+
+def stacked_exit_outputs(layer_outputs, exit_fn: Callable) -> Dict[str, tf.Tensor]:
+    """{name: [L', B, ...]} of exit_fn(i, layer_outputs[i]) for every layer run."""
+    each = [exit_fn(index, sequence) for index, sequence in enumerate(layer_outputs)]
+    return {name: tf.stack([outputs[name] for outputs in each]) for name in each[0]}
