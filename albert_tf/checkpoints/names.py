@@ -100,10 +100,15 @@ def _built(model):
 
 
 def classifier_variables(model) -> "OrderedDict[str, object]":
-    """Encoder names plus run_classifier's unscoped `output_weights` [K, H], `output_bias` [K]."""
+    """Encoder names plus run_classifier's unscoped `output_weights` [K, H], `output_bias` [K]
+    (and with per-layer exit heads `exits/output_weights` [L-1, K, H], `exits/output_bias`
+    [L-1, K], a name of albert-tf's own)."""
     names = encoder_variables(_built(model).encoder)
     names["output_weights"] = model.classifier.output_weights
     names["output_bias"] = model.classifier.output_bias
+    if getattr(model, "exits", None) is not None:  # PABEE's per-layer exits (not original)
+        names["exits/output_weights"] = model.exits.output_weights
+        names["exits/output_bias"] = model.exits.output_bias
     return names
 
 

@@ -61,6 +61,22 @@ class PortableModel:
                 raise ValueError(f"compare rule must be one of {COMPARE_RULES}; got {rule!r}")
 
 
+def light_inference_metadata(model) -> Dict[str, object]:
+    """What an export records of a model's light inference (`modeling.early_exit`): the
+    layers it runs when fewer than L, its exit heads and its early-exit rule; {} for a
+    model that runs every layer."""
+    values: Dict[str, object] = {}
+    if getattr(model, "inference_layers", None) is not None:
+        values["inference_layers"] = model.inference_layers
+    if getattr(model, "exit_heads", "none") != "none":
+        values["exit_heads"] = model.exit_heads
+    if getattr(model, "early_exit", None) is not None:
+        values["early_exit"] = model.early_exit.to_dict()
+    if values:
+        values["num_hidden_layers"] = model.config.num_hidden_layers
+    return values
+
+
 def _compared_values(outputs: Mapping[str, np.ndarray], name: str, rule: str,
                      features: Optional[Mapping[str, np.ndarray]] = None):
     value = np.asarray(outputs[name])

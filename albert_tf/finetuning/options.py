@@ -6,7 +6,7 @@ ClassificationOptions, SpanQaOptions, MultipleChoiceOptions) -> the job. Fields 
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Tuple
+from typing import ClassVar, Dict, Optional, Tuple
 
 import tensorflow as tf
 
@@ -14,6 +14,7 @@ from albert_tf import tokenization
 from albert_tf.config import AlbertConfig
 from albert_tf.export import formats, litert, onnx as onnx_export, portable
 from albert_tf.kernels import fused_ops, precision
+from albert_tf.modeling import early_exit
 from albert_tf.option_fields import (DROPOUT, POSITIVE, check_fields, option,
                                      renamed_attribute, renamed_option)
 from albert_tf.training import batching
@@ -147,6 +148,27 @@ class TaskOptions(FinetuningOptions):
              f"on the evaluation set (at most {portable.AGREEMENT_EXAMPLES} examples); one "
              "that predicts the same less often than this fraction is removed, with a "
              "warning (0: no check).")
+    exit_heads: str = option(
+        "none", choices=early_exit.EXIT_HEADS,
+        help="Train an exit after every layer (PABEE's objective: the exits' losses weighted "
+             "by depth), so that shallower depths answer well: 'shared' reads every layer "
+             "with the task's own head (no new weights), 'per_layer' gives each layer a head "
+             "of its own. Needed for good answers from --inference_layers below L and from "
+             "--patience / --exit_confidence.")
+    inference_layers: Optional[int] = option(
+        None, help="Run the shared layer this many times (1..num_hidden_layers) at "
+                   "evaluation, prediction and in the exports, instead of all: faster, "
+                   "and as good as the exits were trained (--exit_heads).")
+    patience: Optional[int] = option(
+        None, help="Early exit (PABEE): a row stops at the first layer whose prediction has "
+                   "not changed for this many layers; at evaluation, prediction and inside "
+                   "the exported graphs, at any batch size (each row reports exit_layer).")
+    exit_confidence: Optional[float] = option(
+        None, help="Early exit: a row also stops when its top probability reaches this, in "
+                   "(0, 1] (single-label tasks).")
+    exit_tolerance: float = option(
+        0.0, help="Early exit of a regression task: a score that moved by at most this much "
+                  "counts as unchanged.")
     classifier_dropout: float = option(
         0.1, check=DROPOUT,
         help="Dropout in the task head: on the pooled output (classification, multiple "
@@ -185,6 +207,50 @@ class TaskOptions(FinetuningOptions):
                                      mixed_precision=self.mixed_precision,
                                      export_dir=self.export_dir, fp16=self.export_fp16,
                                      int8_min_agreement=self.int8_min_agreement)
+        self.check_light_inference()
+
+    # The task families whose models have exits (early exit, --exit_heads).
+    EXIT_FAMILIES: ClassVar[str] = ("text classification (run_classifier.py)")
+    HAS_EXITS: ClassVar[bool] = False
+
+    def check_light_inference(self) -> None:
+        """--inference_layers in 1..L; early exit only where the family has exits, and not
+        under XLA (its loop drops exited rows: shapes XLA cannot fix)."""
+        limit = self.albert_config.num_hidden_layers
+        if self.inference_layers is not None and not 1 <= self.inference_layers <= limit:
+            raise ValueError(f"--inference_layers must be from 1 to the model's "
+                             f"num_hidden_layers ({limit}, --albert_config_file); got "
+                             f"{self.inference_layers}")
+        asked = [flag for flag, value in (("exit_heads", self.exit_heads != "none"),
+                                          ("patience", self.patience is not None),
+                                          ("exit_confidence", self.exit_confidence is not None))
+                 if value]
+        if asked and not self.HAS_EXITS:
+            raise ValueError(f"--{asked[0]}: this task's model has no per-layer exits (early "
+                             f"exit is built for {self.EXIT_FAMILIES}); "
+                             f"--inference_layers works for every task")
+        rule = self.early_exit_rule()
+        if rule is not None and self.jit_compile:
+            raise ValueError("--patience / --exit_confidence cannot run under --jit_compile: "
+                             "the early-exit loop drops exited rows, shapes XLA cannot fix")
+
+    def early_exit_rule(self) -> Optional[early_exit.EarlyExit]:
+        """--patience, --exit_confidence and --exit_tolerance as one rule (None: no early
+        exit); ValueError naming the flag."""
+        if self.patience is None and self.exit_confidence is None:
+            return None
+        try:
+            return early_exit.EarlyExit(self.patience, self.exit_confidence, self.exit_tolerance)
+        except ValueError as err:
+            flag = ("--patience" if "patience" in str(err) else "--exit_confidence"
+                    if "confidence" in str(err) else "--exit_tolerance")
+            raise ValueError(f"{flag}: {err}") from None
+
+    def light_inference(self) -> Dict:
+        """The model constructor's light-inference arguments (exit heads, inference layers,
+        early exit rule)."""
+        return {"exit_heads": self.exit_heads, "inference_layers": self.inference_layers,
+                "early_exit": self.early_exit_rule()}
 
     def check_schedule(self) -> None:
         if self.num_train_epochs is not None and not self.num_train_epochs > 0:

@@ -26,6 +26,8 @@ from typing import Callable, Dict, Mapping, Optional
 
 import tensorflow as tf
 
+from albert_tf.modeling import layers
+
 EXIT_HEADS = ("none", "shared", "per_layer")
 
 
@@ -149,27 +151,39 @@ def run_early_exit(encoder, inputs: Mapping, family: ExitFamily, rule: EarlyExit
              _keep(counter, keep), _keep(current, keep), dict(current),
              tf.ones([batch], tf.int32))
 
-    def more(layer_index, x, input_mask, rows, *_):
-        return (layer_index < num_layers) & (tf.size(rows) > 0)
+    def loop_over(layers_run: range, state):
+        """The loop over one run of layers applying the same sub-layers (a group's)."""
+        def more(layer_index, x, input_mask, rows, *_):
+            return (layer_index < layers_run.stop) & (tf.size(rows) > 0)
 
-    def step(layer_index, x, input_mask, rows, counter, previous, full, exit_layer):
-        x = encoder.apply_layer(layer_index, x, input_mask)[-1]
-        current = family.outputs(layer_index, x, input_mask)
-        same = family.unchanged(previous, current, input_mask, rule)
-        counter = tf.where(same, counter + 1, tf.zeros_like(counter))
-        exited = exit_now(layer_index, counter, current)
-        full = _write(full, rows, exited, current)
-        exit_layer = _write({"exit_layer": exit_layer}, rows, exited,
-                            {"exit_layer": tf.fill(tf.shape(rows), layer_index + 1)}
-                            )["exit_layer"]
-        keep = tf.logical_not(exited)
-        return (layer_index + 1, _keep(x, keep), _keep(input_mask, keep), _keep(rows, keep),
-                _keep(counter, keep), _keep(current, keep), full, exit_layer)
+        def step(layer_index, x, input_mask, rows, counter, previous, full, exit_layer):
+            with layers.scores_scope_for_loop():
+                x = encoder.apply_layer(layers_run.start, x, input_mask)[-1]
+            current = family.outputs(layer_index, x, input_mask)
+            same = family.unchanged(previous, current, input_mask, rule)
+            counter = tf.where(same, counter + 1, tf.zeros_like(counter))
+            exited = exit_now(layer_index, counter, current)
+            full = _write(full, rows, exited, current)
+            exit_layer = _write({"exit_layer": exit_layer}, rows, exited,
+                                {"exit_layer": tf.fill(tf.shape(rows), layer_index + 1)}
+                                )["exit_layer"]
+            keep = tf.logical_not(exited)
+            return (layer_index + 1, _keep(x, keep), _keep(input_mask, keep),
+                    _keep(rows, keep), _keep(counter, keep), _keep(current, keep), full,
+                    exit_layer)
 
-    invariants = tf.nest.map_structure(_invariant, state[1:])
-    final = tf.while_loop(more, step, state,
-                          shape_invariants=(tf.TensorShape([]),) + tuple(invariants))
-    return dict(final[6], exit_layer=final[7])
+        invariants = tf.nest.map_structure(_invariant, state[1:])
+        return tf.while_loop(more, step, state,
+                             shape_invariants=(tf.TensorShape([]),) + tuple(invariants))
+
+    # One loop per run of same layers (ALBERT's groups): a loop body applies one layer's
+    # weights, chosen when traced (choosing in the graph would need a Case op, which the
+    # ONNX converter cannot place in a loop).
+    for layers_run in encoder.same_layer_runs(num_layers):
+        remaining = range(max(layers_run.start, 1), layers_run.stop)
+        if len(remaining):
+            state = loop_over(remaining, state)
+    return dict(state[6], exit_layer=state[7])
 
 
 def stacked_exit_outputs(layer_outputs, exit_fn: Callable) -> Dict[str, tf.Tensor]:

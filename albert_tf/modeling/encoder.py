@@ -163,22 +163,22 @@ class AlbertEncoder(keras.Model):
             x = self.embedding_projection(x)
         return x, input_mask, embedding_output
 
-    def apply_layer(self, layer_index, x, input_mask, training=False) -> List:
-        """The outputs [B, S, H] of layer `layer_index` (a Python int, or an int32 scalar
-        tensor inside a loop) applied to x [B, S, H]: one per inner-group sub-layer, the
-        last is the layer's output. Float32 inference only reads the variables directly
-        (no resident weights), as `call` does then."""
-        plans = sorted(set(self._plan))
-        if isinstance(layer_index, int) or len(plans) == 1:
-            plan = self._plan[layer_index] if isinstance(layer_index, int) else plans[0]
-            return self._run_plan(plan, x, input_mask, training)
-        # Several distinct layers (groups, or no sharing): choose the layer's in the graph.
-        branch = tf.constant([plans.index(plan) for plan in self._plan], tf.int32)
-        count = len(self._plan[0])
-        branches = [lambda plan=plan: self._run_plan(plan, x, input_mask, training)
-                    for plan in plans]
-        outputs = tf.switch_case(tf.gather(branch, layer_index), branches)
-        return list(outputs)[:count]
+    def apply_layer(self, layer_index: int, x, input_mask, training=False) -> List:
+        """The outputs [B, S, H] of layer `layer_index` applied to x [B, S, H]: one per
+        inner-group sub-layer, the last is the layer's output. Float32 inference only
+        reads the variables directly (no resident weights), as `call` does then."""
+        return self._run_plan(self._plan[layer_index], x, input_mask, training)
+
+    def same_layer_runs(self, num_layers: int) -> List[range]:
+        """The layers 0..num_layers-1 cut into runs of consecutive layers that apply the
+        same sub-layers (ALBERT's groups: one run per group; one run for the original's
+        single group), for loops whose body is one layer."""
+        runs, start = [], 0
+        for index in range(1, num_layers + 1):
+            if index == num_layers or self._plan[index] != self._plan[start]:
+                runs.append(range(start, index))
+                start = index
+        return runs
 
     def _run_plan(self, plan, x, input_mask, training):
         outputs = []

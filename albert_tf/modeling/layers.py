@@ -10,6 +10,7 @@ the compute dtype while LayerNorm and the attention softmax run in float32.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import keras
@@ -110,6 +111,23 @@ class ConfiguredLayer(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), **{name: getattr(self, name) for name in self.CONFIG}}
+
+
+# The top-level name scope of the attention's scale and mask adder (see
+# AttentionSublayer.call). Its name is absolute, so the ops keep it in whichever graph they
+# are built: a loop body's (`modeling.early_exit`) takes another (`scores_scope_for_loop`),
+# or its ops would share their names with the enclosing graph's, which an ONNX file cannot.
+_scores_scope = ["zz_attention_scores/"]
+
+
+@contextlib.contextmanager
+def scores_scope_for_loop():
+    """Builds the attention layers called inside with their own score-scope name."""
+    _scores_scope.append(f"zz_attention_scores_loop_{len(_scores_scope)}/")
+    try:
+        yield
+    finally:
+        _scores_scope.pop()
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -477,7 +495,7 @@ class AttentionSublayer(ConfiguredLayer):
             scores = tf.matmul(q, k, transpose_b=True)
         else:
             scores = ops.einsum("bfnd,btnd->bnft", q, k)
-        with tf.name_scope("zz_attention_scores/"):  # sorts last; see above
+        with tf.name_scope(_scores_scope[-1]):  # sorts last; see above
             # [B, 1, 1, T] by expand_dims: LiteRT has no strided slice that adds axes.
             mask = tf.expand_dims(tf.expand_dims(ops.cast(input_mask, "float32"), 1), 1)
             mask_adder = (1.0 - mask) * ATTENTION_MASK_ADDER

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Dict, Mapping, Optional
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from albert_tf.modeling import heads
@@ -270,7 +271,9 @@ class AlbertClassifier(FineTuningModel):
             outputs["predictions"] = logits[:, 0]
         else:
             outputs["probabilities"] = ops.softmax(logits, axis=-1)
-            outputs["predictions"] = ops.cast(ops.argmax(logits, axis=-1), "int32")
+            # TensorFlow's argmax: Keras' adds Bitcast ops, which ONNX lacks (the early-exit
+            # loop decides by it inside the exported graphs).
+            outputs["predictions"] = tf.argmax(logits, axis=-1, output_type=tf.int32)
         return outputs
 
     def call(self, inputs: Dict, training=False):

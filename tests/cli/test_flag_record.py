@@ -14,20 +14,25 @@ RECORD = REPO_ROOT / "tests" / "cli" / "flags_record.json"
 CLIS = ("run_classifier", "run_squad", "run_race", "run_ner", "run_pretraining")
 # Every training CLI's runtime flags gained since the record, and why.
 RUNTIME_ADDED = {"worker_timeout_seconds": "a lost worker stops the others (issue 48)"}
+# Every fine-tuning CLI's light inference (issue 56): fewer layers, exits, early exit.
+LIGHT_INFERENCE = {flag: "light inference (issue 56)" for flag in (
+    "exit_heads", "inference_layers", "patience", "exit_confidence", "exit_tolerance")}
 # Flags a CLI gained since the record, and why.
 ADDED = {
     # One name for the task head's dropout in every CLI; --dropout_prob (the original's
     # name in these two) is still accepted, with a warning.
-    "run_race": {"classifier_dropout": "one dropout flag name", **RUNTIME_ADDED},
-    "run_squad": {"classifier_dropout": "one dropout flag name", **RUNTIME_ADDED},
+    "run_race": {"classifier_dropout": "one dropout flag name", **RUNTIME_ADDED,
+                 **LIGHT_INFERENCE},
+    "run_squad": {"classifier_dropout": "one dropout flag name", **RUNTIME_ADDED,
+                  **LIGHT_INFERENCE},
     # Multi-label classification (GoEmotions, custom --multi_label) and its thresholds.
     "run_classifier": {"multi_label": "custom multi-label task",
                        "multi_label_threshold": "multi-label decision thresholds",
                        "long_text": "texts longer than the model",
                        "doc_stride": "--long_text=windows' step (run_squad.py's name)",
                        "window_aggregation": "--long_text=windows' aggregation",
-                       **RUNTIME_ADDED},
-    "run_ner": RUNTIME_ADDED,
+                       **RUNTIME_ADDED, **LIGHT_INFERENCE},
+    "run_ner": {**RUNTIME_ADDED, **LIGHT_INFERENCE},
     "run_pretraining": RUNTIME_ADDED,
 }
 

@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from albert_tf import export
 from albert_tf.export import onnx as onnx_export, portable
+from albert_tf.export.portable import light_inference_metadata
 from albert_tf.finetuning.options import TaskOptions
 from albert_tf.tasks.classification import glue, long_text as long_text_rules, metrics
 
@@ -62,8 +63,11 @@ class ClassifierServingModule(tf.Module):
         # Multi-label: the per-label decision thresholds, as float32 logits [K].
         self.thresholds = (None if thresholds is None
                            else tf.constant(metrics.logit_thresholds(thresholds)))
-        self._outputs = export.model_outputs(model, ["probabilities", "predictions", "logits"],
-                                             layer_norm)
+        # Early exit: each row's exit layer too (int32 [B]; a long text's deepest window's).
+        self.exits = getattr(model, "early_exit", None) is not None
+        self._outputs = export.model_outputs(
+            model, ["probabilities", "predictions", "logits"] + (["exit_layer"] if self.exits
+                                                                 else []), layer_norm)
         if pair:
             self.serving_default = tf.function(
                 self._serve_pair, input_signature=[tf.TensorSpec([None], tf.string, "text_a"),
@@ -76,17 +80,18 @@ class ClassifierServingModule(tf.Module):
 
     def _finish(self, features, outputs=None):
         outputs = self._outputs(features) if outputs is None else outputs
+        exits = {"exit_layer": outputs["exit_layer"]} if self.exits else {}
         if self.thresholds is not None:
             return dict(multi_label_outputs(outputs["probabilities"], outputs["logits"],
                                             self.thresholds, self.label_names),
-                        logits=outputs["logits"])
+                        logits=outputs["logits"], **exits)
         if self.regression:
             predictions = outputs["probabilities"][:, 0]
         else:
             predictions = tf.gather(self.label_names, outputs["predictions"])
         # The logits too: what a text's windows aggregate (the pipeline reads them).
         return {"probabilities": outputs["probabilities"], "predictions": predictions,
-                "logits": outputs["logits"]}
+                "logits": outputs["logits"], **exits}
 
     def pack_text(self, text_a, text_b=None):
         """Raw strings [B] -> int32 features [B, max_seq_length]."""
@@ -104,13 +109,15 @@ class ClassifierServingModule(tf.Module):
             outputs = self._finish(self.pack_ids(head_tail_ids(ids, budget)))
             return dict(outputs, num_windows=tf.ones([tf.shape(text_a)[0]], tf.int32))
         windows, row = window_ids(ids, budget, self.long_text.stride(budget))
-        logits = self.window_logits(self.pack_ids(windows))
+        window_outputs = self.window_outputs(self.pack_ids(windows))
         aggregate = (tf.math.segment_max if self.long_text.aggregation == "max"
                      else tf.math.segment_mean)
-        logits = aggregate(logits, row)
-        outputs = self._finish(None, outputs={"probabilities": self.probabilities(logits),
-                                              "predictions": tf.argmax(logits, -1, tf.int32),
-                                              "logits": logits})
+        logits = aggregate(window_outputs["logits"], row)
+        text_outputs = {"probabilities": self.probabilities(logits),
+                        "predictions": tf.argmax(logits, -1, tf.int32), "logits": logits}
+        if self.exits:
+            text_outputs["exit_layer"] = tf.math.segment_max(window_outputs["exit_layer"], row)
+        outputs = self._finish(None, outputs=text_outputs)
         return dict(outputs, num_windows=tf.math.bincount(
             row, minlength=tf.shape(text_a)[0], dtype=tf.int32))
 
@@ -125,11 +132,14 @@ class ClassifierServingModule(tf.Module):
             return tf.sigmoid(logits)
         return logits if self.regression else tf.nn.softmax(logits, axis=-1)
 
-    def window_logits(self, features):
-        """float32 logits [W, K] of W packed windows, WINDOW_BATCH windows per model call (a
-        long text's windows do not all go through the model at once)."""
-        return export.in_chunks(self._outputs, features, WINDOW_BATCH,
-                                {"logits": (tf.float32, [self.num_outputs])})["logits"]
+    def window_outputs(self, features):
+        """{"logits": float32 [W, K]} of W packed windows (and with early exit
+        "exit_layer": int32 [W]), WINDOW_BATCH windows per model call (a long text's
+        windows do not all go through the model at once)."""
+        wanted = {"logits": (tf.float32, [self.num_outputs])}
+        if self.exits:
+            wanted["exit_layer"] = (tf.int32, [])
+        return export.in_chunks(self._outputs, features, WINDOW_BATCH, wanted)
 
     def _serve_pair(self, text_a, text_b):
         return self._finish(self.pack_text(text_a, text_b))
@@ -209,6 +219,8 @@ def classifier_portable_model(model, options: TaskOptions, spec: glue.TaskSpec,
     if multi and thresholds is None:
         thresholds = [0.5] * len(spec.labels)
     names = ["probabilities", "logits"]
+    if getattr(model, "early_exit", None) is not None:
+        names.append("exit_layer")
     fn = onnx_export.model_function(model, names,
                                     argmax_of=None if regression or multi else "logits")
     if multi:
@@ -233,6 +245,7 @@ def classifier_portable_model(model, options: TaskOptions, spec: glue.TaskSpec,
                 "do_lower_case": options.do_lower_case}
     if multi:
         metadata.update(multi_label=True, thresholds=[float(t) for t in thresholds])
+    metadata.update(light_inference_metadata(model))
     rule = getattr(options, "long_text_rule", None)
     if rule is not None and rule().mode != "truncate":  # the pipeline reads texts the same way
         metadata.update(rule().describe(options.max_seq_length - 2))

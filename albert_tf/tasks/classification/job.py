@@ -88,6 +88,7 @@ class ClassificationOptions(TaskOptions):
     custom: Optional[glue.CustomTaskOptions] = None
     finetuning: Optional[FinetuningOptions] = None
     FLAG_DEFAULTS: ClassVar[Dict[str, Optional[str]]] = {"output_dir": None}  # required
+    HAS_EXITS: ClassVar[bool] = True
 
     def __post_init__(self, dropout_prob: Optional[float]) -> None:
         super().__post_init__(dropout_prob)
@@ -172,12 +173,26 @@ class ClassificationObjective(finetuning.ExampleMeanObjective):
 def predict_logits(strategy: tf.distribute.Strategy, model, data: tf.data.Dataset,
                    num_examples: int, what: str = "examples") -> np.ndarray:
     """float32 logits [num_examples, K] of a padded, batched eval dataset, in order."""
+    return predict_with_exits(strategy, model, data, num_examples, what)[0]
+
+
+def predict_with_exits(strategy: tf.distribute.Strategy, model, data: tf.data.Dataset,
+                       num_examples: int, what: str = "examples"):
+    """(float32 logits [num_examples, K], int32 exit layers [num_examples] or None without
+    early exit) of a padded, batched eval dataset, in order."""
+    exits = getattr(model, "early_exit", None) is not None
+
     def outputs_of(model, batch):
-        inputs = {k: batch[k] for k in export.TOKEN_FEATURES}
-        return {"logits": tf.cast(model(inputs, training=False)["logits"], tf.float32)}
+        outputs = model({k: batch[k] for k in export.TOKEN_FEATURES}, training=False)
+        values = {"logits": tf.cast(outputs["logits"], tf.float32)}
+        if exits:
+            values["exit_layer"] = outputs["exit_layer"]
+        return values
 
     outputs = predict.predict_outputs(strategy, model, data, outputs_of, what)
-    return outputs.get("logits", np.zeros([0, 1], np.float32))[:num_examples]
+    logits = outputs.get("logits", np.zeros([0, 1], np.float32))[:num_examples]
+    return logits, (outputs.get("exit_layer", np.zeros([0], np.int32))[:num_examples]
+                    if exits else None)
 
 
 def load_tokenizer(options: ClassificationOptions):
@@ -245,7 +260,8 @@ class ClassificationJob(finetuning.FinetuningJob):
         return AlbertClassifier(self.options.albert_config,
                                 num_labels=1 if self.regression else len(self.spec.labels),
                                 dropout_rate=self.options.classifier_dropout,
-                                multi_label=self.multi_label, dtype=dtype_policy)
+                                multi_label=self.multi_label, dtype=dtype_policy,
+                                **self.options.light_inference())
 
     def objective(self):
         return ClassificationObjective(self.regression, self.multi_label)
@@ -321,8 +337,10 @@ class ClassificationJob(finetuning.FinetuningJob):
         examples, path = self.split(split)
         count = self.num_features(split)
         data = self.dataset(path, batch_size, False, count)
-        logits = predict_logits(strategy or self.strategy, model, data, count,
-                                f"of {len(examples)} {split} examples{what}")
+        logits, exits = predict_with_exits(strategy or self.strategy, model, data, count,
+                                           f"of {len(examples)} {split} examples{what}")
+        # Early exit: the mean layer the split's inputs exited at (1..L).
+        self.mean_exit_layer = None if exits is None or not len(exits) else float(exits.mean())
         index = self.example_index(split)
         if index is not None:
             logits = long_text_rules.aggregate(logits, index, len(examples),
@@ -336,6 +354,8 @@ class ClassificationJob(finetuning.FinetuningJob):
         examples, logits = self.example_logits(model, "dev", self.options.eval_batch_size)
         results = metrics.compute_metrics(self.spec, logits, gold)
         results["eval_examples"] = len(examples)
+        if self.mean_exit_layer is not None:
+            results["eval_exit_layer"] = self.mean_exit_layer
         if self.multi_label:
             results.update(self._tuned_on(logits, gold))
         elif not self.regression:  # one label predicted almost everywhere?

@@ -1,0 +1,50 @@
+"""Early exit inside the portable files: ONNX Runtime and LiteRT run the loop over layers
+(each group's layer chosen in the graph), rows leaving the batch as they exit, and give
+the Python model's exit layers and logits."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.export import litert, onnx as onnx_export, saved_model
+from albert_tf.modeling.early_exit import EarlyExit
+from tests.modeling.test_early_exit import batch_of, classifier, deep_config
+
+
+@pytest.fixture(scope="module")
+def model():
+    config = deep_config()
+    model = classifier(config, "per_layer", seed=6)
+    model.early_exit = EarlyExit(patience=1)
+    return model
+
+
+def check_against_python(model, outputs, batch):
+    want = tf.function(model)(batch)
+    assert len(set(want["exit_layer"].numpy().tolist())) > 1, "no mix of exits to check"
+    np.testing.assert_array_equal(np.asarray(outputs["exit_layer"]), want["exit_layer"])
+    np.testing.assert_array_equal(np.asarray(outputs["predictions"]), want["predictions"])
+    np.testing.assert_allclose(np.asarray(outputs["logits"]), want["logits"], atol=1e-4,
+                               rtol=1e-4)
+
+
+def test_onnx_and_litert_exit_where_python_does(model, tmp_path):
+    batch = batch_of(model.config, rows=16, seed=4)
+    fn = onnx_export.model_function(model, ["logits", "exit_layer"], argmax_of="logits")
+    signature = saved_model.token_input_signature()
+    onnxruntime = pytest.importorskip("onnxruntime")
+    onnx_export.write_onnx(fn, signature, str(tmp_path / "model.onnx"))
+    session = onnxruntime.InferenceSession(str(tmp_path / "model.onnx"))
+    names = [output.name for output in session.get_outputs()]
+    check_against_python(model, dict(zip(names, session.run(None, batch))), batch)
+    # One row at a time: each row's exit does not depend on the others in its batch.
+    for row in (0, 5, 11):
+        alone = dict(zip(names, session.run(None, {k: v[row:row + 1]
+                                                   for k, v in batch.items()})))
+        want = tf.function(model)({k: v[row:row + 1] for k, v in batch.items()})
+        assert alone["exit_layer"].tolist() == want["exit_layer"].numpy().tolist()
+
+    from albert_tf.export.litert_runtime import LiteRTModel, runtime_available
+    if not runtime_available():
+        pytest.skip("ai-edge-litert is not installed")
+    litert.write_tflite(fn, signature, str(tmp_path / "model.tflite"))
+    check_against_python(model, LiteRTModel(str(tmp_path / "model.tflite"))(**batch), batch)
