@@ -371,16 +371,20 @@ def main(argv):
     if not isinstance(options, dict):
         raise UserValueError("--options must be a JSON object, e.g. "
                              '\'{"aggregation_strategy": "simple"}\'')
-    reserved = sorted(set(options) & {"model", "batch_size", "do_lower_case", "task"})
+    reserved = sorted(set(options) & {"model", "batch_size", "do_lower_case", "task",
+                                      "num_layers", "patience", "exit_confidence"})
     if reserved:
         raise UserValueError(f"--options: {reserved[0]!r} is a flag of its own "
                              f"(--{reserved[0]}), not a pipeline option")
-    runner = pipeline(task, model=args.model, batch_size=args.batch_size, **options)
+    light = {name: getattr(args, name) for name in ("num_layers", "patience",
+                                                    "exit_confidence")
+             if getattr(args, name, None) is not None}
+    runner = pipeline(task, model=args.model, batch_size=args.batch_size, **light, **options)
     # The batch size is in it: a resumed run must make the same batches (same results).
     fingerprint = run_fingerprint({"input": os.path.abspath(args.input), "task": task,
                                    "model": os.path.abspath(args.model), "options": options,
                                    "input_format": args.input_format,
-                                   "batch_size": args.batch_size})
+                                   "batch_size": args.batch_size, **light})
     progress = predict_file(runner, task, args.input, args.output, args.input_format,
                             args.skip_bad_lines, fingerprint)
     summary = f"predict: wrote {args.output} ({progress.lines:,} input lines"
@@ -406,6 +410,14 @@ def define_flags() -> None:
                         '\'{"aggregation_strategy": "simple"}\' or \'{"top_k": 3}\'.')
     flags.DEFINE_bool("skip_bad_lines", False, "Skip (and count) input lines the task cannot "
                       "read instead of stopping at the first.")
+    flags.DEFINE_integer("num_layers", None, "Run the shared layer this many times instead "
+                         "of all (a checkpoint source; an export runs as exported).")
+    flags.DEFINE_integer("patience", None, "Early exit (PABEE; text and token "
+                         "classification): a row stops at the first layer whose prediction "
+                         "has not changed for this many layers; each result says its "
+                         "exit_layer.")
+    flags.DEFINE_float("exit_confidence", None, "Early exit: a row also stops when its top "
+                       "probability reaches this, in (0, 1].")
     flags.mark_flags_as_required(["model", "task", "input", "output"])
 
 

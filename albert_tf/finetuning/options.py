@@ -210,7 +210,9 @@ class TaskOptions(FinetuningOptions):
         self.check_light_inference()
 
     # The task families whose models have exits (early exit, --exit_heads).
-    EXIT_FAMILIES: ClassVar[str] = ("text classification (run_classifier.py)")
+    EXIT_FAMILIES: ClassVar[str] = ("text classification (run_classifier.py), token "
+                                     "classification (run_ner.py) and multiple choice "
+                                     "(run_race.py)")
     HAS_EXITS: ClassVar[bool] = False
 
     def check_light_inference(self) -> None:

@@ -324,10 +324,13 @@ def _export_network(task: str, config, record: Dict, variables: str) -> Source:
                                              "max_answer_length", "max_qa_length",
                                              "tag_scheme", "null_score_diff_threshold")
                 if record.get(key) is not None}
+    # The export's light inference (exit heads, layers run, early exit), as exported.
+    light = {key: record[key] for key in ("exit_heads", "inference_layers", "early_exit")
+             if record.get(key) is not None}
     if task == "classifier":
         multi = bool(record.get("multi_label"))
         return Source(AlbertClassifier(config, num_labels=len(labels) if labels else 1,
-                                       multi_label=multi), name, 0, labels=labels,
+                                       multi_label=multi, **light), name, 0, labels=labels,
                       problem_type=("regression" if not labels else
                                     "multi_label_classification" if multi
                                     else "single_label_classification"))
@@ -337,7 +340,7 @@ def _export_network(task: str, config, record: Dict, variables: str) -> Source:
         settings["word_split"] = (reader.get_tensor(key).decode()
                                   if reader.has_tensor(key) else "basic")
         return Source(AlbertTokenClassifier(config, num_labels=len(labels),
-                                            use_crf=bool(record.get("use_crf"))),
+                                            use_crf=bool(record.get("use_crf")), **light),
                       name, 0, labels=labels, settings=settings)
     if task == "sentence_embedding":
         return Source(AlbertSentenceEncoder(config, record.get("pooling") or ["mean"],

@@ -89,16 +89,22 @@ def weighted_exit_loss(per_exit: tf.Tensor) -> tf.Tensor:
 class ExitFamily:
     """What a task model gives the loop: its outputs at a layer and when two layers agree.
 
-    `outputs(layer_index, sequence, input_mask)`: the head's outputs [A, ...] read from
-    the layer's output sequence [A, S, H] (layer_index: int32 scalar, 0-based).
-    `unchanged(previous, current, input_mask, rule)`: bool [A], the decision did not change.
+    An answer row is `group` encoder rows (a multiple-choice question's C choices; 1
+    otherwise). `extras`: per answer row tensors the family reads ({name: [A, ...]}, e.g.
+    the word mask), kept and dropped with their rows.
+    `outputs(layer_index, sequence, extras)`: the head's outputs [A, ...] read from the
+    layer's output sequence [A * group, S, H] (layer_index: int32 scalar, 0-based).
+    `unchanged(previous, current, extras, rule)`: bool [A], the decision did not change.
     `confident(outputs, threshold)`: bool [A], the top probability reaches the threshold.
     """
 
-    def outputs(self, layer_index, sequence, input_mask) -> Dict[str, tf.Tensor]:
+    group: int = 1
+
+    def outputs(self, layer_index, sequence, extras: Mapping) -> Dict[str, tf.Tensor]:
         raise NotImplementedError
 
-    def unchanged(self, previous: Mapping, current: Mapping, input_mask, rule: EarlyExit):
+    def unchanged(self, previous: Mapping, current: Mapping, extras: Mapping,
+                  rule: EarlyExit):
         raise NotImplementedError
 
     def confident(self, outputs: Mapping, threshold: float):
@@ -123,14 +129,19 @@ def _write(full: Dict, rows, exited, current: Dict) -> Dict:
 
 
 def run_early_exit(encoder, inputs: Mapping, family: ExitFamily, rule: EarlyExit,
-                   num_layers: Optional[int] = None) -> Dict[str, tf.Tensor]:
-    """The family's outputs [B, ...] of each row at its exit layer, plus `exit_layer`
-    int32 [B] (1..num_layers), running `encoder` (an AlbertEncoder) layer by layer in
-    inference mode (see the module docstring). num_layers: the deepest exit (default L).
+                   num_layers: Optional[int] = None,
+                   extras: Optional[Mapping[str, tf.Tensor]] = None) -> Dict[str, tf.Tensor]:
+    """The family's outputs [B, ...] of each answer row at its exit layer, plus
+    `exit_layer` int32 [B] (1..num_layers), running `encoder` (an AlbertEncoder) layer by
+    layer in inference mode (see the module docstring). inputs: the encoder's features
+    [B * family.group, S]. num_layers: the deepest exit (default L). extras: see
+    `ExitFamily`.
     """
     num_layers = num_layers or encoder.config.num_hidden_layers
+    extras = dict(extras or {})
     x, input_mask, _ = encoder.embed(dict(inputs), training=False)
-    batch = tf.shape(x)[0]
+    group = family.group
+    batch = tf.shape(x)[0] // group
 
     def exit_now(layer_index, counter, current):
         exited = tf.fill(tf.shape(counter), layer_index + 1 >= num_layers)
@@ -140,37 +151,40 @@ def run_early_exit(encoder, inputs: Mapping, family: ExitFamily, rule: EarlyExit
             exited = exited | family.confident(current, rule.confidence)
         return exited
 
+    def kept(keep, encoded, rows):
+        """The still-running rows' state: the encoder rows (x, input_mask) of the kept
+        answer rows, and the answer rows' own values."""
+        return _keep(encoded, tf.repeat(keep, group) if group > 1 else keep), _keep(rows, keep)
+
     # The first layer outside the loop: its outputs give every output's shape and dtype.
     x = encoder.apply_layer(0, x, input_mask)[-1]
-    current = family.outputs(tf.constant(0), x, input_mask)
+    current = family.outputs(tf.constant(0), x, extras)
     counter = tf.zeros([batch], tf.int32)
-    exited = exit_now(tf.constant(0), counter, current)
-    rows = tf.range(batch)
-    keep = tf.logical_not(exited)
-    state = (tf.constant(1), _keep(x, keep), _keep(input_mask, keep), _keep(rows, keep),
-             _keep(counter, keep), _keep(current, keep), dict(current),
-             tf.ones([batch], tf.int32))
+    keep = tf.logical_not(exit_now(tf.constant(0), counter, current))
+    encoded, rows = kept(keep, (x, input_mask),
+                         (tf.range(batch), counter, current, extras))
+    state = (tf.constant(1), encoded, rows, dict(current), tf.ones([batch], tf.int32))
 
     def loop_over(layers_run: range, state):
         """The loop over one run of layers applying the same sub-layers (a group's)."""
-        def more(layer_index, x, input_mask, rows, *_):
-            return (layer_index < layers_run.stop) & (tf.size(rows) > 0)
+        def more(layer_index, encoded, rows, *_):
+            return (layer_index < layers_run.stop) & (tf.size(rows[0]) > 0)
 
-        def step(layer_index, x, input_mask, rows, counter, previous, full, exit_layer):
+        def step(layer_index, encoded, rows, full, exit_layer):
+            (x, input_mask), (row, counter, previous, extras) = encoded, rows
             with layers.scores_scope_for_loop():
                 x = encoder.apply_layer(layers_run.start, x, input_mask)[-1]
-            current = family.outputs(layer_index, x, input_mask)
-            same = family.unchanged(previous, current, input_mask, rule)
+            current = family.outputs(layer_index, x, extras)
+            same = family.unchanged(previous, current, extras, rule)
             counter = tf.where(same, counter + 1, tf.zeros_like(counter))
             exited = exit_now(layer_index, counter, current)
-            full = _write(full, rows, exited, current)
-            exit_layer = _write({"exit_layer": exit_layer}, rows, exited,
-                                {"exit_layer": tf.fill(tf.shape(rows), layer_index + 1)}
+            full = _write(full, row, exited, current)
+            exit_layer = _write({"exit_layer": exit_layer}, row, exited,
+                                {"exit_layer": tf.fill(tf.shape(row), layer_index + 1)}
                                 )["exit_layer"]
-            keep = tf.logical_not(exited)
-            return (layer_index + 1, _keep(x, keep), _keep(input_mask, keep),
-                    _keep(rows, keep), _keep(counter, keep), _keep(current, keep), full,
-                    exit_layer)
+            encoded, rows = kept(tf.logical_not(exited), (x, input_mask),
+                                 (row, counter, current, extras))
+            return layer_index + 1, encoded, rows, full, exit_layer
 
         invariants = tf.nest.map_structure(_invariant, state[1:])
         return tf.while_loop(more, step, state,
@@ -183,10 +197,4 @@ def run_early_exit(encoder, inputs: Mapping, family: ExitFamily, rule: EarlyExit
         remaining = range(max(layers_run.start, 1), layers_run.stop)
         if len(remaining):
             state = loop_over(remaining, state)
-    return dict(state[6], exit_layer=state[7])
-
-
-def stacked_exit_outputs(layer_outputs, exit_fn: Callable) -> Dict[str, tf.Tensor]:
-    """{name: [L', B, ...]} of exit_fn(i, layer_outputs[i]) for every layer run."""
-    each = [exit_fn(index, sequence) for index, sequence in enumerate(layer_outputs)]
-    return {name: tf.stack([outputs[name] for outputs in each]) for name in each[0]}
+    return dict(state[3], exit_layer=state[4])

@@ -19,8 +19,10 @@ from keras import ops
 from albert_tf.modeling import heads
 from albert_tf.config import AlbertConfig
 from albert_tf.modeling import early_exit as early_exit_module
-from albert_tf.modeling.encoder import (AlbertEncoder, check_inference_layers,
-                                        deserialize_model_config, serialize_model_config)
+from albert_tf.modeling.base import FineTuningModel
+from albert_tf.modeling.encoder import (AlbertEncoder, deserialize_model_config,
+                                        serialize_model_config)
+from albert_tf.modeling.exiting import ExitingModel
 
 MLM_LOSS_EPSILON = 1e-5  # the original's denominator term in the masked-LM loss
 
@@ -140,62 +142,11 @@ def _nll(log_probs, labels):
     return -ops.squeeze(ops.take_along_axis(log_probs, labels, axis=-1), -1)
 
 
-class FineTuningModel(keras.Model):
-    """The base of the fine-tuning models (here and `token_classifier.AlbertTokenClassifier`):
-    shared constructor/config plumbing, an AlbertEncoder named `encoder` plus a head.
-    A subclass names its constructor's own arguments in `_EXTRA_ARGS` (kept by get_config)
-    and the attribute holding its head in `_HEAD` (built after the encoder).
-    """
-
-    _EXTRA_ARGS: tuple = ()
-    _HEAD: str = "classifier"
-
-    def __init__(self, config: AlbertConfig, inference_layers: Optional[int] = None,
-                 **kwargs):
-        super().__init__(**kwargs)
-        if isinstance(config, dict):
-            config = AlbertConfig.from_dict(config)
-        self.config = config
-        self.encoder = AlbertEncoder(config, inference_layers=inference_layers, name="encoder",
-                                     dtype=self.dtype_policy)
-
-    @property
-    def inference_layers(self) -> Optional[int]:
-        """The layers run at inference (None: all L); see `AlbertEncoder`."""
-        return self.encoder.inference_layers
-
-    @inference_layers.setter
-    def inference_layers(self, value: Optional[int]) -> None:
-        self.encoder.inference_layers = check_inference_layers(value, self.config)
-
-    def classification_head(self, num_outputs: int, dropout_rate: float
-                            ) -> heads.ClassificationHead:
-        """dropout -> dense [H, num_outputs] named `classifier` (the original's
-        `output_weights` / `output_bias`)."""
-        return heads.ClassificationHead(num_outputs, self.config.hidden_size,
-                                        self.config.initializer_range, dropout_rate,
-                                        name="classifier", dtype=self.dtype_policy)
-
-    def build(self, input_shape=None):
-        self.encoder.build()
-        getattr(self, self._HEAD).build()
-        self.built = True
-
-    def get_config(self):
-        values = serialize_model_config(self)
-        values.update({name: getattr(self, name) for name in self._EXTRA_ARGS})
-        return values
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**deserialize_model_config(config))
-
-
 _FineTuningModel = FineTuningModel  # its former, private name
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertClassifier(FineTuningModel):
+class AlbertClassifier(ExitingModel):
     """run_classifier's model: encoder -> dropout(pooled) -> `output_weights` [K, H].
 
     Call with the encoder's input dict. Returns the encoder's outputs plus
@@ -223,42 +174,18 @@ class AlbertClassifier(FineTuningModel):
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
         self.multi_label = multi_label
-        self.exit_heads = early_exit_module.check_exit_heads(exit_heads)
         self.classifier = self.classification_head(num_labels, dropout_rate)
-        self.exits = None
-        if exit_heads == "per_layer" and config.num_hidden_layers > 1:
-            self.exits = heads.ExitHeads(config.num_hidden_layers - 1, num_labels,
-                                         config.hidden_size, config.initializer_range,
-                                         dropout_rate, name="exits", dtype=self.dtype_policy)
-        self.early_exit = early_exit
+        self.init_exits(exit_heads, early_exit, num_labels, dropout_rate)
 
-    @property
-    def early_exit(self) -> Optional[early_exit_module.EarlyExit]:
-        """The inference exit rule (None: every row runs `inference_layers` or L layers)."""
-        return self._early_exit
-
-    @early_exit.setter
-    def early_exit(self, rule) -> None:
-        if isinstance(rule, Mapping):
-            rule = early_exit_module.EarlyExit.from_dict(rule)
-        if rule is not None and rule.confidence is not None and (self.multi_label
-                                                                 or self.num_labels == 1):
+    def check_exit_rule(self, rule: early_exit_module.EarlyExit) -> None:
+        if rule.confidence is not None and (self.multi_label or self.num_labels == 1):
             raise ValueError("an exit confidence needs a single-label classifier (a "
                              "regression or multi-label one exits by patience)")
-        self._early_exit = rule
-
-    def build(self, input_shape=None):
-        super().build(input_shape)
-        if self.exits is not None:
-            self.exits.build()
 
     def layer_logits(self, layer_index, sequence, training=False):
         """float32 logits [B, K] of the exit after layer `layer_index` (0-based; a Python
         int or an int32 scalar tensor), read from its output sequence [B, S, H]."""
-        pooled = self.encoder.pooler(sequence[:, 0])
-        if self.exits is None:
-            return self.classifier(pooled, training=training)
-        return self.exits.logits(layer_index, pooled, self.classifier, training=training)
+        return self.head_logits(layer_index, self.encoder.pooler(sequence[:, 0]), training)
 
     def label_outputs(self, logits) -> Dict:
         """`logits`, `probabilities` and `predictions` of logits [B, K] (the class doc)."""
@@ -282,28 +209,17 @@ class AlbertClassifier(FineTuningModel):
                 self.encoder, inputs, _ClassifierExits(self), self.early_exit,
                 self.encoder.layers_run(False))
         outputs = dict(self.encoder(inputs, training=training))
-        layers_run = self.encoder.layers_run(training)
         if self.exit_heads == "none":
             outputs.update(self.label_outputs(self.classifier(outputs["pooled_output"],
                                                               training=training)))
             return outputs
         # Every layer's exit (PABEE's training objective reads them all); the last is the
         # model's answer: at full depth the task head on the pooled output, as without exits.
-        inner = self.config.inner_group_num
-        layer_outputs = outputs["encoder_outputs"][inner - 1::inner][:layers_run]
         exit_logits = [self.layer_logits(index, sequence, training)
-                       for index, sequence in enumerate(layer_outputs)]
+                       for index, sequence in enumerate(self.layer_outputs(outputs, training))]
         outputs.update(self.label_outputs(exit_logits[-1]))
         outputs["exit_logits"] = ops.stack(exit_logits)
         return outputs
-
-    def get_config(self):
-        values = super().get_config()
-        if self.exit_heads != "none":
-            values["exit_heads"] = self.exit_heads
-        if self.early_exit is not None:
-            values["early_exit"] = self.early_exit.to_dict()
-        return values
 
 
 class _ClassifierExits(early_exit_module.ExitFamily):
@@ -313,10 +229,10 @@ class _ClassifierExits(early_exit_module.ExitFamily):
     def __init__(self, model: AlbertClassifier):
         self.model = model
 
-    def outputs(self, layer_index, sequence, input_mask):
+    def outputs(self, layer_index, sequence, extras):
         return self.model.label_outputs(self.model.layer_logits(layer_index, sequence))
 
-    def unchanged(self, previous, current, input_mask, rule):
+    def unchanged(self, previous, current, extras, rule):
         before, now = previous["predictions"], current["predictions"]
         if self.model.num_labels == 1 and not self.model.multi_label:
             return ops.abs(now - before) <= rule.tolerance
@@ -465,7 +381,7 @@ MASKED_CHOICE_LOGIT = -1e9
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertMultipleChoice(FineTuningModel):
+class AlbertMultipleChoice(ExitingModel):
     """RACE's model: each (article, question+option) scored by pooled -> dropout -> [1, H].
 
     Inputs: `input_ids`, `input_mask`, `segment_ids` int [B, C, S] (C = num_choices),
@@ -475,16 +391,36 @@ class AlbertMultipleChoice(FineTuningModel):
     Returns `sequence_output` [B, C, S, H], `pooled_output` [B, C, H],
     `logits` [B, C], `probabilities` [B, C], `predictions` int32 [B].
     `dropout_rate` is run_race's --classifier_dropout (0.1; the original's --dropout_prob).
+    Light inference as `AlbertClassifier`'s: `exit_logits` [L, B, C] with exit heads; with
+    an `early_exit` rule a question's C choices exit together, at the first layer whose
+    chosen answer has not changed for `patience` layers (outputs `logits`,
+    `probabilities`, `predictions`, `exit_layer` [B]).
     """
 
     _EXTRA_ARGS = ("num_choices", "dropout_rate")
 
     def __init__(self, config: AlbertConfig, num_choices: int = 4, dropout_rate: float = 0.1,
-                 **kwargs):
+                 exit_heads: str = "none", early_exit: Optional[Mapping] = None, **kwargs):
         super().__init__(config, **kwargs)
         self.num_choices = num_choices
         self.dropout_rate = dropout_rate
         self.classifier = self.classification_head(1, dropout_rate)
+        self.init_exits(exit_heads, early_exit, 1, dropout_rate)
+
+    def choice_outputs(self, logits, choice_mask=None) -> Dict:
+        """`logits`, `probabilities`, `predictions` of the choices' scores [B * C, 1]."""
+        logits = ops.reshape(logits, (-1, self.num_choices))
+        if choice_mask is not None:
+            logits = ops.where(ops.cast(choice_mask, "bool"), ops.cast(logits, "float32"),
+                               MASKED_CHOICE_LOGIT)
+        return {"logits": logits, "probabilities": ops.softmax(logits, axis=-1),
+                # TensorFlow's argmax: Keras' adds Bitcast ops, which ONNX lacks.
+                "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+    def layer_logits(self, layer_index, sequence, training=False):
+        """float32 scores [B * C, 1] of the exit after layer `layer_index` on its output
+        sequence [B * C, S, H]."""
+        return self.head_logits(layer_index, self.encoder.pooler(sequence[:, 0]), training)
 
     def call(self, inputs: Dict, training=False):
         input_ids = inputs.get("input_ids") if isinstance(inputs, dict) else None
@@ -497,30 +433,63 @@ class AlbertMultipleChoice(FineTuningModel):
         seq_length = ops.shape(input_ids)[2]
         flat = {key: ops.reshape(inputs[key], (-1, seq_length))
                 for key in ("input_ids", "input_mask", "segment_ids") if key in inputs}
+        choice_mask = inputs.get("choice_mask")
+        if self.early_exit is not None and not training:
+            extras = {} if choice_mask is None else {"choice_mask": choice_mask}
+            return early_exit_module.run_early_exit(
+                self.encoder, flat, _ChoiceExits(self), self.early_exit,
+                self.encoder.layers_run(False), extras)
         encoded = self.encoder(flat, training=training)
         hidden = self.config.hidden_size
-        logits = ops.reshape(self.classifier(encoded["pooled_output"], training=training),
-                             (-1, self.num_choices))
-        if inputs.get("choice_mask") is not None:
-            logits = ops.where(ops.cast(inputs["choice_mask"], "bool"),
-                               ops.cast(logits, "float32"), MASKED_CHOICE_LOGIT)
-        return {
+        outputs = {
             "sequence_output": ops.reshape(encoded["sequence_output"],
                                            (-1, self.num_choices, seq_length, hidden)),
             "pooled_output": ops.reshape(encoded["pooled_output"], (-1, self.num_choices, hidden)),
-            "logits": logits,
-            "probabilities": ops.softmax(logits, axis=-1),
-            "predictions": ops.cast(ops.argmax(logits, axis=-1), "int32"),
         }
+        if self.exit_heads == "none":
+            outputs.update(self.choice_outputs(
+                self.classifier(encoded["pooled_output"], training=training), choice_mask))
+            return outputs
+        exit_logits = [self.choice_outputs(self.layer_logits(index, sequence, training),
+                                           choice_mask)["logits"]
+                       for index, sequence in enumerate(self.layer_outputs(encoded, training))]
+        outputs.update(self.choice_outputs(exit_logits[-1]))
+        outputs["exit_logits"] = ops.stack(exit_logits)
+        return outputs
+
+
+class _ChoiceExits(early_exit_module.ExitFamily):
+    """`AlbertMultipleChoice`'s exits: a question's C rows together; the decision is the
+    chosen answer."""
+
+    def __init__(self, model: AlbertMultipleChoice):
+        self.model = model
+        self.group = model.num_choices
+
+    def outputs(self, layer_index, sequence, extras):
+        return self.model.choice_outputs(self.model.layer_logits(layer_index, sequence),
+                                         extras.get("choice_mask"))
+
+    def unchanged(self, previous, current, extras, rule):
+        return ops.equal(previous["predictions"], current["predictions"])
+
+    def confident(self, outputs, threshold):
+        return ops.max(outputs["probabilities"], axis=-1) >= threshold
 
 
 def multiple_choice_losses(outputs: Mapping, labels: Mapping) -> Dict:
     """RACE's loss: softmax cross-entropy over the choices (mean over the batch).
 
-    Args: outputs `logits` [B, C]; labels `label_ids` int [B] (0 = A, ...).
+    Args: outputs `logits` [B, C] (with `exit_logits` [L, B, C]: PABEE's loss, each exit's
+    weighted by depth); labels `label_ids` int [B] (0 = A, ...).
     """
     logits = ops.cast(outputs["logits"], "float32")
     per_example = _nll(ops.log_softmax(logits, axis=-1), labels["label_ids"])
+    if "exit_logits" in outputs:  # PABEE's loss: each exit's, weighted by depth
+        exit_logits = ops.cast(outputs["exit_logits"], "float32")
+        per_example = early_exit_module.weighted_exit_loss(ops.stack(
+            [_nll(ops.log_softmax(exit_logits[i], axis=-1), labels["label_ids"])
+             for i in range(exit_logits.shape[0])]))
     label_ids = ops.cast(ops.reshape(labels["label_ids"], (-1,)), "int32")
     correct = ops.equal(ops.cast(ops.argmax(logits, axis=-1), "int32"), label_ids)
     return {"loss": ops.mean(per_example), "per_example_loss": per_example,

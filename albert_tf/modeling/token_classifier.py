@@ -16,8 +16,8 @@ import tensorflow as tf
 from keras import ops
 
 from albert_tf.config import AlbertConfig
-from albert_tf.modeling import crf
-from albert_tf.modeling.models import FineTuningModel
+from albert_tf.modeling import crf, early_exit
+from albert_tf.modeling.exiting import ExitingModel
 
 # Transition constraints: (allowed [K, K], allowed_start [K], allowed_end [K]) as booleans.
 Allowed = Tuple[Sequence[Sequence[bool]], Sequence[bool], Sequence[bool]]
@@ -40,7 +40,7 @@ def inverse_order(order):
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertTokenClassifier(FineTuningModel):
+class AlbertTokenClassifier(ExitingModel):
     """Encoder -> dropout(sequence_output) -> logits = h W^T + b, W `output_weights` [K, H].
 
     Inputs: the encoder's dict, plus optionally
@@ -54,12 +54,17 @@ class AlbertTokenClassifier(FineTuningModel):
       with `label_ids`: `loss_sum` float32 [B] (the example's summed cross-entropy, or its
       CRF negative log-likelihood) and `scored` float32 [B] (its number of labelled words).
     `allowed`: hard transition constraints for decoding (see the module docstring).
+    Light inference as `AlbertClassifier`'s: with exit heads the loss is PABEE's (each
+    layer's, weighted by depth, `exit_logits` [L, B, S, K]); with an `early_exit` rule a
+    row exits at the first layer whose decoded tags (every word's) have not changed for
+    `patience` layers (outputs `logits`, `predictions`, `exit_layer` [B]).
     """
 
     _EXTRA_ARGS = ("num_labels", "dropout_rate", "use_crf", "allowed")
 
     def __init__(self, config: AlbertConfig, num_labels: int, dropout_rate: float = 0.1,
-                 use_crf: bool = False, allowed: Optional[Allowed] = None, **kwargs):
+                 use_crf: bool = False, allowed: Optional[Allowed] = None,
+                 exit_heads: str = "none", early_exit: Optional[Dict] = None, **kwargs):
         super().__init__(config, **kwargs)
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
@@ -69,13 +74,36 @@ class AlbertTokenClassifier(FineTuningModel):
             [bool(v) for v in allowed[i]] for i in range(3))
         self.classifier = self.classification_head(num_labels, dropout_rate)
         self.crf = crf.CRF(num_labels, name="crf") if use_crf else None
+        self.init_exits(exit_heads, early_exit, num_labels, dropout_rate)
+
+    def check_exit_rule(self, rule: early_exit.EarlyExit) -> None:
+        if rule.confidence is not None and self.use_crf:
+            raise ValueError("an exit confidence needs the softmax head (a CRF's tags have "
+                             "no per-word probability); exit by patience")
 
     def call(self, inputs: Dict, training=False):
+        if self.early_exit is not None and not training:
+            outputs = early_exit.run_early_exit(
+                self.encoder, inputs, _TaggerExits(self), self.early_exit,
+                self.encoder.layers_run(False), {"word_mask": self._word_mask(inputs)})
+            if inputs.get("label_ids") is not None:  # the loss of each row's exit
+                outputs.update(self.loss_terms(outputs["logits"], inputs["label_ids"]))
+            return outputs
         outputs = dict(self.encoder(inputs, training=training))
-        logits = self.classifier(outputs["sequence_output"], training=training)
+        if self.exit_heads == "none":
+            logits = self.classifier(outputs["sequence_output"], training=training)
+        else:
+            exit_logits = [self.head_logits(index, sequence, training) for index, sequence
+                           in enumerate(self.layer_outputs(outputs, training))]
+            outputs["exit_logits"] = tf.stack(exit_logits)
+            logits = exit_logits[-1]
         outputs["logits"] = logits
         if inputs.get("label_ids") is not None:
             outputs.update(self.loss_terms(logits, inputs["label_ids"]))
+            if "exit_logits" in outputs:  # PABEE's loss: each exit's, weighted by depth
+                outputs["loss_sum"] = early_exit.weighted_exit_loss(tf.stack(
+                    [self.loss_terms(layer_logits, inputs["label_ids"])["loss_sum"]
+                     for layer_logits in exit_logits]))
         if not training:
             outputs["predictions"] = self.decode(logits, self._word_mask(inputs))
         return outputs
@@ -138,6 +166,26 @@ class AlbertTokenClassifier(FineTuningModel):
         values = super().get_config()
         values["allowed"] = None if self.allowed is None else [list(v) for v in self.allowed]
         return values
+
+
+class _TaggerExits(early_exit.ExitFamily):
+    """`AlbertTokenClassifier`'s exits: the decision is the row's decoded tags (every word's
+    the same as the previous layer's); confident when every word's top probability is."""
+
+    def __init__(self, model: AlbertTokenClassifier):
+        self.model = model
+
+    def outputs(self, layer_index, sequence, extras):
+        logits = self.model.head_logits(layer_index, sequence)
+        return {"logits": logits, "predictions": self.model.decode(logits, extras["word_mask"])}
+
+    def unchanged(self, previous, current, extras, rule):
+        return tf.reduce_all(tf.equal(previous["predictions"], current["predictions"]), axis=-1)
+
+    def confident(self, outputs, threshold):
+        top = tf.reduce_max(tf.nn.softmax(outputs["logits"], axis=-1), axis=-1)
+        words = tf.not_equal(outputs["predictions"], -1)
+        return tf.reduce_all(tf.logical_or(top >= threshold, tf.logical_not(words)), axis=-1)
 
 
 def token_classifier_losses(outputs: Dict, labels: Optional[Dict] = None) -> Dict:

@@ -56,15 +56,20 @@ def pipeline_class(task: str):
 
 
 def pipeline(task: str, model: str, batch_size: int = 8, do_lower_case: Optional[bool] = None,
-             **options):
+             num_layers: Optional[int] = None, patience: Optional[int] = None,
+             exit_confidence: Optional[float] = None, **options):
     """A callable for `task` over the model at `model` (see the module docstring).
 
     batch_size: model rows per call; do_lower_case: override the tokenizer's casing
-    (default: what the model directory says, else lower-case); options: the task's
+    (default: what the model directory says, else lower-case); num_layers: run the
+    shared layer this many times instead of all; patience / exit_confidence: early exit
+    (PABEE; text and token classification), each result then says its `exit_layer` (an
+    export runs as it was exported: other values are refused); options: the task's
     defaults for every call (e.g. aggregation_strategy="simple", top_k=3).
     """
-    from albert_tf.pipelines.sources import load_source
+    from albert_tf.pipelines.sources import load_source, set_light_inference
 
     cls = pipeline_class(task)
-    return cls(load_source(model, do_lower_case=do_lower_case), batch_size=batch_size,
-               **options)
+    source = set_light_inference(load_source(model, do_lower_case=do_lower_case), num_layers,
+                                 patience, exit_confidence)
+    return cls(source, batch_size=batch_size, **options)

@@ -80,6 +80,10 @@ class ModelSource:
     # How token vectors become a sentence vector (a sentence-transformers directory's, or
     # the sentence-embedding pipeline's defaults): {"pooling": (modes), "normalize": bool}.
     pooling: Dict[str, object] = dataclasses.field(default_factory=dict)
+    # A Keras source's model (its layers and early exit can be set); an export's light
+    # inference as exported (`export.portable.light_inference_metadata`).
+    model: Optional[object] = None
+    light: Dict[str, object] = dataclasses.field(default_factory=dict)
 
     def label(self, index: int) -> str:
         return self.labels[index] if self.labels else f"LABEL_{index}"
@@ -87,6 +91,62 @@ class ModelSource:
 
 # What an export's metadata says about reading long texts (the text-classification defaults).
 READING = ("long_text", "doc_stride", "window_aggregation")
+# What it says of its light inference (`export.portable.light_inference_metadata`).
+LIGHT = ("inference_layers", "exit_heads", "early_exit", "num_hidden_layers")
+# The heads whose models exit early (`modeling.exiting.ExitingModel`) in a pipeline.
+EXIT_HEADS = ("classifier", "token_classifier")
+
+
+def set_light_inference(source: ModelSource, num_layers: Optional[int] = None,
+                        patience: Optional[int] = None,
+                        exit_confidence: Optional[float] = None) -> ModelSource:
+    """`source` running `num_layers` layers and/or exiting early (`modeling.early_exit`): a
+    Keras source's model is set so; an export's graph was fixed when it was exported, so
+    settings other than its own are refused in one line. Returns `source`."""
+    if num_layers is None and patience is None and exit_confidence is None:
+        return source
+    if source.model is None:
+        return _check_exported_light(source, num_layers, patience, exit_confidence)
+    from albert_tf.modeling.early_exit import EarlyExit
+
+    model = source.model
+    try:
+        if num_layers is not None:
+            target = getattr(model, "encoder", model)
+            from albert_tf.modeling.encoder import check_inference_layers
+            target.inference_layers = check_inference_layers(num_layers, model.config)
+        if patience is not None or exit_confidence is not None:
+            if source.head not in EXIT_HEADS or not hasattr(model, "early_exit"):
+                raise UserValueError(
+                    f"model={source.path}: a {source.head} model has no per-layer exits; "
+                    f"a pipeline's early exit (patience, exit_confidence) is for text and "
+                    f"token classification (num_layers works for every model)")
+            model.early_exit = EarlyExit(patience, exit_confidence)
+    except ValueError as err:
+        if isinstance(err, UserValueError):
+            raise
+        raise UserValueError(f"model={source.path}: {err}") from None
+    source.run = keras_runner(model, source.head)
+    return source
+
+
+def _check_exported_light(source: ModelSource, num_layers, patience, exit_confidence):
+    exported = source.light.get("early_exit") or {}
+    asked = {"num_layers": (num_layers, source.light.get("inference_layers")),
+             "patience": (patience, exported.get("patience")),
+             "exit_confidence": (exit_confidence, exported.get("confidence"))}
+    for option, (wanted, has) in asked.items():
+        if wanted is not None and wanted != has:
+            runs = ", ".join(f"{name}={value}" for name, value in (
+                ("inference_layers", source.light.get("inference_layers")),
+                ("patience", exported.get("patience")),
+                ("exit_confidence", exported.get("confidence"))) if value is not None)
+            raise UserValueError(
+                f"model={source.path}: an export's graph is fixed when exported "
+                f"({runs or 'every layer, no early exit'}); {option}={wanted} needs an "
+                f"export made with it (the CLI's --inference_layers / --patience / "
+                f"--exit_confidence, or a Keras task's export) or a Keras model source")
+    return source
 
 
 def load_source(path: str, do_lower_case: Optional[bool] = None) -> ModelSource:
@@ -162,6 +222,8 @@ def keras_runner(model, head: str) -> Callable:
                 logits = model.classifier(encoded["pooled_output"], training=False)
             return {"logits": tf.cast(logits[:, 0], tf.float32),
                     "sequence_output": tf.cast(encoded["sequence_output"], tf.float32)}
+    elif getattr(model, "early_exit", None) is not None:  # no hidden states: rows exit
+        call = saved_model.model_outputs(model, HEAD_OUTPUTS[head] + ("exit_layer",))
     else:
         call = saved_model.model_outputs(model, HEAD_OUTPUTS[head] + ("sequence_output",))
 
@@ -169,7 +231,10 @@ def keras_runner(model, head: str) -> Callable:
 
     def run(features: Mapping[str, np.ndarray], names=None) -> Dict[str, np.ndarray]:
         """The outputs `names` (default all of the head's): a task fetches only those it
-        reads (a classifier's [B, K] logits, not the [B, S, H] hidden states)."""
+        reads (a classifier's [B, K] logits, not the [B, S, H] hidden states); each row's
+        `exit_layer` too under early exit."""
+        if names and getattr(model, "early_exit", None) is not None:
+            names = tuple(names) + ("exit_layer",)
         key = tuple(names) if names else None
         if key not in functions:
             functions[key] = tf.function(
@@ -257,7 +322,8 @@ def _huggingface_source(path: str, do_lower_case: Optional[bool]) -> ModelSource
     head = MODEL_HEADS[read.name]
     # Without problem_type, a one-output classifier is read as Hugging Face reads it (sigmoid).
     return ModelSource(read.tokenizer, head, keras_runner(read.model, head), read.max_length,
-                       "huggingface", path, read.labels, read.problem_type, read.num_labels)
+                       "huggingface", path, read.labels, read.problem_type, read.num_labels,
+                       model=read.model)
 
 
 def _sentence_transformers_source(path: str, do_lower_case: Optional[bool]) -> ModelSource:
@@ -279,7 +345,7 @@ def _sentence_transformers_source(path: str, do_lower_case: Optional[bool]) -> M
 def _official_source(path: str, do_lower_case: Optional[bool]) -> ModelSource:
     read = read_official(path, do_lower_case)
     return ModelSource(read.tokenizer, "masked_lm", keras_runner(read.model, "masked_lm"),
-                       read.max_length, "official", path)
+                       read.max_length, "official", path, model=read.model)
 
 
 # --- exports ----------------------------------------------------------------------------------
@@ -331,22 +397,25 @@ def _export_source(export_dir: str, do_lower_case: Optional[bool],
         tokenizer = load_tokenizer(vocab_file=vocabulary, do_lower_case=lower)
     else:
         tokenizer = load_tokenizer(spm_model_file=vocabulary, do_lower_case=lower)
-    run, kind = _export_runner(export_dir, head, chosen, bool(metadata.get("multi_label")))
+    run, kind = _export_runner(export_dir, head, chosen, bool(metadata.get("multi_label")),
+                               exits="early_exit" in metadata)
     labels = metadata.get("labels")
     problem_type = ("regression" if task == "classifier" and not labels
                     else "multi_label_classification" if metadata.get("multi_label") else None)
     return ModelSource(tokenizer, head, run, int(metadata.get("max_seq_length") or 512), kind,
                        export_dir, labels, problem_type,
                        len(labels) if labels else (1 if head == "classifier" else None),
-                       {key: metadata[key] for key in READING if key in metadata})
+                       {key: metadata[key] for key in READING if key in metadata},
+                       light={key: metadata[key] for key in LIGHT if key in metadata})
 
 
 def _export_runner(export_dir: str, head: str, chosen: Optional[str],
-                   multi_label: bool = False):
+                   multi_label: bool = False, exits: bool = False):
     """(run, kind) of the export's `chosen` file (an .onnx or .tflite file's name), else of
     its SavedModel, then model.onnx, then model.tflite (`multi_label`: a classifier's
-    probabilities are sigmoids)."""
-    names = HEAD_OUTPUTS[head]
+    probabilities are sigmoids; `exits`: its graph exits early, each row's `exit_layer`
+    is read too)."""
+    names = HEAD_OUTPUTS[head] + (("exit_layer",) if exits else ())
     onnx_file = os.path.join(export_dir, chosen if chosen and chosen.endswith(".onnx")
                              else "model.onnx")
     tflite_file = os.path.join(export_dir, chosen if chosen and chosen.endswith(".tflite")
@@ -407,7 +476,8 @@ def _saved_model_runner(export_dir: str, names, multi_label: bool = False) -> Ca
             else:
                 outputs["logits"] = (probabilities if probabilities.shape[-1] == 1
                                      else np.log(np.maximum(probabilities, 1e-30)))
-        return {name: outputs[name].astype(np.float32) for name in names}
+        return {name: outputs[name] if name == "exit_layer" else
+                outputs[name].astype(np.float32) for name in names}
 
     run.loaded = loaded  # keeps the SavedModel's variables alive
     return run

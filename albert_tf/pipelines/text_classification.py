@@ -136,9 +136,12 @@ class TextClassificationPipeline(base.Pipeline):
                                          options["rule"].aggregation)
         scores = self.scores(logits[0], options)
         top_k = options["top_k"]
+        # Early exit: the layer the text's answer came from (its deepest window's).
+        exits = ({"exit_layer": int(outputs["exit_layer"].max())} if "exit_layer" in outputs
+                 else {})
         if top_k == _LEGACY:
             best = int(scores.argmax())
-            return {"label": self.source.label(best), "score": float(scores[best])}
-        ranked = sorted(({"label": self.source.label(i), "score": float(s)}
+            return {"label": self.source.label(best), "score": float(scores[best]), **exits}
+        ranked = sorted(({"label": self.source.label(i), "score": float(s), **exits}
                          for i, s in enumerate(scores)), key=lambda x: x["score"], reverse=True)
         return ranked if top_k is None else ranked[:int(top_k)]

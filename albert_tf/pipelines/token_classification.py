@@ -92,6 +92,9 @@ class TokenClassificationPipeline(base.Pipeline):
             if strategy != "none":
                 grouped = self.group(grouped)
             ignore = set(options["ignore_labels"])
+            if "exit_layer" in outputs:  # early exit: the layer the row's tags came from
+                grouped = [dict(e, exit_layer=int(outputs["exit_layer"][index]))
+                           for e in grouped]
             entities += [e for e in grouped
                          if e.get("entity") not in ignore and e.get("entity_group") not in ignore]
         return merge_overlapping(entities) if len(rows) > 1 else entities

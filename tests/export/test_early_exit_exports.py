@@ -48,3 +48,51 @@ def test_onnx_and_litert_exit_where_python_does(model, tmp_path):
         pytest.skip("ai-edge-litert is not installed")
     litert.write_tflite(fn, signature, str(tmp_path / "model.tflite"))
     check_against_python(model, LiteRTModel(str(tmp_path / "model.tflite"))(**batch), batch)
+
+
+def run_onnx(fn, signature, path, batch):
+    onnxruntime = pytest.importorskip("onnxruntime")
+    onnx_export.write_onnx(fn, signature, path)
+    session = onnxruntime.InferenceSession(path)
+    names = [output.name for output in session.get_outputs()]
+    feeds = {i.name: batch[i.name] for i in session.get_inputs()}
+    return dict(zip(names, session.run(None, feeds)))
+
+
+@pytest.mark.slow  # 45 s: two models, two ONNX conversions
+def test_multiple_choice_and_tagger_exports_exit_where_python_does(tmp_path):
+    from albert_tf import AlbertMultipleChoice
+    from albert_tf.modeling.token_classifier import AlbertTokenClassifier
+    from albert_tf.tasks.multiple_choice import export as choice_export
+    from albert_tf.tasks.tagging import export as tagging_export
+    from tests.modeling.test_early_exit import choice_batch
+    from tests.modeling.test_numerics import randomize
+
+    config = deep_config()
+    chooser = AlbertMultipleChoice(config, num_choices=4, exit_heads="per_layer",
+                                   early_exit={"patience": 1})
+    chooser.build()
+    randomize(chooser.weights, seed=6, matrix_scale=0.5)
+    batch = choice_batch(config, questions=8)
+    portable = choice_export.portable_model(chooser, "race", max_seq_length=11,
+                                            max_qa_length=5, do_lower_case=True)
+    outputs = run_onnx(portable.fn, portable.input_signature, str(tmp_path / "mc.onnx"), batch)
+    want = tf.function(chooser)(batch)
+    assert len(set(want["exit_layer"].numpy().tolist())) > 1
+    np.testing.assert_array_equal(outputs["exit_layer"], want["exit_layer"])
+    np.testing.assert_array_equal(outputs["predictions"], want["predictions"])
+    assert portable.metadata["early_exit"]["patience"] == 1
+
+    tagger = AlbertTokenClassifier(config, num_labels=3, exit_heads="shared",
+                                   early_exit={"patience": 1})
+    tagger.build()
+    randomize(tagger.weights, seed=3, matrix_scale=0.5)
+    batch = batch_of(config, rows=12, seed=5)
+    batch["word_mask"] = batch["input_mask"].copy()
+    portable = tagging_export.portable_model(tagger, ["O", "B-X", "I-X"], "iob2",
+                                             max_seq_length=11, do_lower_case=True)
+    outputs = run_onnx(portable.fn, portable.input_signature, str(tmp_path / "tag.onnx"), batch)
+    want = tf.function(tagger)(batch)
+    assert len(set(want["exit_layer"].numpy().tolist())) > 1
+    np.testing.assert_array_equal(outputs["exit_layer"], want["exit_layer"])
+    np.testing.assert_array_equal(outputs["predictions"], want["predictions"])

@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertClassifier
+from albert_tf import AlbertClassifier, AlbertMultipleChoice
 from albert_tf.checkpoints import names as tf1_names
 from albert_tf.modeling import models
 from albert_tf.modeling.early_exit import EarlyExit
+from albert_tf.modeling.token_classifier import AlbertTokenClassifier
 from tests.helpers import numpy_reference as ref
 from tests.modeling.test_numerics import random_batch, randomize, tiny_config
 
@@ -218,3 +219,96 @@ def test_exit_settings_survive_get_config():
     assert "exit_heads" not in plain and "inference_layers" not in plain
     with pytest.raises(ValueError, match="exit_heads must be one of none, shared, per_layer"):
         AlbertClassifier(deep_config(), num_labels=2, exit_heads="every")
+
+
+# --- multiple choice and token classification ---------------------------------------------
+
+
+def choice_batch(config, questions=6, choices=4, seed=4):
+    flat = batch_of(config, rows=questions * choices, seed=seed)
+    return {name: value.reshape(questions, choices, -1) for name, value in flat.items()}
+
+
+@pytest.mark.parametrize("exit_heads", ["shared", "per_layer"])
+def test_multiple_choice_questions_exit_together(exit_heads):
+    config = deep_config()
+    model = AlbertMultipleChoice(config, num_choices=4, exit_heads=exit_heads)
+    model.build()
+    randomize(model.weights, seed=6, matrix_scale=0.5)
+    batch = choice_batch(config)
+    batch["choice_mask"] = np.ones((6, 4), np.int32)
+    batch["choice_mask"][1, 3] = 0
+    full = tf.function(model)(batch)
+    layer_logits = full["exit_logits"].numpy()  # [L, B, C]
+    assert (layer_logits[:, 1, 3] == models.MASKED_CHOICE_LOGIT).all()  # at every layer
+    labels = np.array([0, 1, 2, 3, 0, 1])
+    per_exit = -np.stack([ref.log_softmax(logits)[np.arange(6), labels]
+                          for logits in layer_logits])
+    depth = np.arange(1, 7)
+    losses = models.multiple_choice_losses(full, {"label_ids": labels})
+    np.testing.assert_allclose(losses["per_example_loss"].numpy(),
+                               (depth[:, None] * per_exit).sum(0) / depth.sum(), rtol=1e-4)
+    for patience in (1, 2, 7):
+        model.early_exit = EarlyExit(patience=patience)
+        outputs = tf.function(model)(batch)
+        exits, logits = pabee_reference(layer_logits, patience)
+        np.testing.assert_array_equal(outputs["exit_layer"].numpy(), exits)
+        np.testing.assert_allclose(outputs["logits"].numpy(), logits, atol=TOL, rtol=TOL)
+        if patience == 7:
+            np.testing.assert_array_equal(outputs["logits"].numpy(), full["logits"].numpy())
+        for question in (1, 4):
+            alone = tf.function(model)({k: v[question:question + 1] for k, v in batch.items()})
+            assert int(alone["exit_layer"][0]) == exits[question]
+
+
+def tagger_reference_exits(layer_predictions, patience):
+    """PABEE over whole tag sequences: [L, B, S] decoded tags -> exit layers [B]."""
+    num_layers, rows = layer_predictions.shape[:2]
+    exits = []
+    for row in range(rows):
+        counter, exit_at = 0, num_layers
+        for layer in range(1, num_layers):
+            same = (layer_predictions[layer, row] == layer_predictions[layer - 1, row]).all()
+            counter = counter + 1 if same else 0
+            if counter >= patience:
+                exit_at = layer + 1
+                break
+        exits.append(exit_at)
+    return np.array(exits)
+
+
+@pytest.mark.parametrize("use_crf", [False, True])
+def test_tagger_exits_when_the_tag_sequence_is_stable(use_crf):
+    config = deep_config()
+    model = AlbertTokenClassifier(config, num_labels=3, use_crf=use_crf, exit_heads="shared")
+    model.build()
+    randomize(model.weights, seed=3, matrix_scale=0.5)
+    batch = batch_of(config, rows=12, seed=5)
+    batch["word_mask"] = batch["input_mask"].copy()
+    batch["word_mask"][:, 0] = 0
+    full = tf.function(model)(batch)
+    layer_logits = full["exit_logits"]  # [L, B, S, K]
+    layer_predictions = np.stack([model.decode(logits, batch["word_mask"]).numpy()
+                                  for logits in layer_logits])
+    seen = set()
+    for patience in (1, 2):
+        model.early_exit = EarlyExit(patience=patience)
+        outputs = tf.function(model)(batch)
+        exits = tagger_reference_exits(layer_predictions, patience)
+        np.testing.assert_array_equal(outputs["exit_layer"].numpy(), exits)
+        np.testing.assert_array_equal(outputs["predictions"].numpy(),
+                                      layer_predictions[exits - 1, np.arange(12)])
+        seen.update(exits.tolist())
+    assert len(seen) > 1
+    # Training with exits: each layer's loss, weighted by depth.
+    labels = np.where(batch["word_mask"] == 1, np.arange(11)[None] % 3, -1)
+    model.early_exit = None
+    with_labels = model(dict(batch, label_ids=labels))
+    per_layer = np.stack([model.loss_terms(logits, labels)["loss_sum"].numpy()
+                          for logits in with_labels["exit_logits"]])
+    depth = np.arange(1, 7)
+    np.testing.assert_allclose(with_labels["loss_sum"].numpy(),
+                               (depth[:, None] * per_layer).sum(0) / depth.sum(), rtol=1e-4)
+    if use_crf:
+        with pytest.raises(ValueError, match="exit confidence needs the softmax head"):
+            model.early_exit = EarlyExit(confidence=0.9)

@@ -166,7 +166,8 @@ class EmbeddingJob(finetuning.FinetuningJob):
 
     def build_model(self, dtype_policy: str = "float32"):
         return AlbertSentenceEncoder(self.options.albert_config, self.options.pooling_modes(),
-                                     self.options.normalize, dtype=dtype_policy)
+                                     self.options.normalize, dtype=dtype_policy,
+                                     inference_layers=self.options.inference_layers)
 
     def objective(self):
         examples, _ = self.split("train")

@@ -34,7 +34,7 @@ tensorflow-text are imported.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, List, Optional
 
 import tensorflow as tf
 
@@ -140,6 +140,15 @@ def pack_choices(article_ids: tf.RaggedTensor, qa_ids: tf.RaggedTensor, max_seq_
     return _dense_choices(ids, segments, max_seq_length, num_choices)
 
 
+
+def exit_outputs(model) -> List[str]:
+    """["exit_layer"] for a model with an early-exit rule (each question's exit), else []."""
+    return ["exit_layer"] if getattr(model, "early_exit", None) is not None else []
+
+
+def exit_layer_of(outputs) -> Dict[str, tf.Tensor]:
+    return {"exit_layer": outputs["exit_layer"]} if "exit_layer" in outputs else {}
+
 class RaceServingModule(tf.Module):
     """Serving wrapper of an `AlbertMultipleChoice` with `serving_default` (raw text)
     and `serve_tokens` (ids) signatures; see the module docstring.
@@ -158,8 +167,8 @@ class RaceServingModule(tf.Module):
         self.max_seq_length = max_seq_length
         self.max_qa_length = max_qa_length
         self.letters = tf.constant(list(LABELS), tf.string)
-        self._outputs = export.model_outputs(model, ["probabilities", "predictions"],
-                                             layer_norm)
+        self._outputs = export.model_outputs(model, ["probabilities", "predictions"]
+                                             + exit_outputs(model), layer_norm)
         self.serving_default = tf.function(self._serve_text, input_signature=[
             tf.TensorSpec([None], tf.string, "article"),
             tf.TensorSpec([None], tf.string, "question"),
@@ -180,7 +189,8 @@ class RaceServingModule(tf.Module):
         outputs = self._outputs(features)
         ids = tf.cast(outputs["predictions"], tf.int32)
         return {"probabilities": outputs["probabilities"],
-                "predictions": tf.gather(self.letters, ids), "prediction_ids": ids}
+                "predictions": tf.gather(self.letters, ids), "prediction_ids": ids,
+                **exit_layer_of(outputs)}
 
     def _serve_text(self, article, question, options):
         return self._finish(self.features(article, question, options))
@@ -263,8 +273,8 @@ class C3ServingModule(tf.Module):
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
         # The model masks the absent choices itself, from the `choice_mask` feature.
-        self._outputs = export.model_outputs(model, ["probabilities", "predictions"],
-                                             layer_norm)
+        self._outputs = export.model_outputs(model, ["probabilities", "predictions"]
+                                             + exit_outputs(model), layer_norm)
         self.serving_default = tf.function(self._serve_text, input_signature=[
             tf.TensorSpec([None], tf.string, "context"),
             tf.TensorSpec([None], tf.string, "question"),
@@ -291,7 +301,7 @@ class C3ServingModule(tf.Module):
     def _finish(self, features):
         outputs = self._outputs(features)
         return {"probabilities": outputs["probabilities"],
-                "prediction_ids": outputs["predictions"]}
+                "prediction_ids": outputs["predictions"], **exit_layer_of(outputs)}
 
     def _serve_text(self, context, question, options):
         result = self._finish(self.features(context, question, options))
@@ -336,10 +346,10 @@ def portable_model(model, task_name: str, max_seq_length: int, max_qa_length: in
     if data.masked:
         signature["choice_mask"] = tf.TensorSpec([None, NUM_CHOICES], tf.int32,
                                                  "choice_mask")
-    fn = onnx_export.model_function(model, ["probabilities", "predictions"],
+    fn = onnx_export.model_function(model, ["probabilities", "predictions"] + exit_outputs(model),
                                     argmax_of="probabilities", choice_mask=data.masked)
     metadata = {"task": "multiple_choice", "task_name": task_name,
                 "num_choices": NUM_CHOICES, "max_seq_length": max_seq_length,
                 "max_qa_length": max_qa_length if data.uses_qa_length else None,
-                "do_lower_case": do_lower_case}
+                "do_lower_case": do_lower_case, **portable.light_inference_metadata(model)}
     return portable.PortableModel(fn, signature, metadata)

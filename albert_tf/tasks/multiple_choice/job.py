@@ -141,6 +141,7 @@ class MultipleChoiceOptions(TaskOptions):
                                 help="Split read by --do_predict.")
     # The original run_race.py's name for --keep_checkpoint_max.
     FLAG_NAMES: ClassVar[Dict[str, str]] = {"keep_checkpoint_max": "num_keep_checkpoint"}
+    HAS_EXITS: ClassVar[bool] = True  # --exit_heads, --patience
 
     def validate(self, num_replicas: int = 1) -> None:
         """Raises ValueError naming the flag that is wrong."""
@@ -182,10 +183,11 @@ class MultipleChoiceOptions(TaskOptions):
 
 
 def build_model(config: AlbertConfig, dropout_prob: float,
-                dtype_policy: str = "float32") -> AlbertMultipleChoice:
-    """run_race's model: 4 choices, `dropout_prob` on the pooled output."""
+                dtype_policy: str = "float32", **light_inference) -> AlbertMultipleChoice:
+    """run_race's model: 4 choices, `dropout_prob` on the pooled output (`light_inference`:
+    `TaskOptions.light_inference()`)."""
     return AlbertMultipleChoice(config, num_choices=NUM_CHOICES, dropout_rate=dropout_prob,
-                                dtype=dtype_policy)
+                                dtype=dtype_policy, **light_inference)
 
 
 def _default_rules(values) -> List[str]:
@@ -240,7 +242,7 @@ class MultipleChoiceJob(finetuning.FinetuningJob):
 
     def build_model(self, dtype_policy: str = "float32"):
         return build_model(self.options.albert_config, self.options.classifier_dropout,
-                           dtype_policy)
+                           dtype_policy, **self.options.light_inference())
 
     def objective(self):
         return self.task

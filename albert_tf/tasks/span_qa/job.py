@@ -193,8 +193,9 @@ def build_model(options: SpanQaOptions, dtype_policy: str = "float32"):
     if options.version_2_with_negative:
         return AlbertSquadV2(options.albert_config, start_n_top=options.start_n_top,
                              end_n_top=options.end_n_top, dropout_rate=options.classifier_dropout,
-                             dtype=dtype_policy)
-    return AlbertSpanLabeler(options.albert_config, dtype=dtype_policy)
+                             dtype=dtype_policy, inference_layers=options.inference_layers)
+    return AlbertSpanLabeler(options.albert_config, dtype=dtype_policy,
+                             inference_layers=options.inference_layers)
 
 
 def load_tokenizer(options: SpanQaOptions) -> tokenization.Tokenizer:

@@ -358,7 +358,11 @@ class TaggingServingModule(tf.Module):
         self._types = types or [""]
         self._patterns = word_split_patterns(word_split)
         self.word_split = tf.Variable(word_split, trainable=False, name="word_split")
-        self._outputs = export.model_outputs(model, ["predictions", "logits"], layer_norm)
+        # Early exit: each window's exit layer too; a text's is its deepest window's.
+        self.exits = getattr(model, "early_exit", None) is not None
+        self._outputs = export.model_outputs(
+            model, ["predictions", "logits"] + (["exit_layer"] if self.exits else []),
+            layer_norm)
         self.serving_default = tf.function(self._serve_text, input_signature=[
             tf.TensorSpec([None], tf.string, name="text")])
         self.serve_words = tf.function(self._serve_words, input_signature=[
@@ -408,14 +412,15 @@ class TaggingServingModule(tf.Module):
     def word_labels(self, texts):
         """The Python path's label of every word of raw texts tf.string [B]: (words, byte
         begin, byte end: RaggedTensors [B, (W)] of `split_words`, then `label_words`' label
-        int32 [N] and probability float32 [N] per flat word)."""
+        int32 [N] and probability float32 [N] per flat word, and its windows' exits)."""
         words, begin, end = split_words(texts, self._patterns)
         return (words, begin, end) + self.label_words(words)
 
     def label_words(self, words):
         """The Python path's label of every word of `words` (tf.string RaggedTensor [B, (W)],
         each row a sentence, each word tokenized alone): (label int32 [N], its softmax
-        probability float32 [N]) per flat word; 'O' and 0 for a word without sub-tokens."""
+        probability float32 [N]) per flat word, 'O' and 0 for a word without sub-tokens; and
+        the windows' (exit layer int32 [W], row int32 [W]) under early exit, else None."""
         max_seq_length, doc_stride, outside = self._settings
         ids = self.word_ids(words.flat_values)                                 # [N, (P)]
         counts = tf.cast(ids.row_lengths(), tf.int32)
@@ -432,11 +437,13 @@ class TaggingServingModule(tf.Module):
                                               max_seq_length - 2, doc_stride)
         windows = tf.cast(tf.where(valid), tf.int32)                     # [W, (row, column)]
         # A long text's windows go through the model WINDOW_BATCH at a time.
+        wanted = {"predictions": (tf.int32, [max_seq_length]),
+                  "logits": (tf.float32, [max_seq_length, len(self._label_names)])}
+        if self.exits:
+            wanted["exit_layer"] = (tf.int32, [])
         outputs = export.in_chunks(self._outputs, self.window_features(
             dense, is_start, windows[:, 0], tf.gather_nd(starts, windows),
-            tf.gather_nd(lengths, windows)), WINDOW_BATCH,
-            {"predictions": (tf.int32, [max_seq_length]),
-             "logits": (tf.float32, [max_seq_length, len(self._label_names)])})
+            tf.gather_nd(lengths, windows)), WINDOW_BATCH, wanted)
         window = max_context_flat(row, token, starts, lengths, valid, max_seq_length - 2)
         at = tf.stack([window, 1 + token - tf.gather(tf.gather_nd(starts, windows), window)],
                       axis=1)
@@ -448,7 +455,8 @@ class TaggingServingModule(tf.Module):
                                              label)
         probabilities = tf.tensor_scatter_nd_update(tf.zeros(num_words), scored[:, None],
                                                     probability)
-        return labels, probabilities
+        exits = (outputs["exit_layer"], windows[:, 0]) if self.exits else None
+        return labels, probabilities, exits
 
     def chunks(self, words, labels, probabilities):
         """The entities in labelled words (words: RaggedTensor [B, (W)]; labels int32 [N],
@@ -487,7 +495,17 @@ class TaggingServingModule(tf.Module):
                 "num_entities": count_rows(row, batch)}
 
     def _serve_text(self, text):
-        return self.entities(text, *self.word_labels(text))
+        words, begin, end, labels, probabilities, exits = self.word_labels(text)
+        outputs = self.entities(text, words, begin, end, labels, probabilities)
+        return dict(outputs, **self.exit_outputs(exits, tf.shape(text)[0]))
+
+    def exit_outputs(self, window_exits, batch) -> Dict[str, tf.Tensor]:
+        """{"exit_layer": int32 [B], each row's deepest window's} under early exit, else {}
+        (window_exits: (exit layer int32 [W], row int32 [W]))."""
+        if not self.exits:
+            return {}
+        layers, row = window_exits
+        return {"exit_layer": tf.math.unsorted_segment_max(layers, row, batch)}
 
     # -- pre-split words --
 
@@ -499,7 +517,7 @@ class TaggingServingModule(tf.Module):
         position = tf.range(width, dtype=tf.int64)[None, :]
         count = tf.reduce_max(tf.where(tf.not_equal(words, ""), position + 1, 0), axis=1)
         ragged = tf.RaggedTensor.from_tensor(words, lengths=tf.maximum(count, 0))
-        labels, probabilities = self.label_words(ragged)
+        labels, probabilities, exits = self.label_words(ragged)
         row, first, last, score, kind = self.chunks(ragged, labels, probabilities)
         row_start = tf.gather(ragged.row_starts(), row)
         batch = tf.shape(words, out_type=tf.int64)[0]
@@ -512,7 +530,8 @@ class TaggingServingModule(tf.Module):
                 "score": dense_rows(score, row, batch, PAD_SCORE),
                 "num_entities": count_rows(row, batch),
                 "tags": tf.pad(tags, [[0, 0], [0, width - tf.shape(tags)[1]]],
-                               constant_values="")}
+                               constant_values=""),
+                **self.exit_outputs(exits, tf.shape(words)[0])}
 
 
 def substrings(texts, row, byte_begin, byte_length) -> tf.Tensor:
@@ -625,7 +644,9 @@ def portable_model(model, labels: Sequence[str], scheme: str, *, max_seq_length:
                 "do_lower_case": do_lower_case, "use_crf": bool(model.use_crf)}
     metadata.update(decoding_metadata(model))
     # The model reads `word_mask` (it decodes the words of each row as one sequence).
-    fn = export.model_outputs(model, ["logits", "predictions"], layer_norm="plain")
+    metadata.update(portable.light_inference_metadata(model))
+    exits = ["exit_layer"] if getattr(model, "early_exit", None) is not None else []
+    fn = export.model_outputs(model, ["logits", "predictions"] + exits, layer_norm="plain")
     return portable.PortableModel(fn, token_signature(), metadata)
 
 

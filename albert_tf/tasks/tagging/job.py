@@ -23,7 +23,7 @@ import dataclasses
 import functools
 import json
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -59,6 +59,7 @@ class TaggingOptions(TaskOptions):
     split --do_predict reads.
     """
 
+    HAS_EXITS: ClassVar[bool] = True  # --exit_heads, --patience
     task_name: str = option(help="The data format (see run_ner.py's docstring).",
                             choices=readers.TASKS)
     data_dir: str = option(help="Directory holding the task's train/dev/test files.")
@@ -203,7 +204,7 @@ class TaggingJob(finetuning_job.FinetuningJob):
         return AlbertTokenClassifier(self.options.albert_config, num_labels=len(self.labels),
                                      dropout_rate=self.options.classifier_dropout,
                                      use_crf=self.options.use_crf, allowed=allowed,
-                                     dtype=dtype_policy)
+                                     dtype=dtype_policy, **self.options.light_inference())
 
     def objective(self):
         return TaggingObjective()
