@@ -18,6 +18,9 @@ measured on the exported files of one fine-tuned classifier.
    send it; median over the sentences) and batch-32 throughput (rows padded to the longest
    of their batch), for ONNX Runtime and the SavedModel, each with the machine's cores.
 
+4. With --students (e.g. layers:2,layers:1), run_distill.py trains each student from the
+   fine-tuned teacher (the same schedule) and its export is measured the same way.
+
 Prints the table with the CPU named, the speed-ups against every layer, and writes --output
 (JSON) with every figure.
 """
@@ -54,6 +57,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--train_step", type=int, default=600)
     parser.add_argument("--learning_rate", type=float, default=5e-4)
     parser.add_argument("--patience", default="1,2,3,4,5")
+    parser.add_argument("--students", default="",
+                        help="run_distill.py students to train from the fine-tuned teacher "
+                             "and measure, comma-separated (e.g. layers:2,layers:1)")
+    parser.add_argument("--only_students", action="store_true",
+                        help="measure the students alone (the teacher's rows come from "
+                             "--output's earlier figures)")
     parser.add_argument("--output", help="JSON file of every figure")
     return parser.parse_args(argv)
 
@@ -181,6 +190,50 @@ def run_setting(model, options, spec, features, labels, directory) -> Dict:
             "saved_model": measure(saved_run, features)}
 
 
+def distil(args, work: pathlib.Path, data: pathlib.Path, spec: str) -> pathlib.Path:
+    """Trains the student `spec` from the teacher run with run_distill.py (the teacher's
+    own schedule); returns its export directory."""
+    out = work / f"student_{spec.replace(':', '_')}"
+    if not (out / "export" / "model.onnx").exists():
+        command = [sys.executable, str(REPO / "run_distill.py"), f"--teacher={work / 'run'}",
+                   f"--student={spec}", "--task_name=sst-2", f"--data_dir={data}",
+                   f"--output_dir={out}", "--do_train", "--do_eval",
+                   f"--max_seq_length={SEQ}", "--train_batch_size=32",
+                   f"--learning_rate={args.learning_rate}", f"--train_step={args.train_step}",
+                   f"--warmup_step={args.train_step // 10}",
+                   f"--save_checkpoints_steps={max(args.train_step // 4, 1)}",
+                   "--iterations_per_loop=50", "--seed=7", f"--export_dir={out / 'export'}",
+                   "--export_format=saved_model,onnx",
+                   f"--spm_model_file={SHARED / 'spm' / 'albert_style_pd8k.model'}"
+                   if not args.init_dir else
+                   f"--spm_model_file={next(pathlib.Path(args.init_dir).glob('*.model'))}"]
+        subprocess.run(command, check=True)
+    return out / "export"
+
+
+def run_student(export_dir: pathlib.Path, features, labels) -> Dict:
+    import numpy as np
+    import onnxruntime
+    import tensorflow as tf
+
+    session = onnxruntime.InferenceSession(str(export_dir / "model.onnx"),
+                                           providers=["CPUExecutionProvider"])
+    serve = tf.saved_model.load(str(export_dir)).signatures["serve_tokens"]
+
+    def onnx_run(batch):
+        return session.run(["predictions"], batch)[0]
+
+    def saved_run(batch):
+        return serve(**{n: tf.constant(v) for n, v in batch.items()})
+
+    predicted = np.concatenate([onnx_run(b) for b in trimmed_batches(features, BATCH)])
+    config = json.loads((export_dir / "albert_tf_export.json").read_text())["albert_config"]
+    return {"accuracy": float((predicted == labels).mean()),
+            "mean_exit_layer": float(config["num_hidden_layers"]),
+            "hidden_size": config["hidden_size"], "onnx": measure(onnx_run, features),
+            "saved_model": measure(saved_run, features)}
+
+
 def settings(num_layers: int, patience: List[int]):
     yield "every layer", {}
     for k in range(1, num_layers):
@@ -217,13 +270,22 @@ def main(argv=None) -> int:
     assert load_best_weights(model, options.output_dir)
     features, labels = held_out(options)
     rows = {}
+    if args.only_students:
+        rows = json.loads(pathlib.Path(args.output).read_text())["rows"]
+        rows = {name: row for name, row in rows.items() if not name.startswith("student")}
     for name, setting in settings(model.config.num_hidden_layers,
                                   [int(t) for t in args.patience.split(",")]):
+        if args.only_students:
+            break
         model.inference_layers = setting.get("inference_layers")
         model.early_exit = (EarlyExit(**setting["early_exit"]) if "early_exit" in setting
                             else None)
         rows[name] = run_setting(model, options, job.spec, features, labels,
                                  work / "exports" / name.replace(" ", "_"))
+        print(name, json.dumps(rows[name]), flush=True)
+    for spec in filter(None, args.students.split(",")):
+        name = f"student {spec}"
+        rows[name] = run_student(distil(args, work, data, spec), features, labels)
         print(name, json.dumps(rows[name]), flush=True)
     report = {"cpu": cpu_name(), "init_dir": args.init_dir, "exit_heads": args.exit_heads,
               "train_step": args.train_step, "fine_tune_seconds": seconds,

@@ -43,6 +43,8 @@ RANKS = {
     "albert_tf.pipelines": 7, "albert_tf.predict": 7,
     # The Keras tasks on raw text: from_pretrained reads every model source.
     "albert_tf.keras_tasks": 7,
+    # Distillation: reads teachers through keras_tasks, runs the classification job.
+    "albert_tf.distillation": 7,
 }
 TASK_FAMILIES = ("classification", "embeddings", "span_qa", "multiple_choice", "tagging")
 

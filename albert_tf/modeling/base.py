@@ -49,6 +49,8 @@ class FineTuningModel(keras.Model):
                                         name="classifier", dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
+        if self.built:  # built already (a distillation student gets its weights first)
+            return
         self.encoder.build()
         getattr(self, self._HEAD).build()
         self.built = True

@@ -46,6 +46,8 @@ class ExitingModel(FineTuningModel):
         """ValueError when this model cannot exit by `rule` (every rule, by default)."""
 
     def build(self, input_shape=None):
+        if self.built:
+            return
         super().build(input_shape)
         if self.exits is not None:
             self.exits.build()

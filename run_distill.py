@@ -1,0 +1,77 @@
+"""Distil a fine-tuned ALBERT classifier into a smaller student (docs/fast_inference.md).
+
+The teacher (--teacher) is any fine-tuned text classifier albert_tf reads: a
+run_classifier.py run or export directory, a Hugging Face directory with a
+classification head, or a .keras file. The student (--student) is `tiny` (4 layers,
+H=312, as brightmart's albert_tiny), `small` (6 layers, H=384) or `layers:k` (the
+teacher's own config at k layers, starting from the teacher's weights: ALBERT shares the
+layer). It reads the teacher's vocabulary, and is trained on --task_name's training set
+with the loss
+
+    --distill_alpha x the labels' loss + (1 - --distill_alpha) x T^2 x KL(teacher || student)
+
+at temperature T = --temperature. Everything else is run_classifier.py's: the flags (less
+--albert_config_file and the vocabulary, which come from the teacher; a teacher run
+without an export holds no vocabulary: give its --spm_model_file / --vocab_file), the evaluation,
+the best checkpoint, the prediction files and the exports (--export_dir: SavedModel,
+model.onnx, model.tflite, int8), so that pipelines and `python -m albert_tf.predict` read
+the student as any classifier.
+
+Example (the SST-2 teacher of run_classifier.py, two layers):
+  python run_distill.py --teacher=runs/sst2 --student=layers:2 --task_name=sst-2 \
+    --data_dir=glue_data --output_dir=runs/sst2_student --do_train --do_eval \
+    --max_seq_length=128 --train_batch_size=32 --learning_rate=1e-4 --train_step=1000 \
+    --export_dir=runs/sst2_student/export
+"""
+import json
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from albert_tf.kernels import onednn  # noqa: E402
+
+onednn.configure()  # before TensorFlow is imported: it reads the oneDNN switch once
+
+from absl import flags  # noqa: E402
+
+from albert_tf import cli, cli_finetuning, cli_options, errors  # noqa: E402
+from albert_tf.distillation.job import DistillationJob  # noqa: E402
+
+FLAGS = flags.FLAGS
+cli_finetuning.define_flags(DistillationJob)
+for module in (cli_options, cli_finetuning, cli):
+    flags.adopt_module_key_flags(module)  # list them in --help
+
+
+def main(argv):
+    """Reads the teacher, writes the student's config and vocabulary into
+    <output_dir>/student/, then runs the classification CLI's main on them."""
+    from albert_tf.distillation import students, teacher as teachers
+
+    cli.require("teacher", "output_dir")
+    if FLAGS.albert_config_file:
+        raise errors.UserValueError("--albert_config_file: the student's config comes from "
+                                    "the teacher and --student")
+    given = FLAGS.spm_model_file or FLAGS.vocab_file
+    # A teacher run without an export holds no vocabulary: the one given is its.
+    teacher = teachers.load_teacher(FLAGS.teacher, given)
+    config = students.student_config(teacher.config, FLAGS.student)
+    directory = os.path.join(FLAGS.output_dir, "student")
+    vocabulary = teacher.write_vocabulary(directory)
+    if given:
+        with open(given, "rb") as handle:
+            if handle.read() != teacher.vocabulary:
+                raise errors.UserValueError(
+                    f"{given}: a different vocabulary from the teacher's; the student reads "
+                    f"the teacher's tokens (leave --spm_model_file / --vocab_file out)")
+    FLAGS.spm_model_file = vocabulary if teacher.tokenizer_kind == "sentencepiece" else None
+    FLAGS.vocab_file = vocabulary if teacher.tokenizer_kind == "wordpiece" else None
+    FLAGS.do_lower_case = teacher.do_lower_case
+    FLAGS.albert_config_file = os.path.join(directory, "albert_config.json")
+    with open(FLAGS.albert_config_file, "w", encoding="utf-8") as handle:
+        json.dump(config.to_dict(), handle, indent=2)
+    return cli_finetuning.main(DistillationJob)(argv)
+
+
+if __name__ == "__main__":
+    cli.run(main, interrupted=lambda: cli.resume_hint(FLAGS.output_dir))
