@@ -60,6 +60,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--students", default="",
                         help="run_distill.py students to train from the fine-tuned teacher "
                              "and measure, comma-separated (e.g. layers:2,layers:1)")
+    parser.add_argument("--student_learning_rate", type=float, default=1e-4,
+                        help="the students' peak learning rate (a layers:k student starts "
+                             "from the teacher's weights)")
     parser.add_argument("--only_students", action="store_true",
                         help="measure the students alone (the teacher's rows come from "
                              "--output's earlier figures)")
@@ -199,8 +202,8 @@ def distil(args, work: pathlib.Path, data: pathlib.Path, spec: str) -> pathlib.P
                    f"--student={spec}", "--task_name=sst-2", f"--data_dir={data}",
                    f"--output_dir={out}", "--do_train", "--do_eval",
                    f"--max_seq_length={SEQ}", "--train_batch_size=32",
-                   f"--learning_rate={args.learning_rate}", f"--train_step={args.train_step}",
-                   f"--warmup_step={args.train_step // 10}",
+                   f"--learning_rate={args.student_learning_rate}",
+                   f"--train_step={args.train_step}", f"--warmup_step={args.train_step // 10}",
                    f"--save_checkpoints_steps={max(args.train_step // 4, 1)}",
                    "--iterations_per_loop=50", "--seed=7", f"--export_dir={out / 'export'}",
                    "--export_format=saved_model,onnx",
@@ -215,6 +218,7 @@ def run_student(export_dir: pathlib.Path, features, labels) -> Dict:
     import numpy as np
     import onnxruntime
     import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the raw-text signature's ops)
 
     session = onnxruntime.InferenceSession(str(export_dir / "model.onnx"),
                                            providers=["CPUExecutionProvider"])

@@ -5,6 +5,7 @@ as any fine-tuned classifier."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from albert_tf.distillation import objective, students, teacher as teachers
 from albert_tf.errors import UserValueError
@@ -63,6 +64,12 @@ class DistillationJob(ClassificationJob):
                 raise UserValueError(f"{given}: the student's vocabulary differs from the "
                                      f"teacher's: a student reads the teacher's tokens "
                                      f"(leave --spm_model_file / --vocab_file out)")
+        # A student made from its teacher starts at its final loss: a spike must also
+        # exceed chance level (the divergence guard's floor), not only that first loss.
+        if not self.regression:
+            chance = math.log(2.0) if self.multi_label else math.log(len(self.spec.labels))
+            self.options.divergence = dataclasses.replace(self.options.divergence,
+                                                          loss_floor=chance)
 
     def build_model(self, dtype_policy: str = "float32"):
         student = super().build_model(dtype_policy)

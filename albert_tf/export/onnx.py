@@ -100,7 +100,72 @@ def to_onnx_proto(fn: Callable, input_signature: Mapping[str, tf.TensorSpec],
         entry.value = json.dumps(value)
     proto.producer_name = "albert-tf (tf2onnx)"
     share_weights(proto.graph)
+    hoist_loop_constants(proto.graph)
     return proto
+
+
+def _rename_inputs(graph, old: str, new: str) -> None:
+    """Every use of `old` in `graph`'s nodes (and their subgraphs) reads `new` instead."""
+    for node in graph.node:
+        for index, name in enumerate(node.input):
+            if name == old:
+                node.input[index] = new
+        for attribute in node.attribute:
+            if attribute.g is not None and attribute.HasField("g"):
+                _rename_inputs(attribute.g, old, new)
+    for output in graph.output:
+        if output.name == old:
+            output.name = new
+
+
+def hoist_loop_constants(graph) -> int:
+    """Loop-carried values that a Loop's body passes through unchanged (tf2onnx carries
+    every weight a TensorFlow while loop reads that way: the early-exit loop's layer) read
+    from the enclosing scope instead, as ONNX allows. ONNX Runtime then sees them as the
+    initializers they are: with them carried, it pre-packs no weight for the body's
+    matrix products and ALBERT-base's loop ran 1.72x slower at batch 1 (1.09x in
+    TensorFlow). Returns how many values were hoisted."""
+    hoisted = 0
+    outer_uses = {}
+    for node in graph.node:
+        if node.op_type != "Loop":
+            continue
+        body = next(a.g for a in node.attribute if a.name == "body")
+        producers = {output: n for n in body.node for output in n.output}
+        keep = []
+        for j, (carried_in, carried_out) in enumerate(zip(body.input[2:], body.output[1:])):
+            producer = producers.get(carried_out.name)
+            passes = carried_out.name == carried_in.name or (
+                producer is not None and producer.op_type == "Identity"
+                and producer.input[0] == carried_in.name)
+            keep.append(not passes)
+        if all(keep):
+            continue
+        carried = len(keep)
+        outer_names = list(node.input[2:2 + carried])
+        finals = list(node.output[:carried])
+        scans = list(node.output[carried:])
+        body_inputs = list(body.input[2:2 + carried])
+        body_outputs = list(body.output[1:1 + carried])
+        for j, kept in enumerate(keep):
+            if not kept:
+                _rename_inputs(body, body_inputs[j].name, outer_names[j])
+                outer_uses[finals[j]] = outer_names[j]
+                hoisted += 1
+        # The body's pass-through Identity nodes then read the outer value; harmless.
+        del body.input[2:]
+        body.input.extend([value for value, kept in zip(body_inputs, keep) if kept])
+        extra_outputs = list(body.output[1 + carried:])
+        del body.output[1:]
+        body.output.extend([value for value, kept in zip(body_outputs, keep) if kept]
+                           + extra_outputs)
+        del node.input[2:]
+        node.input.extend([name for name, kept in zip(outer_names, keep) if kept])
+        del node.output[:]
+        node.output.extend([name for name, kept in zip(finals, keep) if kept] + scans)
+    for old, new in outer_uses.items():  # a hoisted value's final value is its initial one
+        _rename_inputs(graph, old, new)
+    return hoisted
 
 
 def model_function(model, names: Sequence[str], argmax_of: Optional[str] = None,

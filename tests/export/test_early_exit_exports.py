@@ -36,6 +36,15 @@ def test_onnx_and_litert_exit_where_python_does(model, tmp_path):
     session = onnxruntime.InferenceSession(str(tmp_path / "model.onnx"))
     names = [output.name for output in session.get_outputs()]
     check_against_python(model, dict(zip(names, session.run(None, batch))), batch)
+    # The layer's weights are read from the enclosing graph, not carried through the loops
+    # (`onnx.hoist_loop_constants`: carried, ONNX Runtime pre-packs none of them).
+    import onnx
+    graph = onnx.load(str(tmp_path / "model.onnx")).graph
+    weights = {initializer.name for initializer in graph.initializer
+               if len(initializer.dims) >= 2 and initializer.data_type == onnx.TensorProto.FLOAT}
+    loops = [node for node in graph.node if node.op_type == "Loop"]
+    assert len(loops) == 2  # one per layer group
+    assert not [name for loop in loops for name in loop.input[2:] if name in weights]
     # One row at a time: each row's exit does not depend on the others in its batch.
     for row in (0, 5, 11):
         alone = dict(zip(names, session.run(None, {k: v[row:row + 1]
