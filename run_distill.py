@@ -1,4 +1,4 @@
-"""Distil a fine-tuned ALBERT classifier into a smaller student (docs/fast_inference.md).
+r"""Distil a fine-tuned ALBERT classifier into a smaller student (docs/fast_inference.md).
 
 The teacher (--teacher) is any fine-tuned text classifier albert_tf reads: a
 run_classifier.py run or export directory, a Hugging Face directory with a

@@ -49,7 +49,13 @@ def load_teacher(path: str, vocabulary_file: Optional[str] = None) -> Teacher:
     from albert_tf.keras_tasks.from_pretrained import read_source
     from albert_tf.modeling.models import AlbertClassifier
 
-    read = read_source(path, vocabulary_file=vocabulary_file)
+    try:
+        read = read_source(path, vocabulary_file=vocabulary_file)
+    except UserValueError as error:
+        if "vocabulary_file=" not in str(error):
+            raise
+        raise UserValueError(f"--teacher={path}: the run has no export/ with its vocabulary: "
+                             f"give the run's --spm_model_file or --vocab_file") from None
     if not isinstance(read.network, AlbertClassifier):
         raise UserValueError(f"--teacher={path} is a {read.name} model; run_distill.py "
                              f"distils text classifiers (a fine-tuned run, export, Hugging "
