@@ -7,6 +7,7 @@
   job.py        the job (run_classifier.py's, with the student and the loss above): a
                 normal run directory, evaluated, exported
 
-Layer 7 (a program): it reads teachers through `keras_tasks` and runs the task families'
-jobs. See docs/fast_inference.md.
+Layer 7 (a program). May import every layer below and `albert_tf.keras_tasks` (it reads
+teachers through `from_pretrained`'s sources); it runs the classification family's job.
+See docs/fast_inference.md.
 """

@@ -27,6 +27,7 @@ def check_against_python(model, outputs, batch):
                                rtol=1e-4)
 
 
+@pytest.mark.slow  # 25 s: an ONNX and a LiteRT conversion (the default suite's budget)
 def test_onnx_and_litert_exit_where_python_does(model, tmp_path):
     batch = batch_of(model.config, rows=16, seed=4)
     fn = onnx_export.model_function(model, ["logits", "exit_layer"], argmax_of="logits")

@@ -92,6 +92,7 @@ def test_an_export_refuses_settings_it_was_not_exported_with():
         sources.set_light_inference(plain, num_layers=6)
 
 
+@pytest.mark.slow  # 14 s: two CLI processes
 def test_predict_passes_the_settings_through(models, tmp_path):
     import json
     import subprocess
