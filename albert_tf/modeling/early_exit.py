@@ -95,7 +95,8 @@ class ExitFamily:
     `outputs(layer_index, sequence, extras)`: the head's outputs [A, ...] read from the
     layer's output sequence [A * group, S, H] (layer_index: int32 scalar, 0-based).
     `unchanged(previous, current, extras, rule)`: bool [A], the decision did not change.
-    `confident(outputs, threshold)`: bool [A], the top probability reaches the threshold.
+    `confident(outputs, threshold)`: bool [A], the top probability reaches the threshold
+    (by default the largest of `probabilities` [A, K]).
     """
 
     group: int = 1
@@ -108,7 +109,7 @@ class ExitFamily:
         raise NotImplementedError
 
     def confident(self, outputs: Mapping, threshold: float):
-        raise NotImplementedError
+        return tf.reduce_max(outputs["probabilities"], axis=-1) >= threshold
 
 
 def _invariant(value: tf.Tensor) -> tf.TensorShape:
@@ -129,15 +130,13 @@ def _write(full: Dict, rows, exited, current: Dict) -> Dict:
 
 
 def run_early_exit(encoder, inputs: Mapping, family: ExitFamily, rule: EarlyExit,
-                   num_layers: Optional[int] = None,
                    extras: Optional[Mapping[str, tf.Tensor]] = None) -> Dict[str, tf.Tensor]:
     """The family's outputs [B, ...] of each answer row at its exit layer, plus
-    `exit_layer` int32 [B] (1..num_layers), running `encoder` (an AlbertEncoder) layer by
-    layer in inference mode (see the module docstring). inputs: the encoder's features
-    [B * family.group, S]. num_layers: the deepest exit (default L). extras: see
-    `ExitFamily`.
+    `exit_layer` int32 [B] (1..the layers the encoder runs at inference), running `encoder`
+    (an AlbertEncoder) layer by layer in inference mode (see the module docstring).
+    inputs: the encoder's features [B * family.group, S]. extras: see `ExitFamily`.
     """
-    num_layers = num_layers or encoder.config.num_hidden_layers
+    num_layers = encoder.layers_run(False)
     extras = dict(extras or {})
     x, input_mask, _ = encoder.embed(dict(inputs), training=False)
     group = family.group

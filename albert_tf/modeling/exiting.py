@@ -7,7 +7,7 @@ PABEE's head per layer, `heads.ExitHeads`), the early-exit rule used at inferenc
 """
 from __future__ import annotations
 
-from typing import List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional
 
 from albert_tf.modeling import early_exit as early_exit_module
 from albert_tf.modeling import heads
@@ -51,6 +51,12 @@ class ExitingModel(FineTuningModel):
         super().build(input_shape)
         if self.exits is not None:
             self.exits.build()
+
+    def exit_early(self, inputs: Mapping, family: early_exit_module.ExitFamily,
+                   extras: Optional[Mapping] = None) -> Dict:
+        """`early_exit.run_early_exit` of this model's encoder under its rule."""
+        return early_exit_module.run_early_exit(self.encoder, inputs, family, self.early_exit,
+                                                extras)
 
     def head_logits(self, layer_index, features, training=False):
         """float32 logits [..., K] of the exit after layer `layer_index` (0-based; a Python

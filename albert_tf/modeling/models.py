@@ -205,9 +205,7 @@ class AlbertClassifier(ExitingModel):
 
     def call(self, inputs: Dict, training=False):
         if self.early_exit is not None and not training:
-            return early_exit_module.run_early_exit(
-                self.encoder, inputs, _ClassifierExits(self), self.early_exit,
-                self.encoder.layers_run(False))
+            return self.exit_early(inputs, _ClassifierExits(self))
         outputs = dict(self.encoder(inputs, training=training))
         if self.exit_heads == "none":
             outputs.update(self.label_outputs(self.classifier(outputs["pooled_output"],
@@ -238,9 +236,6 @@ class _ClassifierExits(early_exit_module.ExitFamily):
             return ops.abs(now - before) <= rule.tolerance
         same = ops.equal(before, now)
         return ops.all(same, axis=-1) if self.model.multi_label else same
-
-    def confident(self, outputs, threshold):
-        return ops.max(outputs["probabilities"], axis=-1) >= threshold
 
 
 def classifier_losses(outputs: Mapping, labels: Mapping) -> Dict:
@@ -436,9 +431,7 @@ class AlbertMultipleChoice(ExitingModel):
         choice_mask = inputs.get("choice_mask")
         if self.early_exit is not None and not training:
             extras = {} if choice_mask is None else {"choice_mask": choice_mask}
-            return early_exit_module.run_early_exit(
-                self.encoder, flat, _ChoiceExits(self), self.early_exit,
-                self.encoder.layers_run(False), extras)
+            return self.exit_early(flat, _ChoiceExits(self), extras)
         encoded = self.encoder(flat, training=training)
         hidden = self.config.hidden_size
         outputs = {
@@ -472,9 +465,6 @@ class _ChoiceExits(early_exit_module.ExitFamily):
 
     def unchanged(self, previous, current, extras, rule):
         return ops.equal(previous["predictions"], current["predictions"])
-
-    def confident(self, outputs, threshold):
-        return ops.max(outputs["probabilities"], axis=-1) >= threshold
 
 
 def multiple_choice_losses(outputs: Mapping, labels: Mapping) -> Dict:

@@ -83,9 +83,8 @@ class AlbertTokenClassifier(ExitingModel):
 
     def call(self, inputs: Dict, training=False):
         if self.early_exit is not None and not training:
-            outputs = early_exit.run_early_exit(
-                self.encoder, inputs, _TaggerExits(self), self.early_exit,
-                self.encoder.layers_run(False), {"word_mask": self._word_mask(inputs)})
+            outputs = self.exit_early(inputs, _TaggerExits(self),
+                                      {"word_mask": self._word_mask(inputs)})
             if inputs.get("label_ids") is not None:  # the loss of each row's exit
                 outputs.update(self.loss_terms(outputs["logits"], inputs["label_ids"]))
             return outputs
