@@ -253,14 +253,14 @@ def classifier_losses(outputs: Mapping, labels: Mapping) -> Dict:
     Returns `loss` (mean over the batch, as the original: padding examples are
     not excluded here) and `per_example_loss` [B]; for single-label K > 1 also `accuracy`.
     """
-    losses = _classifier_losses(ops.cast(outputs["logits"], "float32"), labels)
-    if "exit_logits" in outputs:
-        exit_logits = ops.cast(outputs["exit_logits"], "float32")
-        per_exit = ops.stack([_classifier_losses(exit_logits[i], labels)["per_example_loss"]
-                              for i in range(exit_logits.shape[0])])
-        per_example = early_exit_module.weighted_exit_loss(per_exit)
-        losses.update(per_example_loss=per_example, loss=ops.mean(per_example))
-    return losses
+    if "exit_logits" not in outputs:
+        return _classifier_losses(ops.cast(outputs["logits"], "float32"), labels)
+    exit_logits = ops.cast(outputs["exit_logits"], "float32")
+    each = [_classifier_losses(exit_logits[i], labels) for i in range(exit_logits.shape[0])]
+    per_example = early_exit_module.weighted_exit_loss(
+        ops.stack([losses["per_example_loss"] for losses in each]))
+    # The last exit is the model's `logits`: its accuracy is the model's.
+    return dict(each[-1], per_example_loss=per_example, loss=ops.mean(per_example))
 
 
 def _classifier_losses(logits, labels: Mapping) -> Dict:
@@ -474,12 +474,13 @@ def multiple_choice_losses(outputs: Mapping, labels: Mapping) -> Dict:
     weighted by depth); labels `label_ids` int [B] (0 = A, ...).
     """
     logits = ops.cast(outputs["logits"], "float32")
-    per_example = _nll(ops.log_softmax(logits, axis=-1), labels["label_ids"])
     if "exit_logits" in outputs:  # PABEE's loss: each exit's, weighted by depth
         exit_logits = ops.cast(outputs["exit_logits"], "float32")
         per_example = early_exit_module.weighted_exit_loss(ops.stack(
             [_nll(ops.log_softmax(exit_logits[i], axis=-1), labels["label_ids"])
              for i in range(exit_logits.shape[0])]))
+    else:
+        per_example = _nll(ops.log_softmax(logits, axis=-1), labels["label_ids"])
     label_ids = ops.cast(ops.reshape(labels["label_ids"], (-1,)), "int32")
     correct = ops.equal(ops.cast(ops.argmax(logits, axis=-1), "int32"), label_ids)
     return {"loss": ops.mean(per_example), "per_example_loss": per_example,

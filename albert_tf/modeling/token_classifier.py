@@ -97,12 +97,13 @@ class AlbertTokenClassifier(ExitingModel):
             outputs["exit_logits"] = tf.stack(exit_logits)
             logits = exit_logits[-1]
         outputs["logits"] = logits
-        if inputs.get("label_ids") is not None:
+        if inputs.get("label_ids") is not None and self.exit_heads == "none":
             outputs.update(self.loss_terms(logits, inputs["label_ids"]))
-            if "exit_logits" in outputs:  # PABEE's loss: each exit's, weighted by depth
-                outputs["loss_sum"] = early_exit.weighted_exit_loss(tf.stack(
-                    [self.loss_terms(layer_logits, inputs["label_ids"])["loss_sum"]
-                     for layer_logits in exit_logits]))
+        elif inputs.get("label_ids") is not None:  # PABEE's loss: each exit's, by depth
+            each = [self.loss_terms(layer_logits, inputs["label_ids"])
+                    for layer_logits in exit_logits]
+            outputs.update(each[-1], loss_sum=early_exit.weighted_exit_loss(
+                tf.stack([terms["loss_sum"] for terms in each])))
         if not training:
             outputs["predictions"] = self.decode(logits, self._word_mask(inputs))
         return outputs
