@@ -57,15 +57,11 @@ def main(argv):
     teacher = teachers.load_teacher(FLAGS.teacher, given)
     config = students.student_config(teacher.config, FLAGS.student)
     directory = os.path.join(FLAGS.output_dir, "student")
-    vocabulary = teacher.write_vocabulary(directory)
-    if given:
-        with open(given, "rb") as handle:
-            if handle.read() != teacher.vocabulary:
-                raise errors.UserValueError(
-                    f"{given}: a different vocabulary from the teacher's; the student reads "
-                    f"the teacher's tokens (leave --spm_model_file / --vocab_file out)")
-    FLAGS.spm_model_file = vocabulary if teacher.tokenizer_kind == "sentencepiece" else None
-    FLAGS.vocab_file = vocabulary if teacher.tokenizer_kind == "wordpiece" else None
+    if not given:  # the teacher's (a vocabulary given is checked against it by the job)
+        vocabulary = teacher.write_vocabulary(directory)
+        FLAGS.spm_model_file = vocabulary if teacher.tokenizer_kind == "sentencepiece" else None
+        FLAGS.vocab_file = vocabulary if teacher.tokenizer_kind == "wordpiece" else None
+    os.makedirs(directory, exist_ok=True)
     FLAGS.do_lower_case = teacher.do_lower_case
     FLAGS.albert_config_file = os.path.join(directory, "albert_config.json")
     with open(FLAGS.albert_config_file, "w", encoding="utf-8") as handle:

@@ -61,9 +61,9 @@ class DistillationJob(ClassificationJob):
         given = self.options.spm_model_file or self.options.vocab_file
         with open(given, "rb") as handle:
             if handle.read() != teacher.vocabulary:
-                raise UserValueError(f"{given}: the student's vocabulary differs from the "
-                                     f"teacher's: a student reads the teacher's tokens "
-                                     f"(leave --spm_model_file / --vocab_file out)")
+                raise UserValueError(f"{given}: a different vocabulary from the teacher's; "
+                                     f"the student reads the teacher's tokens (leave "
+                                     f"--spm_model_file / --vocab_file out)")
         # A student made from its teacher starts at its final loss: a spike must also
         # exceed chance level (the divergence guard's floor), not only that first loss.
         if not self.regression:
