@@ -57,6 +57,13 @@ class MaskedLMHead(layers.ConfiguredLayer):
 
 
 
+def project(x, weights, bias, dtype):
+    """x [..., H] W^T + b with W [K, H] stored as the original stores it: the product in
+    `dtype` (the compute dtype), the bias added in float32; float32 [..., K]."""
+    logits = ops.matmul(ops.cast(x, dtype), ops.transpose(ops.cast(weights, dtype)))
+    return ops.cast(logits, "float32") + ops.cast(bias, "float32")
+
+
 class _ProjectionHead(layers.ConfiguredLayer):
     """What the original's output projections share: `output_weights` [K, H] (stored as the
     original, transposed at call time) and `output_bias` [K], K = `num_outputs`."""
@@ -85,9 +92,7 @@ class SentenceOrderHead(_ProjectionHead):
     """
 
     def call(self, pooled):
-        logits = ops.matmul(ops.cast(pooled, self.compute_dtype),
-                            ops.transpose(ops.cast(self.output_weights, self.compute_dtype)))
-        return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
+        return project(pooled, self.output_weights, self.output_bias, self.compute_dtype)
 
 
 # --- fine-tuning heads of the original scripts -------------------------------------------------
@@ -122,10 +127,7 @@ class ClassificationHead(_ProjectionHead):
 
     def call(self, pooled, training=False):
         pooled = self.dropout(ops.cast(pooled, self.compute_dtype), training=training)
-        logits = ops.matmul(pooled, ops.transpose(ops.cast(self.output_weights,
-                                                           self.compute_dtype)))
-        return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
-
+        return project(pooled, self.output_weights, self.output_bias, self.compute_dtype)
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -136,7 +138,7 @@ class ExitHeads(layers.ConfiguredLayer):
 
     `logits(layer_index, pooled, last_head)`: pooled [B, H] -> float32 [B, K] through layer
     `layer_index`'s head (a Python int or an int32 scalar tensor; `last_head`, the task's
-    head, at L - 1). Computed with the task head's ops, so layer L's logits are the task
+    head, at L - 1). Computed by the task head's `project`, so layer L's logits are the task
     head's bit for bit.
     """
 
@@ -169,8 +171,7 @@ class ExitHeads(layers.ConfiguredLayer):
             bias = ops.take(ops.concatenate([self.output_bias, last_head.output_bias[None]],
                                             axis=0), layer_index, axis=0)
         pooled = self.dropout(ops.cast(pooled, self.compute_dtype), training=training)
-        logits = ops.matmul(pooled, ops.transpose(ops.cast(weights, self.compute_dtype)))
-        return ops.cast(logits, "float32") + ops.cast(bias, "float32")
+        return project(pooled, weights, bias, self.compute_dtype)
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
