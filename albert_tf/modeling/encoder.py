@@ -167,7 +167,7 @@ class AlbertEncoder(keras.Model):
         """The outputs [B, S, H] of layer `layer_index` applied to x [B, S, H]: one per
         inner-group sub-layer, the last is the layer's output. Float32 inference only
         reads the variables directly (no resident weights), as `call` does then."""
-        return self._run_plan(self._plan[layer_index], x, input_mask, training)
+        return self._run_blocks(self.layer_blocks(layer_index), x, input_mask, training)
 
     def same_layer_runs(self, num_layers: int) -> List[range]:
         """The layers 0..num_layers-1 cut into runs of consecutive layers that apply the
@@ -180,11 +180,15 @@ class AlbertEncoder(keras.Model):
                 start = index
         return runs
 
-    def _run_plan(self, plan, x, input_mask, training):
+    @staticmethod
+    def _run_blocks(blocks, x, input_mask, training, residents=None) -> List:
+        """Each (attention, ffn) of `blocks` applied in turn to x [B, S, H]; their outputs.
+        residents: per block the (attention, ffn) `layers.ResidentWeights` uses, or None."""
         outputs = []
-        for attention_index, ffn_index in plan:
-            x = self.attention_blocks[attention_index](x, input_mask, training=training)
-            x = self.ffn_blocks[ffn_index](x, training=training)
+        for index, (attention, ffn) in enumerate(blocks):
+            attention_use, ffn_use = residents[index] if residents else (None, None)
+            x = attention(x, input_mask, training=training, resident=attention_use)
+            x = ffn(x, training=training, resident=ffn_use)
             outputs.append(x)
         return outputs
 
@@ -228,13 +232,9 @@ class AlbertEncoder(keras.Model):
                     return None if use is None else use.with_tensors(
                         [next(tensors) for _ in use.tensors()])
 
-                outputs = []
-                for (attention, ffn), (attention_use, ffn_use) in zip(blocks, weights):
-                    h = attention(h, input_mask, training=training,
-                                  resident=rebuilt(attention_use))
-                    h = ffn(h, training=training, resident=rebuilt(ffn_use))
-                    outputs.append(h)
-                return outputs
+                return self._run_blocks(blocks, h, input_mask, training,
+                                        [(rebuilt(attention), rebuilt(ffn))
+                                         for attention, ffn in weights])
 
             # The last layer is not recomputed: the backward pass starts there, so its
             # activations would be rebuilt at once and live at the same moment anyway.
