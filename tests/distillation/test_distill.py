@@ -12,7 +12,7 @@ from albert_tf import AlbertClassifier
 from albert_tf.distillation import objective, students
 from albert_tf.errors import UserValueError
 from tests.conftest import REPO_ROOT
-from tests.helpers import hf_models
+from tests.helpers import glue_data, hf_models
 from tests.modeling.test_numerics import tiny_config
 
 
@@ -82,15 +82,8 @@ def test_soft_losses_follow_their_formulas():
 
 @pytest.fixture(scope="module")
 def sst2(shared_data, tmp_path_factory):
-    source = shared_data / "glue" / "SST-2" / "dev.tsv"
-    if not source.exists():
-        pytest.skip(f"{source} not found")
     root = tmp_path_factory.mktemp("distill")
-    data = root / "data" / "SST-2"
-    data.mkdir(parents=True)
-    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
-    (data / "train.tsv").write_text("".join(lines[:97]), encoding="utf-8")
-    (data / "dev.tsv").write_text(lines[0] + "".join(lines[97:129]), encoding="utf-8")
+    glue_data.sst2_split(shared_data, root, train=96, dev=32)
     spm = str(shared_data / "spm_official" / "30k-clean.model")
     teacher = hf_models.write_hf_dir(str(root / "teacher"), "classifier", spm,
                                      labels=["0", "1"], seed=2, max_length=64)

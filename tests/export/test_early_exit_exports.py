@@ -69,6 +69,16 @@ def run_onnx(fn, signature, path, batch):
     return dict(zip(names, session.run(None, feeds)))
 
 
+def onnx_exits_as_python(model, portable, batch, path):
+    """The portable model's ONNX file gives the Python model's exit layers (a mix of them)
+    and predictions on `batch`."""
+    outputs = run_onnx(portable.fn, portable.input_signature, path, batch)
+    want = tf.function(model)(batch)
+    assert len(set(want["exit_layer"].numpy().tolist())) > 1
+    np.testing.assert_array_equal(outputs["exit_layer"], want["exit_layer"])
+    np.testing.assert_array_equal(outputs["predictions"], want["predictions"])
+
+
 @pytest.mark.slow  # 45 s: two models, two ONNX conversions
 def test_multiple_choice_and_tagger_exports_exit_where_python_does(tmp_path):
     from albert_tf import AlbertMultipleChoice
@@ -86,11 +96,7 @@ def test_multiple_choice_and_tagger_exports_exit_where_python_does(tmp_path):
     batch = choice_batch(config, questions=8)
     portable = choice_export.portable_model(chooser, "race", max_seq_length=11,
                                             max_qa_length=5, do_lower_case=True)
-    outputs = run_onnx(portable.fn, portable.input_signature, str(tmp_path / "mc.onnx"), batch)
-    want = tf.function(chooser)(batch)
-    assert len(set(want["exit_layer"].numpy().tolist())) > 1
-    np.testing.assert_array_equal(outputs["exit_layer"], want["exit_layer"])
-    np.testing.assert_array_equal(outputs["predictions"], want["predictions"])
+    onnx_exits_as_python(chooser, portable, batch, str(tmp_path / "mc.onnx"))
     assert portable.metadata["early_exit"]["patience"] == 1
 
     tagger = AlbertTokenClassifier(config, num_labels=3, exit_heads="shared",
@@ -101,8 +107,4 @@ def test_multiple_choice_and_tagger_exports_exit_where_python_does(tmp_path):
     batch["word_mask"] = batch["input_mask"].copy()
     portable = tagging_export.portable_model(tagger, ["O", "B-X", "I-X"], "iob2",
                                              max_seq_length=11, do_lower_case=True)
-    outputs = run_onnx(portable.fn, portable.input_signature, str(tmp_path / "tag.onnx"), batch)
-    want = tf.function(tagger)(batch)
-    assert len(set(want["exit_layer"].numpy().tolist())) > 1
-    np.testing.assert_array_equal(outputs["exit_layer"], want["exit_layer"])
-    np.testing.assert_array_equal(outputs["predictions"], want["predictions"])
+    onnx_exits_as_python(tagger, portable, batch, str(tmp_path / "tag.onnx"))

@@ -13,6 +13,7 @@ from albert_tf.finetuning import FinetuningOptions, load_best_weights
 from albert_tf.modeling.early_exit import EarlyExit
 from albert_tf.tasks.classification import glue
 from albert_tf.tasks.classification.job import ClassificationJob, ClassificationOptions, run_glue
+from tests.helpers import glue_data
 
 CONFIG = AlbertConfig(vocab_size=8000, embedding_size=16, hidden_size=32, num_hidden_layers=4,
                       num_attention_heads=4, intermediate_size=64, max_position_embeddings=32)
@@ -37,16 +38,11 @@ def options_for(data_dir, out, spm, **changes):
 @pytest.fixture(scope="module")
 def run(shared_data, tmp_path_factory):
     spm = shared_data / "spm" / "albert_style_pd8k.model"
-    source = shared_data / "glue" / "SST-2" / "dev.tsv"
-    if not spm.exists() or not source.exists():
-        pytest.skip(f"{spm} or {source} not found")
+    if not spm.exists():
+        pytest.skip(f"{spm} not found")
     root = tmp_path_factory.mktemp("early_exit")
-    data = root / "data" / "SST-2"
-    data.mkdir(parents=True)
-    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
-    (data / "train.tsv").write_text("".join(lines[:161]), encoding="utf-8")
-    (data / "dev.tsv").write_text(lines[0] + "".join(lines[161:225]), encoding="utf-8")
-    options = options_for(root / "data", root / "out", str(spm))
+    data = glue_data.sst2_split(shared_data, root, train=160, dev=64)
+    options = options_for(data, root / "out", str(spm))
     return options, run_glue(options)
 
 
