@@ -1,16 +1,21 @@
-r"""Distil a fine-tuned ALBERT classifier into a smaller student (docs/fast_inference.md).
+r"""Distil a fine-tuned ALBERT into a smaller student (docs/fast_inference.md).
 
-The teacher (--teacher) is any fine-tuned text classifier albert_tf reads: a
-run_classifier.py run or export directory, a Hugging Face directory with a
-classification head, or a .keras file. The student (--student) is `tiny` (4 layers,
+The teacher (--teacher) is any fine-tuned text classifier, NER tagger or multiple-choice
+(RACE / C3) model albert_tf reads: a run_classifier.py, run_ner.py or run_race.py run or
+export directory, a Hugging Face directory with its head, or a .keras file. Its family
+chooses the job and the flags: run_classifier.py's, run_ner.py's or run_race.py's (give
+--teacher to see them in --help). The student (--student) is `tiny` (4 layers,
 H=312, as brightmart's albert_tiny), `small` (6 layers, H=384) or `layers:k` (the
 teacher's own config at k layers, starting from the teacher's weights: ALBERT shares the
 layer). It reads the teacher's vocabulary, and is trained on --task_name's training set
 with the loss
 
     --distill_alpha x the labels' loss + (1 - --distill_alpha) x T^2 x KL(teacher || student)
+      + --hidden_weight x the hidden states' squared difference (TinyBERT)
 
-at temperature T = --temperature. Everything else is run_classifier.py's: the flags (less
+at temperature T = --temperature (per example; per labelled word for NER). The hidden
+states of a student narrower or wider than its teacher are compared through a learned
+projection. Everything else is the family's CLI: the flags (less
 --albert_config_file and the vocabulary, which come from the teacher; a teacher run
 without an export holds no vocabulary: give its --spm_model_file / --vocab_file), the evaluation,
 the best checkpoint, the prediction files and the exports (--export_dir: SavedModel,
@@ -25,6 +30,7 @@ Example (the SST-2 teacher of run_classifier.py, two layers):
 """
 import json
 import os
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -35,17 +41,31 @@ onednn.configure()  # before TensorFlow is imported: it reads the oneDNN switch 
 from absl import flags  # noqa: E402
 
 from albert_tf import cli, cli_finetuning, cli_options, errors  # noqa: E402
-from albert_tf.distillation.job import DistillationJob  # noqa: E402
+from albert_tf.distillation import job as jobs, teacher as teachers  # noqa: E402
 
 FLAGS = flags.FLAGS
-cli_finetuning.define_flags(DistillationJob)
+
+
+def _given(name: str, argv) -> str:
+    """The value of --name in argv, before the flags are parsed ('' when absent)."""
+    for index, argument in enumerate(argv):
+        if argument.startswith(f"--{name}="):
+            return argument.split("=", 1)[1]
+        if argument == f"--{name}" and index + 1 < len(argv):
+            return argv[index + 1]
+    return ""
+
+
+# The teacher's family decides the flags (its CLI's), so it is read before they are.
+JOB = jobs.JOBS[teachers.teacher_family(_given("teacher", sys.argv[1:]))]
+cli_finetuning.define_flags(JOB)
 for module in (cli_options, cli_finetuning, cli):
     flags.adopt_module_key_flags(module)  # list them in --help
 
 
 def main(argv):
     """Reads the teacher, writes the student's config and vocabulary into
-    <output_dir>/student/, then runs the classification CLI's main on them."""
+    <output_dir>/student/, then runs the family's CLI main on them."""
     from albert_tf.distillation import students, teacher as teachers
 
     cli.require("teacher", "output_dir")
@@ -66,7 +86,7 @@ def main(argv):
     FLAGS.albert_config_file = os.path.join(directory, "albert_config.json")
     with open(FLAGS.albert_config_file, "w", encoding="utf-8") as handle:
         json.dump(config.to_dict(), handle, indent=2)
-    return cli_finetuning.main(DistillationJob)(argv)
+    return cli_finetuning.main(JOB)(argv)
 
 
 if __name__ == "__main__":

@@ -1,27 +1,32 @@
-"""run_distill.py's job: run_classifier.py's job with a student model and the distillation
-loss. The run directory, evaluation, best checkpoint, prediction files and exports are the
-classification job's, so that pipelines, predict, ONNX, LiteRT and int8 read the student
-as any fine-tuned classifier."""
+"""run_distill.py's jobs: a family's fine-tuning job (run_classifier.py's, run_ner.py's,
+run_race.py's) with a student model and the distillation loss. The run directory,
+evaluation, best checkpoint, prediction files and exports are the family's, so that
+pipelines, predict, ONNX, LiteRT and int8 read the student as any fine-tuned model of it.
+
+`JOBS[family]` is the job of a teacher's family (`teacher.FAMILIES`).
+"""
 from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Dict, Optional
 
 from albert_tf.distillation import objective, students, teacher as teachers
 from albert_tf.errors import UserValueError
-from albert_tf.finetuning.command_line import CommandLine
 from albert_tf.option_fields import POSITIVE, option
 from albert_tf.tasks.classification.job import ClassificationJob, ClassificationOptions
+from albert_tf.tasks.multiple_choice.job import MultipleChoiceJob, MultipleChoiceOptions
+from albert_tf.tasks.tagging.job import TaggingJob, TaggingOptions
 
 
 @dataclasses.dataclass(kw_only=True)
-class DistillationOptions(ClassificationOptions):
-    """run_classifier.py's options plus the teacher, the student and the loss's settings.
-    `albert_config` is the student's (`students.student_config`)."""
+class DistillationFields:
+    """What run_distill.py adds to a family's options: the teacher, the student and the
+    loss's settings. `albert_config` is the student's (`students.student_config`)."""
 
     teacher: str = option(help="The fine-tuned teacher: a run or export directory, a "
-                               "Hugging Face directory with a classification head, or a "
-                               ".keras file.")
+                               "Hugging Face directory with a head, or a .keras file of a "
+                               "text classifier, NER tagger or multiple-choice model.")
     student: str = option("tiny", help="tiny (4 layers, H=312), small (6 layers, H=384), or "
                                        "layers:k (the teacher's own layer run k times, "
                                        "starting from the teacher's weights).")
@@ -29,21 +34,36 @@ class DistillationOptions(ClassificationOptions):
                                 help="Softmax temperature of the soft targets.")
     distill_alpha: float = option(0.5, help="Weight of the labels' loss in [0, 1]; the "
                                             "teacher's soft targets get 1 - it.")
+    hidden_weight: float = option(0.0, help="Weight of the hidden-state loss (TinyBERT: each "
+                                            "student layer against a teacher layer, through "
+                                            "a learned projection when the widths differ); "
+                                            "0: off.")
 
-    def validate(self, num_replicas: int) -> None:
-        super().validate(num_replicas)
+    def validate_distillation(self) -> None:
         if not 0.0 <= self.distill_alpha <= 1.0:
             raise ValueError(f"--distill_alpha must be in [0, 1], got {self.distill_alpha}")
+        if self.hidden_weight < 0:
+            raise ValueError(f"--hidden_weight must be >= 0, got {self.hidden_weight}")
 
 
-class DistillationJob(ClassificationJob):
-    """The classification job whose model is the student (see the module docstring)."""
+def _options_class(family_options: type) -> type:
+    """The family's options plus `DistillationFields`."""
 
-    OPTIONS = DistillationOptions
-    COMMAND_LINE = CommandLine(
-        required=("teacher", "data_dir", "task_name", "output_dir"),
-        hparams_task=lambda values: values.task_name,
-        default_rules=lambda values: ["eval_batch_size:8", "predict_batch_size:8"])
+    @dataclasses.dataclass(kw_only=True)
+    class Options(DistillationFields, family_options):
+        def validate(self, num_replicas: int = 1) -> None:
+            super().validate(num_replicas)
+            self.validate_distillation()
+
+    Options.__name__ = Options.__qualname__ = "Distillation" + family_options.__name__
+    return Options
+
+
+class Distillation:
+    """What distilling adds to a family's job (the first base of each job below): the
+    teacher, its checks, the student made from it, and the loss."""
+
+    FAMILY = "classification"
 
     @property
     def teacher(self) -> teachers.Teacher:
@@ -53,11 +73,13 @@ class DistillationJob(ClassificationJob):
     def validate(self, num_replicas: int) -> None:
         super().validate(num_replicas)
         teacher = self.teacher
-        if (teacher.labels or None) != (None if self.regression else list(self.spec.labels)):
-            raise UserValueError(f"--teacher={self.options.teacher} predicts "
-                                 f"{teacher.labels or 'a score'}; --task_name="
-                                 f"{self.options.task_name} has "
-                                 f"{'a score' if self.regression else list(self.spec.labels)}")
+        if teacher.family != self.FAMILY:
+            raise UserValueError(
+                f"--teacher={self.options.teacher} is a "
+                f"{teachers.FAMILY_MODELS[teacher.family]}; this job distils a "
+                f"{teachers.FAMILY_MODELS[self.FAMILY]} (run_distill.py reads the family "
+                f"from --teacher)")
+        self.check_teacher_outputs(teacher)
         given = self.options.spm_model_file or self.options.vocab_file
         with open(given, "rb") as handle:
             if handle.read() != teacher.vocabulary:
@@ -66,10 +88,17 @@ class DistillationJob(ClassificationJob):
                                      f"--spm_model_file / --vocab_file out)")
         # A student made from its teacher starts at its final loss: a spike must also
         # exceed chance level (the divergence guard's floor), not only that first loss.
-        if not self.regression:
-            chance = math.log(2.0) if self.multi_label else math.log(len(self.spec.labels))
+        chance = self.chance_loss()
+        if chance is not None:
             self.options.divergence = dataclasses.replace(self.options.divergence,
                                                           loss_floor=chance)
+
+    def check_teacher_outputs(self, teacher: teachers.Teacher) -> None:
+        """One line when the teacher's outputs do not match the task's."""
+
+    def chance_loss(self) -> Optional[float]:
+        """The loss of a uniform guess (None: no such level, regression)."""
+        return None
 
     def build_model(self, dtype_policy: str = "float32"):
         student = super().build_model(dtype_policy)
@@ -77,9 +106,86 @@ class DistillationJob(ClassificationJob):
         students.initialise_from_teacher(student, self.teacher.network)
         return student
 
+    def soft_kind(self) -> str:
+        return "single_label"
+
     def objective(self):
-        kind = ("regression" if self.regression else "multi_label" if self.multi_label
+        teacher = self.teacher
+        options = self.options
+        with self.strategy.scope():  # the hidden-state projection's weights
+            return objective.DistillationObjective(
+                super().objective(), teacher.network,
+                objective.family_targets(teacher.network, self.soft_kind()),
+                temperature=options.temperature, alpha=options.distill_alpha,
+                hidden_weight=options.hidden_weight,
+                student_width=options.albert_config.hidden_size)
+
+
+def _labels_line(teacher: teachers.Teacher, option: str, theirs, ours) -> str:
+    return (f"--teacher={teacher.path} predicts {theirs}; {option} has {ours}: the "
+            f"student's outputs must be the teacher's, in the same order")
+
+
+class ClassificationDistillationJob(Distillation, ClassificationJob):
+    """run_distill.py with a text classifier teacher (run_classifier.py's job)."""
+
+    OPTIONS = _options_class(ClassificationOptions)
+    COMMAND_LINE = dataclasses.replace(
+        ClassificationJob.COMMAND_LINE, required=("teacher", "data_dir", "task_name",
+                                                  "output_dir"))
+
+    def check_teacher_outputs(self, teacher):
+        ours = None if self.regression else list(self.spec.labels)
+        if (teacher.labels or None) != ours:
+            raise UserValueError(_labels_line(
+                teacher, f"--task_name={self.options.task_name}",
+                teacher.labels or "a score", ours or "a score"))
+
+    def chance_loss(self):
+        if self.regression:
+            return None
+        return math.log(2.0) if self.multi_label else math.log(len(self.spec.labels))
+
+    def soft_kind(self):
+        return ("regression" if self.regression else "multi_label" if self.multi_label
                 else "single_label")
-        return objective.DistillationObjective(self.teacher.network, kind,
-                                               self.options.temperature,
-                                               self.options.distill_alpha)
+
+
+class TaggingDistillationJob(Distillation, TaggingJob):
+    """run_distill.py with a NER tagger teacher (run_ner.py's job; a CRF student too)."""
+
+    FAMILY = "tagging"
+    OPTIONS = _options_class(TaggingOptions)
+    COMMAND_LINE = dataclasses.replace(
+        TaggingJob.COMMAND_LINE, required=("teacher", "task_name", "data_dir", "output_dir"))
+
+    def check_teacher_outputs(self, teacher):
+        if list(teacher.labels or ()) != list(self.labels):
+            raise UserValueError(_labels_line(
+                teacher, f"--task_name={self.options.task_name} (tag scheme "
+                         f"{self.scheme})", teacher.labels, self.labels))
+
+    def chance_loss(self):
+        return math.log(len(self.labels))
+
+
+class MultipleChoiceDistillationJob(Distillation, MultipleChoiceJob):
+    """run_distill.py with a RACE / C3 teacher (run_race.py's job)."""
+
+    FAMILY = "multiple_choice"
+    OPTIONS = _options_class(MultipleChoiceOptions)
+    COMMAND_LINE = dataclasses.replace(
+        MultipleChoiceJob.COMMAND_LINE, required=("teacher", "data_dir", "output_dir"))
+
+    def chance_loss(self):
+        from albert_tf.tasks.multiple_choice.features import NUM_CHOICES
+
+        return math.log(NUM_CHOICES)
+
+
+JOBS: Dict[str, type] = {"classification": ClassificationDistillationJob,
+                         "tagging": TaggingDistillationJob,
+                         "multiple_choice": MultipleChoiceDistillationJob}
+# The classification job under its first name.
+DistillationJob = ClassificationDistillationJob
+DistillationOptions = ClassificationDistillationJob.OPTIONS

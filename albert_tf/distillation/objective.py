@@ -1,25 +1,41 @@
-"""The distillation loss (Hinton et al. 2015, as DistilBERT and TinyBERT's prediction layer):
+"""The distillation loss: the family's own loss on the labels, the teacher's soft targets
+(Hinton et al. 2015; DistilBERT, TinyBERT's prediction layer) and, optionally, the
+teacher's hidden states (TinyBERT):
 
-    loss = alpha * the task's loss on the labels + (1 - alpha) * T^2 * soft(student, teacher)
+    loss = alpha * the family's loss + (1 - alpha) * T^2 * soft + beta * hidden
 
-per example, where soft is the KL divergence from the teacher's softmax at temperature T to
-the student's (single-label), the cross-entropy of each label's sigmoid at T against the
-teacher's (multi-label), or the squared difference of the scores (regression, no T). T^2
-keeps the soft term's gradients the size of the hard term's as T grows. The teacher runs in
-inference mode beside the student on the same features; no gradient reaches it.
+- soft: per unit of the family (a classification example, a labelled word of NER, a real
+  RACE/C3 question), the KL divergence from the teacher's softmax at temperature T to the
+  student's (single-label, NER tags, a question's choices), the KL of each label's
+  sigmoid at T (multi-label), or the squared difference of the scores (regression, no T).
+  T^2 keeps the soft gradients the size of the hard ones as T grows. A CRF tagger's soft
+  targets are its per-word emission scores (the transition scores are not distilled).
+- hidden: student layer m of M against teacher layer m * N // M of N (TinyBERT's uniform
+  map), the mean squared difference over the real tokens and the teacher's width, summed
+  over the M layers, per example. A student narrower than its teacher is read through a
+  learned projection W [H_student, H_teacher] that the loss owns (trained with the
+  student, in the training checkpoints, never exported).
+
+The teacher runs in inference mode beside the student on the same features; no gradient
+reaches it. The family's objective runs unchanged on the student (its metrics too): this
+objective records the student's outputs as the family's loss reads them.
 """
 from __future__ import annotations
 
+from typing import Dict, List, Mapping
+
+import keras
 import tensorflow as tf
 
-from albert_tf.export import saved_model
-from albert_tf.finetuning import ExampleMeanObjective
-from albert_tf.modeling.models import classifier_losses
+from albert_tf.modeling.models import AlbertMultipleChoice
+from albert_tf.modeling.token_classifier import AlbertTokenClassifier
+
+KINDS = ("single_label", "multi_label", "regression")
 
 
 def soft_loss(student_logits, teacher_logits, temperature: float, kind: str):
-    """Per-example soft loss [B] of float32 logits [B, K] (see the module docstring); kind:
-    "single_label", "multi_label" or "regression"."""
+    """Soft loss per unit [...] of float32 logits [..., K] (see the module docstring);
+    kind: one of KINDS."""
     if kind == "regression":
         return tf.reduce_sum(tf.square(student_logits - teacher_logits), axis=-1)
     scale = temperature * temperature
@@ -36,37 +52,182 @@ def soft_loss(student_logits, teacher_logits, temperature: float, kind: str):
         axis=-1)
 
 
-class DistillationObjective(ExampleMeanObjective):
-    """The student's training loss beside `teacher` (a built classifier); `kind` as in
-    `soft_loss`, `alpha` the labels' weight in [0, 1]. Reports `soft_loss` and, for
-    classification, `accuracy` against the labels."""
+def layer_map(student_layers: int, teacher_layers: int) -> List[int]:
+    """The teacher layer (0-based) each student layer (0-based) learns from: TinyBERT's
+    uniform map, student layer m of M (1-based) to teacher layer m * N // M."""
+    return [(m * teacher_layers) // student_layers - 1 for m in range(1, student_layers + 1)]
 
-    def __init__(self, teacher, kind: str, temperature: float, alpha: float):
-        self.teacher = teacher
+
+def hidden_loss(student_layers, teacher_layers, input_mask, projection=None):
+    """Per-example hidden-state loss [B] (see the module docstring) of the student's layer
+    outputs (a list of M [B, S, Hs]) against the teacher's (N [B, S, Ht]); input_mask
+    [B, S]; projection: a Dense Hs -> Ht when the widths differ."""
+    mask = tf.cast(input_mask, tf.float32)
+    tokens = tf.maximum(tf.reduce_sum(mask, axis=-1), 1.0)
+    total = 0.0
+    for student_index, teacher_index in enumerate(layer_map(len(student_layers),
+                                                            len(teacher_layers))):
+        student = tf.cast(student_layers[student_index], tf.float32)
+        if projection is not None:
+            student = projection(student)
+        difference = student - tf.stop_gradient(tf.cast(teacher_layers[teacher_index],
+                                                         tf.float32))
+        per_token = tf.reduce_mean(tf.square(difference), axis=-1)
+        total += tf.reduce_sum(per_token * mask, axis=-1) / tokens
+    return total
+
+
+class _Recorder:
+    """Stands in for the student inside the family's objective: calls it and keeps what it
+    returned, so that the student runs once per step."""
+
+    def __init__(self, model):
+        self.model = model
+        self.outputs = None
+
+    def __call__(self, inputs, training=False):
+        self.outputs = self.model(inputs, training=training)
+        return self.outputs
+
+
+class FamilyTargets:
+    """What the distillation loss reads of one family's models and features: the token
+    inputs, the soft units (`units`: 1 for each unit the soft loss counts) and the
+    teacher's logits and layer outputs."""
+
+    inputs = ("input_ids", "input_mask", "segment_ids")
+    kind = "single_label"
+
+    def units(self, features):
+        """float32 weights [B] (a tagger's [B, S]): 1 for each unit the soft loss counts."""
+        real = features.get("is_real_example")
+        if real is None:
+            return tf.ones(tf.shape(features["input_ids"])[:1], tf.float32)
+        return tf.cast(tf.reshape(real, [-1]), tf.float32)
+
+    def teacher_outputs(self, teacher, features) -> Mapping:
+        return teacher({name: features[name] for name in self.inputs
+                        if name in features}, training=False)
+
+    def input_mask(self, features):
+        """[R, S]: the mask of the rows the encoder ran (a multiple-choice batch's choices
+        flat)."""
+        mask = features["input_mask"]
+        return tf.reshape(mask, [-1, tf.shape(mask)[-1]])
+
+
+class ClassifierTargets(FamilyTargets):
+    def __init__(self, kind: str):
+        if kind not in KINDS:
+            raise ValueError(f"kind: one of {KINDS}, got {kind!r}")
         self.kind = kind
+
+
+class TaggerTargets(FamilyTargets):
+    """NER: one unit per labelled word (label_ids >= 0: a word's first piece in a window
+    that scores it), as the family's loss counts. The teacher's logits are its emission
+    scores, without decoding."""
+
+    def units(self, features):
+        return tf.cast(tf.cast(features["label_ids"], tf.int32) >= 0, tf.float32)
+
+    def teacher_outputs(self, teacher, features):
+        outputs = dict(teacher.encoder({name: features[name] for name in self.inputs},
+                                       training=False))
+        outputs["logits"] = teacher.classifier(outputs["sequence_output"], training=False)
+        return outputs
+
+
+class ChoiceTargets(FamilyTargets):
+    """RACE / C3: one unit per real question; absent C3 choices are masked in both."""
+
+    inputs = ("input_ids", "input_mask", "segment_ids", "choice_mask")
+
+
+def family_targets(teacher, kind: str = "single_label") -> FamilyTargets:
+    """The targets of `teacher`'s family; kind: a classifier's (KINDS)."""
+    if isinstance(teacher, AlbertTokenClassifier):
+        return TaggerTargets()
+    if isinstance(teacher, AlbertMultipleChoice):
+        return ChoiceTargets()
+    return ClassifierTargets(kind)
+
+
+class DistillationObjective:
+    """The student's training loss (a `training.Objective`): `family` is the family's own
+    objective (the hard loss and its metrics), `teacher` the built teacher network,
+    `targets` its `FamilyTargets`; `alpha` the hard loss's weight in [0, 1], `temperature`
+    T, `hidden_weight` beta (0: no hidden-state term). Build it in the strategy's scope:
+    with beta > 0 and a narrower student it makes the projection. Reports `soft_loss` (and
+    `hidden_loss`) beside the family's metrics."""
+
+    def __init__(self, family, teacher, targets: FamilyTargets, *, temperature: float,
+                 alpha: float, hidden_weight: float = 0.0, student_width: int = 0):
+        self.family = family
+        self.teacher = teacher
+        self.targets = targets
         self.temperature = float(temperature)
         self.alpha = float(alpha)
-        self.metric_names = ("loss_total", "examples", "soft_total") + (
-            () if kind == "regression" else ("correct",))
+        self.hidden_weight = float(hidden_weight)
+        teacher_width = teacher.config.hidden_size
+        self.projection = None
+        if self.hidden_weight and student_width != teacher_width:
+            self.projection = keras.layers.Dense(teacher_width, name="hidden_projection")
+            self.projection.build((None, None, student_width))
+        extra = ("soft_total", "soft_units") + (
+            ("hidden_total", "hidden_rows") if self.hidden_weight else ())
+        self.metric_names = tuple(family.metric_names) + extra
 
-    def per_example(self, model, features, training):
-        inputs = {name: features[name] for name in saved_model.TOKEN_FEATURES}
-        outputs = model(inputs, training=training)
-        teacher_logits = tf.stop_gradient(tf.cast(
-            self.teacher(inputs, training=False)["logits"], tf.float32))
-        soft = soft_loss(tf.cast(outputs["logits"], tf.float32), teacher_logits,
-                         self.temperature, self.kind)
-        hard = classifier_losses(outputs, features)["per_example_loss"]
-        extra = {"soft_total": tf.reduce_sum(soft)}
-        if self.kind != "regression":
-            equal = tf.equal(outputs["predictions"], tf.cast(features["label_ids"], tf.int32))
-            if self.kind == "multi_label":
-                equal = tf.reduce_all(equal, axis=-1)
-            extra["correct"] = tf.reduce_sum(tf.cast(equal, tf.float32))
-        return self.alpha * hard + (1.0 - self.alpha) * soft, extra
+    @property
+    def trainable_variables(self):
+        return list(self.projection.trainable_variables) if self.projection else []
 
-    def finalize_extra(self, sums):
-        metrics = {"soft_loss": sums["soft_total"] / max(sums["examples"], 1.0)}
-        if self.kind != "regression":
-            metrics["accuracy"] = sums["correct"] / max(sums["examples"], 1.0)
+    def __getattr__(self, name):  # the family's other attributes (eval_metric_names, ...)
+        if name.startswith("_") or name in ("family",):
+            raise AttributeError(name)
+        return getattr(self.family, name)
+
+    def normalizers(self, features):
+        rows = tf.reduce_prod(tf.shape(features["input_ids"])[:-1])
+        return dict(self.family.normalizers(features),
+                    soft_units=tf.reduce_sum(self.targets.units(features)),
+                    encoder_rows=tf.cast(rows, tf.float32))
+
+    def loss(self, model, features, normalizers, training):
+        """This micro-batch's share of the global batch's loss (each term's sum over the
+        micro-batch over its count in the global batch), and the metric sums."""
+        recorder = _Recorder(model)
+        hard, sums = self.family.loss(recorder, features, normalizers, training)
+        student = recorder.outputs
+        teacher = self.targets.teacher_outputs(self.teacher, features)
+        soft = soft_loss(tf.cast(student["logits"], tf.float32),
+                         tf.stop_gradient(tf.cast(teacher["logits"], tf.float32)),
+                         self.temperature, self.targets.kind)
+        units = self.targets.units(features)
+        sums = dict(sums, soft_total=tf.reduce_sum(soft * units),
+                    soft_units=tf.reduce_sum(units))
+        loss = self.alpha * hard + (1.0 - self.alpha) * tf.math.divide_no_nan(
+            sums["soft_total"], normalizers["soft_units"])
+        if self.hidden_weight:
+            per_row = hidden_loss(self._layers(model, student),
+                                  self._layers(self.teacher, teacher),
+                                  self.targets.input_mask(features), self.projection)
+            sums.update(hidden_total=tf.reduce_sum(per_row),
+                        hidden_rows=tf.cast(tf.shape(per_row)[0], tf.float32))
+            loss += self.hidden_weight * tf.math.divide_no_nan(sums["hidden_total"],
+                                                               normalizers["encoder_rows"])
+        return loss, sums
+
+    @staticmethod
+    def _layers(network, outputs) -> List:
+        inner = network.config.inner_group_num
+        layers = outputs["encoder_outputs"][inner - 1::inner]
+        return list(layers[:network.config.num_hidden_layers])
+
+    def finalize(self, sums: Dict[str, float]) -> Dict[str, float]:
+        metrics = self.family.finalize(sums)
+        metrics["soft_loss"] = sums["soft_total"] / max(sums["soft_units"], 1.0)
+        if self.hidden_weight:
+            metrics["hidden_loss"] = sums["hidden_total"] / max(sums["hidden_rows"], 1.0)
         return metrics
+

@@ -438,6 +438,9 @@ class AlbertMultipleChoice(ExitingModel):
             "sequence_output": ops.reshape(encoded["sequence_output"],
                                            (-1, self.num_choices, seq_length, hidden)),
             "pooled_output": ops.reshape(encoded["pooled_output"], (-1, self.num_choices, hidden)),
+            # Each sub-layer's output over the choices flat [B * C, S, H] (distillation's
+            # hidden-state transfer reads them).
+            "encoder_outputs": encoded["encoder_outputs"],
         }
         if self.exit_heads == "none":
             outputs.update(self.choice_outputs(

@@ -24,7 +24,7 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
 import keras
 import tensorflow as tf
@@ -56,7 +56,12 @@ class Objective:
         micro-batch's share of the global-batch loss; `metric_sums` are float32 scalars
         that are summed over steps and replicas.
     finalize(metric_sums) -> dict of float metrics (ratios of the sums).
+    trainable_variables: weights the loss itself owns, trained with the model's and kept
+        in the training checkpoints, never in the model's exports (distillation's
+        hidden-state projection); none by default.
     """
+
+    trainable_variables: Sequence[tf.Variable] = ()
 
     def normalizers(self, features) -> Dict[str, tf.Tensor]:
         raise NotImplementedError
@@ -155,7 +160,7 @@ class Trainer:
         self.learning_rate_fn = learning_rate_fn
         self._loss_scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         with strategy.scope():
-            optimizer.build(model.trainable_variables)
+            optimizer.build(self.trainable_variables)
             self._guard_state = _GuardState(optimization.learning_rate_scale(optimizer))
         scale = self._guard_state.learning_rate_scale
         # The rate before any rollback (a constant rate's variable holds the rate itself).
@@ -177,8 +182,13 @@ class Trainer:
 
     # --- one step --------------------------------------------------------------------
 
+    @property
+    def trainable_variables(self) -> List[tf.Variable]:
+        """The model's trainable weights, then the objective's own."""
+        return list(self.model.trainable_variables) + list(self.task.trainable_variables)
+
     def _micro_batch_gradients(self, features, normalizers):
-        variables = self.model.trainable_variables
+        variables = self.trainable_variables
         with tf.GradientTape() as tape:
             loss, sums = self.task.loss(self.model, features, normalizers, training=True)
             scaled = self.optimizer.scale_loss(loss) if self._loss_scaled else loss
@@ -224,7 +234,7 @@ class Trainer:
             grads = [g * (scale / replicas) for g in grads]
         elif replicas != 1.0:  # (a pass over every gradient saved on one device)
             grads = [g / replicas for g in grads]
-        self.optimizer.apply(grads, self.model.trainable_variables)
+        self.optimizer.apply(grads, self.trainable_variables)
         sums = dict(sums)
         sums["loss_sum"] = loss
         sums["nonfinite"] = tf.cast(tf.logical_not(tf.math.is_finite(loss)), tf.float32)
@@ -285,6 +295,9 @@ class Trainer:
     def make_checkpoint(self, iterator=None) -> tf.train.Checkpoint:
         items = {"model": self.model, "optimizer": self.optimizer,
                  "divergence_guard": self._guard_state, "input_position": self._input_position}
+        if self.task.trainable_variables:  # (absent otherwise: older checkpoints still fit)
+            items["objective"] = tf.Module(name="objective")
+            items["objective"].weights = list(self.task.trainable_variables)
         if iterator is not None:
             items["iterator"] = iterator
         return tf.train.Checkpoint(**items)

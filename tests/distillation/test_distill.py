@@ -1,5 +1,6 @@
-"""Distillation: the student's config and first weights, the loss against its formulas,
-and run_distill.py end to end (a run directory and exports like run_classifier.py's)."""
+"""Distillation: the student's config and first weights, the loss against its formulas
+(soft targets of every family, TinyBERT's hidden states), the teacher's family, and
+run_distill.py end to end (a run directory and exports like the family CLI's)."""
 import json
 import subprocess
 import sys
@@ -36,11 +37,15 @@ def test_student_configs():
     ("layers:3", "layers:k needs k from 1 to 2"),
     ("layers:x", "layers:k needs k"),
     ("huge", r"--student='huge': tiny, small or layers:k"),
-    ("tiny", r"--student=tiny \(H=312\) is wider than the teacher \(H=32\)"),
 ])
 def test_bad_students_are_one_line(spec, message):
     with pytest.raises(UserValueError, match=message):
         students.student_config(tiny_config(), spec)
+
+
+def test_a_preset_may_be_wider_than_a_small_teacher():
+    """The soft targets need no common width; the hidden states have a projection."""
+    assert students.student_config(tiny_config(), "tiny").hidden_size == 312
 
 
 def test_a_shallower_student_starts_as_the_teacher():
@@ -122,19 +127,233 @@ def test_run_distill_makes_a_run_like_run_classifiers(sst2):
 @pytest.mark.slow  # 30 s: four CLI runs that stop at their first line
 def test_run_distill_mistakes_are_one_line(sst2, shared_data, tmp_path):
     root, teacher, _ = sst2
-    wider = distill(root, teacher, "--student=tiny", "--do_train", output="x1")
-    assert wider.returncode != 0
-    assert "is wider than the teacher (H=64)" in wider.stderr.strip().splitlines()[-1]
+    alpha = distill(root, teacher, "--student=layers:1", "--do_train",
+                    "--distill_alpha=1.5", output="x1")
+    assert alpha.returncode != 0
+    assert "--distill_alpha must be in [0, 1], got 1.5" in alpha.stderr.strip().splitlines()[-1]
     other = shared_data / "spm" / "albert_style_pd8k.model"
     vocabulary = distill(root, teacher, "--student=layers:1", "--do_train",
                          f"--spm_model_file={other}", output="x2")
     assert vocabulary.returncode != 0
     assert "a different vocabulary from the teacher's" in \
         vocabulary.stderr.strip().splitlines()[-1]
-    ner = hf_models.write_hf_dir(str(tmp_path / "ner"), "token_classifier",
-                                 str(shared_data / "spm_official" / "30k-clean.model"),
-                                 labels=hf_models.NER_LABELS, seed=5)
-    tagger = distill(root, ner, "--student=layers:1", "--do_train", output="x3")
-    assert tagger.returncode != 0
-    assert "is a token_classifier model; run_distill.py distils text classifiers" in \
-        tagger.stderr.strip().splitlines()[-1]
+    squad = hf_models.write_hf_dir(str(tmp_path / "squad"), "span",
+                                   str(shared_data / "spm_official" / "30k-clean.model"),
+                                   seed=5)
+    reader = distill(root, squad, "--student=layers:1", "--do_train", output="x3")
+    assert reader.returncode != 0
+    assert ("is a span_labeler model; run_distill.py distils text classifiers, NER taggers "
+            "and multiple-choice models") in reader.stderr.strip().splitlines()[-1]
+
+
+def test_layer_map_is_tinyberts_uniform_map():
+    assert objective.layer_map(4, 12) == [2, 5, 8, 11]
+    assert objective.layer_map(2, 6) == [2, 5]
+    assert objective.layer_map(3, 3) == [0, 1, 2]
+    assert objective.layer_map(1, 2) == [1]
+
+
+def test_hidden_loss_follows_its_formula():
+    """Student layer m against teacher layer m * N // M, through the projection, mean
+    squared difference over the real tokens and the teacher's width, summed over layers."""
+    rng = np.random.default_rng(1)
+    student = [rng.normal(size=(2, 5, 3)).astype(np.float32) for _ in range(2)]
+    teacher = [rng.normal(size=(2, 5, 4)).astype(np.float32) for _ in range(4)]
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], np.int32)
+    projection = tf.keras.layers.Dense(4)
+    projection.build((None, None, 3))
+    kernel, bias = (w.numpy() for w in projection.weights)
+    expected = np.zeros(2)
+    for m, n in ((0, 1), (1, 3)):
+        per_token = ((student[m] @ kernel + bias - teacher[n]) ** 2).mean(-1)
+        expected += (per_token * mask).sum(-1) / mask.sum(-1)
+    got = objective.hidden_loss([tf.constant(x) for x in student],
+                                [tf.constant(x) for x in teacher], mask, projection)
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
+def _objective_case(family_name):
+    """(student, teacher, family objective, targets, features) of a tiny model pair."""
+    from albert_tf.modeling.models import AlbertMultipleChoice
+    from albert_tf.modeling.token_classifier import AlbertTokenClassifier
+    from albert_tf.tasks.classification.job import ClassificationObjective
+    from albert_tf.tasks.multiple_choice.job import MultipleChoiceObjective
+    from albert_tf.tasks.tagging.job import TaggingObjective
+
+    tf.keras.utils.set_random_seed(3)
+    config = tiny_config(num_hidden_groups=1)
+    wide = students.student_config(config, "layers:1")
+    narrow = tiny_config(num_hidden_groups=1, hidden_size=16, num_hidden_layers=1,
+                         num_attention_heads=2, intermediate_size=32)
+    rng = np.random.default_rng(2)
+    if family_name == "tagging":
+        make = lambda c: AlbertTokenClassifier(c, num_labels=3)  # noqa: E731
+        ids = rng.integers(5, 60, (3, 9)).astype(np.int32)
+        labels = rng.integers(-1, 3, (3, 9)).astype(np.int32)
+        features = {"input_ids": ids, "input_mask": np.ones_like(ids),
+                    "segment_ids": np.zeros_like(ids), "label_ids": labels}
+        family = TaggingObjective()
+    elif family_name == "multiple_choice":
+        make = lambda c: AlbertMultipleChoice(c, num_choices=4)  # noqa: E731
+        ids = rng.integers(5, 60, (2, 4, 9)).astype(np.int32)
+        features = {"input_ids": ids, "input_mask": np.ones_like(ids),
+                    "segment_ids": np.zeros_like(ids),
+                    "label_ids": np.array([1, 3], np.int32),
+                    "is_real_example": np.array([1, 0], np.int32),
+                    "level_ids": np.array([0, 1], np.int32)}
+        family = MultipleChoiceObjective()
+    else:
+        make = lambda c: AlbertClassifier(c, num_labels=3)  # noqa: E731
+        ids = rng.integers(5, 60, (4, 9)).astype(np.int32)
+        features = {"input_ids": ids, "input_mask": np.ones_like(ids),
+                    "segment_ids": np.zeros_like(ids),
+                    "label_ids": np.array([0, 2, 1, 1], np.int32)}
+        family = ClassificationObjective(regression=False)
+    teacher, student, narrow_student = make(config), make(wide), make(narrow)
+    for model in (teacher, student, narrow_student):
+        model.build()
+    return teacher, student, narrow_student, family, features
+
+
+@pytest.mark.parametrize("family_name", ["classification", "tagging", "multiple_choice"])
+def test_distillation_loss_is_its_terms_weighted(family_name):
+    """alpha x the family's own loss + (1 - alpha) x the soft loss's mean over the family's
+    units + beta x the hidden loss's mean over the encoder's rows, each term computed here
+    from the two models' outputs."""
+    teacher, student, narrow, family, features = _objective_case(family_name)
+    targets = objective.family_targets(teacher)
+    for model, hidden_weight in ((student, 0.0), (narrow, 0.7)):
+        loss_fn = objective.DistillationObjective(
+            family, teacher, targets, temperature=2.0, alpha=0.3, hidden_weight=hidden_weight,
+            student_width=model.config.hidden_size)
+        assert (loss_fn.projection is not None) == (model is narrow)
+        normalizers = loss_fn.normalizers(features)
+        got, sums = loss_fn.loss(model, features, normalizers, training=False)
+        hard, _ = family.loss(model, features, family.normalizers(features), training=False)
+        mine = model(features, training=False)
+        theirs = targets.teacher_outputs(teacher, features)
+        soft = objective.soft_loss(tf.cast(mine["logits"], tf.float32),
+                                   tf.cast(theirs["logits"], tf.float32), 2.0, "single_label")
+        units = targets.units(features).numpy()
+        if family_name == "tagging":
+            units = (features["label_ids"] >= 0).astype(np.float32)
+        elif family_name == "multiple_choice":
+            units = features["is_real_example"].astype(np.float32)
+        expected = 0.3 * float(hard) + 0.7 * float((soft.numpy() * units).sum() / units.sum())
+        if hidden_weight:
+            rows = objective.hidden_loss(
+                objective.DistillationObjective._layers(model, mine),
+                objective.DistillationObjective._layers(teacher, theirs),
+                targets.input_mask(features), loss_fn.projection).numpy()
+            expected += 0.7 * rows.mean()
+            assert float(sums["hidden_rows"]) == len(rows)
+            assert loss_fn.trainable_variables == loss_fn.projection.trainable_variables
+        np.testing.assert_allclose(float(got), expected, rtol=1e-5)
+        assert float(sums["soft_units"]) == units.sum()
+        assert "soft_loss" in loss_fn.finalize({k: float(v) for k, v in sums.items()})
+
+
+def test_the_teachers_family_is_read_from_its_files(tmp_path, shared_data):
+    from albert_tf.distillation import teacher as teachers
+
+    def record(name, content):
+        directory = tmp_path / name
+        directory.mkdir()
+        file, value = content
+        (directory / file).write_text(json.dumps(value))
+        return str(directory)
+
+    assert teachers.teacher_family(record("run_ner", ("albert_tf_run.json",
+                                                      {"task": "ner conll2003"}))) == "tagging"
+    assert teachers.teacher_family(record("run_race", ("albert_tf_run.json",
+                                                       {"task": "c3"}))) == "multiple_choice"
+    assert teachers.teacher_family(record("run_sst", ("albert_tf_run.json",
+                                                      {"task": "sst-2"}))) == "classification"
+    assert teachers.teacher_family(record("export", ("albert_tf_export.json",
+                                                     {"task": "tagging"}))) == "tagging"
+    assert teachers.teacher_family(record("hf", ("config.json", {
+        "architectures": ["AlbertForMultipleChoice"]}))) == "multiple_choice"
+    assert teachers.teacher_family(str(tmp_path / "absent")) == "classification"
+    assert teachers.teacher_family(None) == "classification"
+
+
+def _ner_setup(shared_data, root):
+    from tests.cli.test_run_ner_cli import CONLL_LABELS, DOCSTART, blocks_of, write_blocks
+
+    conll = shared_data / "ner" / "conll2003" / "eng.train"
+    if not conll.exists():
+        pytest.skip(f"{conll} not found (shared NER samples)")
+    blocks = blocks_of(conll)
+    (root / "conll2003").mkdir()
+    write_blocks(root / "conll2003" / "eng.train", blocks[:120], DOCSTART)
+    write_blocks(root / "conll2003" / "eng.testa", blocks[120:160], DOCSTART)
+    write_blocks(root / "conll2003" / "eng.testb", blocks[160:200], DOCSTART)
+    spm = str(shared_data / "spm_official" / "30k-clean.model")
+    return hf_models.write_hf_dir(str(root / "ner_teacher"), "token_classifier", spm,
+                                  labels=CONLL_LABELS, seed=3, max_length=64)
+
+
+def _run_distill(*flags):
+    return subprocess.run([sys.executable, "run_distill.py", *flags], cwd=REPO_ROOT,
+                          capture_output=True, text=True)
+
+
+@pytest.mark.slow  # 70 s: a NER student with the hidden-state loss, resumed, then exported
+def test_a_ner_student_is_a_run_ner_run(shared_data, tmp_path):
+    """A tagger teacher brings run_ner.py's flags and job; a wider `tiny` student learns
+    the teacher's hidden states through the projection, which the training checkpoints keep
+    (a resumed run goes on with it) and the export leaves out."""
+    teacher = _ner_setup(shared_data, tmp_path)
+    common = [f"--teacher={teacher}", "--student=tiny", "--task_name=conll2003",
+              f"--data_dir={tmp_path / 'conll2003'}", f"--output_dir={tmp_path / 'run'}",
+              "--do_train", "--do_eval", "--max_seq_length=48", "--doc_stride=16",
+              "--train_batch_size=16", "--save_checkpoints_steps=3",
+              "--iterations_per_loop=3", "--hidden_weight=1", "--seed=1"]
+    first = _run_distill(*common, "--train_step=3")
+    assert first.returncode == 0, first.stderr[-3000:]
+    reader = tf.train.load_checkpoint(str(tmp_path / "run" / "checkpoints" / "ckpt-3"))
+    kernel_key = [key for key in reader.get_variable_to_shape_map()
+                  if key.startswith("objective/") and "OPTIMIZER" not in key
+                  and reader.get_variable_to_shape_map()[key] == [312, 64]]
+    assert kernel_key, "the projection is in the training checkpoint"
+    before = reader.get_tensor(kernel_key[0])
+    second = _run_distill(*common, "--train_step=6",
+                          f"--export_dir={tmp_path / 'run' / 'export'}",
+                          "--export_format=saved_model")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "restored" in second.stderr.lower() or "resum" in second.stderr.lower()
+    after = tf.train.load_checkpoint(str(tmp_path / "run" / "checkpoints" / "ckpt-6"))
+    assert not np.array_equal(after.get_tensor(kernel_key[0]), before)
+    assert "hidden_loss" in second.stderr
+    config = json.loads((tmp_path / "run" / "student" / "albert_config.json").read_text())
+    assert (config["num_hidden_layers"], config["hidden_size"]) == (4, 312)
+    from albert_tf import pipeline
+
+    tagger = pipeline("token-classification", model=str(tmp_path / "run" / "export"))
+    assert isinstance(tagger("John lives in Paris"), list)
+    saved = tf.train.load_checkpoint(str(tmp_path / "run" / "export" / "variables" /
+                                         "variables"))
+    assert not any(shape == [312, 64] for shape in saved.get_variable_to_shape_map().values())
+
+
+@pytest.mark.slow  # 25 s: a RACE student of a Hugging Face multiple-choice teacher
+def test_a_race_student_is_a_run_race_run(shared_data, tmp_path):
+    import shutil
+
+    data = tmp_path / "race"
+    for split in ("train", "dev"):
+        shutil.copytree(shared_data / "race" / "RACE" / split, data / "RACE" / split)
+    teacher = hf_models.write_hf_dir(str(tmp_path / "teacher"), "multiple_choice",
+                                     str(shared_data / "spm_official" / "30k-clean.model"),
+                                     seed=4, max_length=64)
+    done = _run_distill(f"--teacher={teacher}", "--student=layers:1", f"--data_dir={data}",
+                        f"--output_dir={tmp_path / 'run'}", "--max_seq_length=64",
+                        "--max_qa_length=24", "--train_batch_size=4", "--eval_batch_size=5",
+                        "--train_step=4", "--save_checkpoints_steps=4", "--warmup_step=1",
+                        "--hidden_weight=0.5")
+    assert done.returncode == 0, done.stderr[-3000:]
+    best = json.loads((tmp_path / "run" / "best_eval.json").read_text())
+    assert {"eval_accuracy", "eval_accuracy_middle", "global_step"} <= set(best)
+    assert "soft_loss" in done.stderr and "hidden_loss" in done.stderr
+    record = json.loads((tmp_path / "run" / "albert_tf_run.json").read_text())
+    assert record["task"] == "race"
