@@ -19,6 +19,8 @@ Public API:
   AlbertFeatureExtractor, AlbertQuestionAnswerer, AlbertSentenceEmbedder
                      the Keras tasks (text classification, NER, multiple choice, fill-mask,
                      feature extraction, question answering, sentence embeddings)
+  distill            a smaller student of a fine-tuned classifier, tagger or
+                     multiple-choice model, trained with Keras' fit (docs/fast_inference.md)
 """
 from albert_tf import _lazy, _moved
 
@@ -44,6 +46,7 @@ _EXPORTS = {
     "AlbertMultipleChoiceTask": "keras_tasks", "AlbertMaskedLM": "keras_tasks",
     "AlbertFeatureExtractor": "keras_tasks", "AlbertQuestionAnswerer": "keras_tasks",
     "AlbertSentenceEmbedder": "keras_tasks",
+    "distill": "distillation.keras_distiller",
 }
 __all__ = list(_EXPORTS)
 

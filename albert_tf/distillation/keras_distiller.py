@@ -127,12 +127,12 @@ def student_task(teacher, student: Union[str, AlbertConfig] = "tiny"):
     network = type(teacher.network).from_config(network_config)
     network.build()
     students.initialise_from_teacher(network, teacher.network)
-    task_config = teacher.get_config()
-    task_config.pop("name", None)
-    task_config["network"] = keras.saving.serialize_keras_object(network)
-    made = type(teacher).from_config(task_config)
+    # The teacher's own settings (labels, tag scheme, ...) and preprocessor: the student
+    # reads the teacher's tokens.
+    settings = {key: value for key, value in teacher.get_config().items()
+                if key not in ("network", "preprocessor", "name", "trainable", "dtype")}
+    made = type(teacher)(network=network, preprocessor=teacher.preprocessor, **settings)
     made.build()
-    made.network.set_weights(network.get_weights())
     return made
 
 
@@ -161,7 +161,7 @@ def distill(teacher, x=None, y=None, *, student: Union[str, AlbertConfig] = "tin
         teacher = from_pretrained(teacher)
     families = (AlbertTextClassifier, AlbertTagger, AlbertMultipleChoiceTask)
     if not isinstance(teacher, families):
-        raise UserValueError(f"distill: the teacher is a {type(teacher).__name__}; it "
+        raise UserValueError(f"distill: the teacher is an {type(teacher).__name__}; it "
                              f"distils {', '.join(kind.__name__ for kind in families)}")
     if getattr(teacher.network, "early_exit", None) is not None:
         teacher.network.early_exit = None  # the teacher answers from every layer
@@ -180,7 +180,7 @@ def distill(teacher, x=None, y=None, *, student: Union[str, AlbertConfig] = "tin
     validation = (None if validation_data is None else
                   made.dataset(*_pair(validation_data), batch_size, needs_labels=True))
     made.history = distiller.fit(data, epochs=epochs, validation_data=validation,
-                                 callbacks=callbacks, verbose=verbose)
+                                 callbacks=callbacks, verbose=verbose, shuffle=False)
     return made
 
 
