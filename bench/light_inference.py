@@ -63,6 +63,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--student_learning_rate", type=float, default=1e-4,
                         help="the students' peak learning rate (a layers:k student starts "
                              "from the teacher's weights)")
+    parser.add_argument("--hidden_weight", type=float, default=0.0,
+                        help="run_distill.py --hidden_weight of the students")
+    parser.add_argument("--distill_alpha", type=float, default=0.5,
+                        help="run_distill.py --distill_alpha of the students")
     parser.add_argument("--only_students", action="store_true",
                         help="measure the students alone (the teacher's rows come from "
                              "--output's earlier figures)")
@@ -196,7 +200,8 @@ def run_setting(model, options, spec, features, labels, directory) -> Dict:
 def distil(args, work: pathlib.Path, data: pathlib.Path, spec: str) -> pathlib.Path:
     """Trains the student `spec` from the teacher run with run_distill.py (the teacher's
     own schedule); returns its export directory."""
-    out = work / f"student_{spec.replace(':', '_')}"
+    out = work / (f"student_{spec.replace(':', '_')}"
+                  + (f"_hidden{args.hidden_weight:g}" if args.hidden_weight else ""))
     if not (out / "export" / "model.onnx").exists():
         command = [sys.executable, str(REPO / "run_distill.py"), f"--teacher={work / 'run'}",
                    f"--student={spec}", "--task_name=sst-2", f"--data_dir={data}",
@@ -207,6 +212,8 @@ def distil(args, work: pathlib.Path, data: pathlib.Path, spec: str) -> pathlib.P
                    f"--save_checkpoints_steps={max(args.train_step // 4, 1)}",
                    "--iterations_per_loop=50", "--seed=7", f"--export_dir={out / 'export'}",
                    "--export_format=saved_model,onnx",
+                   f"--hidden_weight={args.hidden_weight}",
+                   f"--distill_alpha={args.distill_alpha}",
                    f"--spm_model_file={SHARED / 'spm' / 'albert_style_pd8k.model'}"
                    if not args.init_dir else
                    f"--spm_model_file={next(pathlib.Path(args.init_dir).glob('*.model'))}"]
@@ -288,7 +295,8 @@ def main(argv=None) -> int:
                                  work / "exports" / name.replace(" ", "_"))
         print(name, json.dumps(rows[name]), flush=True)
     for spec in filter(None, args.students.split(",")):
-        name = f"student {spec}"
+        name = f"student {spec}" + (f" hidden {args.hidden_weight:g}"
+                                      if args.hidden_weight else "")
         rows[name] = run_student(distil(args, work, data, spec), features, labels)
         print(name, json.dumps(rows[name]), flush=True)
     report = {"cpu": cpu_name(), "init_dir": args.init_dir, "exit_heads": args.exit_heads,

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Dict, Optional
+import os
+from typing import Dict, List, Optional
+
+from absl import logging
 
 from albert_tf.distillation import objective, students, teacher as teachers
-from albert_tf.errors import UserValueError
+from albert_tf import tokenization
+from albert_tf.errors import UserFileNotFoundError, UserValueError
 from albert_tf.option_fields import POSITIVE, option
+from albert_tf.tasks.classification import features
 from albert_tf.tasks.classification.job import ClassificationJob, ClassificationOptions
 from albert_tf.tasks.multiple_choice.job import MultipleChoiceJob, MultipleChoiceOptions
 from albert_tf.tasks.tagging.job import TaggingJob, TaggingOptions
@@ -38,6 +43,11 @@ class DistillationFields:
                                             "student layer against a teacher layer, through "
                                             "a learned projection when the widths differ); "
                                             "0: off.")
+
+    transfer_file: Optional[str] = option(
+        None, help="Unlabelled text the student also learns from, with the teacher's soft "
+                   "targets alone: one example per line (a pair task's two texts separated "
+                   "by a tab). Text classification.")
 
     def validate_distillation(self) -> None:
         if not 0.0 <= self.distill_alpha <= 1.0:
@@ -80,6 +90,8 @@ class Distillation:
                 f"{teachers.FAMILY_MODELS[self.FAMILY]} (run_distill.py reads the family "
                 f"from --teacher)")
         self.check_teacher_outputs(teacher)
+        if self.options.transfer_file:
+            self.check_transfer_file()
         given = self.options.spm_model_file or self.options.vocab_file
         with open(given, "rb") as handle:
             if handle.read() != teacher.vocabulary:
@@ -95,6 +107,12 @@ class Distillation:
 
     def check_teacher_outputs(self, teacher: teachers.Teacher) -> None:
         """One line when the teacher's outputs do not match the task's."""
+
+    def check_transfer_file(self) -> None:
+        """One line when --transfer_file cannot be read by this family."""
+        raise UserValueError(f"--transfer_file: unlabelled transfer text is read for text "
+                             f"classification teachers; this teacher is a "
+                             f"{teachers.FAMILY_MODELS[self.FAMILY]}")
 
     def chance_loss(self) -> Optional[float]:
         """The loss of a uniform guess (None: no such level, regression)."""
@@ -141,6 +159,45 @@ class ClassificationDistillationJob(Distillation, ClassificationJob):
                 teacher, f"--task_name={self.options.task_name}",
                 teacher.labels or "a score", ours or "a score"))
 
+    def check_transfer_file(self):
+        path = self.options.transfer_file
+        if not os.path.isfile(path):
+            raise UserFileNotFoundError(f"--transfer_file={path}: no such file")
+        if self.options.long_text_rule().mode != "truncate":
+            raise UserValueError("--transfer_file reads its texts with --long_text=truncate")
+
+    def transfer_examples(self) -> List:
+        """The transfer file's examples (read once): one per non-blank line, no label."""
+        return self.once("transfer", lambda: read_transfer_file(self.options.transfer_file,
+                                                                self.spec))
+
+    def transfer_cache(self) -> str:
+        """The transfer examples' feature cache (every is_real_example 0), built once."""
+        options = self.options
+        return self.once("transfer cache", lambda: features.prepare_features(
+            options.cached_dir or options.output_dir, self.spec, "transfer",
+            self.transfer_examples(), self.tokenizer, options.max_seq_length,
+            tokenization.vocabulary_fingerprint(self.tokenizer), unlabelled=True))
+
+    def prepare(self) -> None:
+        super().prepare()
+        if self.options.do_train and self.options.transfer_file:
+            self.transfer_cache()
+            logging.info("transfer text: %d unlabelled examples from %s (the teacher's soft "
+                         "targets alone)", len(self.transfer_examples()),
+                         self.options.transfer_file)
+
+    def train_dataset(self, input_context):
+        if not self.options.transfer_file:
+            return super().train_dataset(input_context)
+        _, path = self.split("train")
+        # One shuffled stream of both files: labelled rows and transfer rows mix in every
+        # batch, in proportion to their counts.
+        return self.dataset([path, self.transfer_cache()],
+                            self.per_replica_train_batch(input_context), True,
+                            self.num_features("train") + len(self.transfer_examples()),
+                            self.options.seed, input_context)
+
     def chance_loss(self):
         if self.regression:
             return None
@@ -186,6 +243,36 @@ class MultipleChoiceDistillationJob(Distillation, MultipleChoiceJob):
 JOBS: Dict[str, type] = {"classification": ClassificationDistillationJob,
                          "tagging": TaggingDistillationJob,
                          "multiple_choice": MultipleChoiceDistillationJob}
+def read_transfer_file(path: str, spec) -> List:
+    """The unlabelled examples of a transfer file for task `spec`: one per non-blank line,
+    a pair task's two texts separated by a tab; one line naming file and line otherwise."""
+    from albert_tf.tasks.classification.glue import InputExample
+
+    pair = spec.is_pair
+    examples = []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                line = line.rstrip("\r\n")
+                if not line.strip():
+                    continue
+                fields = line.split("\t")
+                if len(fields) != (2 if pair else 1):
+                    wanted = ("two texts (a sentence pair) separated by a tab" if pair
+                              else "one text with no tab")
+                    raise UserValueError(f"{path}:{number}: {len(fields)} tab-separated "
+                                         f"fields; {spec.name} reads {wanted} per line")
+                examples.append(InputExample(f"transfer-{number}", fields[0],
+                                             fields[1] if pair else None, None,
+                                             f"{path}:{number}"))
+    except UnicodeDecodeError as error:
+        raise UserValueError(f"{path}: not UTF-8 text ({error.reason} at byte "
+                             f"{error.start})") from None
+    if not examples:
+        raise UserValueError(f"{path}: no text (one example per line)")
+    return examples
+
+
 # The classification job under its first name.
 DistillationJob = ClassificationDistillationJob
 DistillationOptions = ClassificationDistillationJob.OPTIONS

@@ -99,11 +99,9 @@ class FamilyTargets:
     kind = "single_label"
 
     def units(self, features):
-        """float32 weights [B] (a tagger's [B, S]): 1 for each unit the soft loss counts."""
-        real = features.get("is_real_example")
-        if real is None:
-            return tf.ones(tf.shape(features["input_ids"])[:1], tf.float32)
-        return tf.cast(tf.reshape(real, [-1]), tf.float32)
+        """float32 weights [B] (a tagger's [B, S]): 1 for each unit the soft loss counts (a
+        classifier's: every row, unlabelled transfer text too)."""
+        return tf.ones(tf.shape(features["input_ids"])[:1], tf.float32)
 
     def teacher_outputs(self, teacher, features) -> Mapping:
         return teacher({name: features[name] for name in self.inputs
@@ -142,6 +140,11 @@ class ChoiceTargets(FamilyTargets):
     """RACE / C3: one unit per real question; absent C3 choices are masked in both."""
 
     inputs = ("input_ids", "input_mask", "segment_ids", "choice_mask")
+
+    def units(self, features):
+        from albert_tf.finetuning import example_weights
+
+        return example_weights(features)
 
 
 def family_targets(teacher, kind: str = "single_label") -> FamilyTargets:

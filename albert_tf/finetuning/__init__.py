@@ -26,7 +26,7 @@ from albert_tf import _lazy
 # Public name -> the module of this package that defines it.
 _EXPORTS = {
     "BEST_PREFIX": "job", "CHECKPOINT_SUBDIR": "job", "BestCheckpointTracker": "job",
-    "ExampleMeanObjective": "job", "ExampleMeanTask": "job", "FinetuningJob": "job", "evaluate_unrecorded_checkpoint": "job",
+    "ExampleMeanObjective": "job", "ExampleMeanTask": "job", "example_weights": "job", "FinetuningJob": "job", "evaluate_unrecorded_checkpoint": "job",
     "load_best_weights": "job", "run_finetuning": "job", "real_features": "job",
     "FinetuningOptions": "options", "TaskOptions": "options",
     "predict_outputs": "predict", "run_seeds": "seeds",

@@ -39,11 +39,23 @@ BestCheckpointTracker = best_checkpoint.BestCheckpointTracker
 evaluate_unrecorded_checkpoint = best_checkpoint.evaluate_unrecorded_checkpoint
 
 
+def example_weights(features) -> tf.Tensor:
+    """float32 [B]: `is_real_example` where the batch has it (0: a row the loss skips, as
+    the padding of an evaluation batch or distillation's unlabelled transfer text), else 1."""
+    real = features.get("is_real_example")
+    if real is None:
+        first = next(iter(features.values()))
+        return tf.ones(tf.shape(first)[:1], tf.float32)
+    return tf.cast(tf.reshape(real, [-1]), tf.float32)
+
+
 class ExampleMeanObjective(training.Objective):
-    """A task whose loss is the mean of a per-example loss over the global batch.
+    """A task whose loss is the mean of a per-example loss over the global batch's real
+    examples (`example_weights`).
 
     Subclasses implement `per_example(model, features, training)` returning
-    (losses [B] float32, extra metric sums dict), and `finalize_extra(sums)`.
+    (losses [B] float32, extra metric sums dict: counted over the real examples too), and
+    `finalize_extra(sums)`.
     """
 
     metric_names = ("loss_total", "examples")
@@ -55,16 +67,15 @@ class ExampleMeanObjective(training.Objective):
         return {}
 
     def normalizers(self, features):
-        first = next(iter(features.values()))
-        return {"examples": tf.cast(tf.shape(first)[0], tf.float32)}
+        return {"examples": tf.reduce_sum(example_weights(features))}
 
     def loss(self, model, features, normalizers, training):
         losses, extra = self.per_example(model, features, training)
-        losses = tf.cast(losses, tf.float32)
-        total = tf.reduce_sum(losses)
-        sums = {"loss_total": total, "examples": tf.cast(tf.shape(losses)[0], tf.float32)}
+        weights = example_weights(features)
+        total = tf.reduce_sum(tf.cast(losses, tf.float32) * weights)
+        sums = {"loss_total": total, "examples": tf.reduce_sum(weights)}
         sums.update(extra)
-        return total / normalizers["examples"], sums
+        return tf.math.divide_no_nan(total, normalizers["examples"]), sums
 
     def finalize(self, sums):
         metrics = {"eval_loss": sums["loss_total"] / max(sums["examples"], 1.0)}

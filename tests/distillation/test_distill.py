@@ -357,3 +357,74 @@ def test_a_race_student_is_a_run_race_run(shared_data, tmp_path):
     assert "soft_loss" in done.stderr and "hidden_loss" in done.stderr
     record = json.loads((tmp_path / "run" / "albert_tf_run.json").read_text())
     assert record["task"] == "race"
+
+
+def test_transfer_files_are_read_line_by_line(tmp_path):
+    from albert_tf.distillation.job import read_transfer_file
+    from albert_tf.tasks.classification.glue import TASKS
+
+    single, pair = TASKS["sst-2"], TASKS["mrpc"]
+    path = tmp_path / "transfer.txt"
+    path.write_text("a gripping film\n\n  \nsecond line\r\n", encoding="utf-8")
+    examples = read_transfer_file(str(path), single)
+    assert [(e.text_a, e.text_b, e.label) for e in examples] == [
+        ("a gripping film", None, None), ("second line", None, None)]
+    assert examples[1].source == f"{path}:4"
+    path.write_text("one\ttwo\n", encoding="utf-8")
+    assert read_transfer_file(str(path), pair)[0].text_b == "two"
+    with pytest.raises(UserValueError, match=rf"{path}:1: 2 tab-separated fields; sst-2 reads "
+                                             "one text with no tab per line"):
+        read_transfer_file(str(path), single)
+    path.write_text("ok\tfine\nalone\n", encoding="utf-8")
+    with pytest.raises(UserValueError, match=r":2: 1 tab-separated fields; mrpc reads two "
+                                             r"texts \(a sentence pair\)"):
+        read_transfer_file(str(path), pair)
+    path.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(UserValueError, match="no text"):
+        read_transfer_file(str(path), single)
+    path.write_bytes(b"caf\xe9\n")
+    with pytest.raises(UserValueError, match="not UTF-8 text"):
+        read_transfer_file(str(path), single)
+
+
+@pytest.mark.slow  # 40 s: a student that also reads unlabelled transfer text
+def test_transfer_text_joins_training_with_soft_targets_only(sst2, tmp_path):
+    root, teacher, _ = sst2
+    transfer = tmp_path / "transfer.txt"
+    transfer.write_text("".join(f"an unlabelled sentence number {i}\n" for i in range(64)),
+                        encoding="utf-8")
+    done = distill(root, teacher, "--student=layers:1", "--do_train",
+                   f"--transfer_file={transfer}", output="transfer_run")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"transfer text: 64 unlabelled examples from {transfer}" in done.stderr
+    caches = list((root / "transfer_run").glob("*transfer*"))
+    assert caches, "the transfer cache is in the output directory"
+    records = [tf.train.Example.FromString(r.numpy())
+               for r in tf.data.TFRecordDataset(str(next(c for c in caches
+                                                         if c.suffix != ".json")))]
+    assert len(records) == 64
+    assert {e.features.feature["is_real_example"].int64_list.value[0] for e in records} == {0}
+    missing = distill(root, teacher, "--student=layers:1", "--do_train",
+                      f"--transfer_file={tmp_path / 'absent.txt'}", output="transfer_x")
+    assert missing.returncode != 0
+    assert f"--transfer_file={tmp_path / 'absent.txt'}: no such file" in \
+        missing.stderr.strip().splitlines()[-1]
+
+
+def test_the_labels_loss_skips_rows_without_a_label():
+    """Transfer rows (is_real_example 0) count in the soft loss, not in the labels' loss
+    or accuracy; a batch of real rows alone gives the plain mean."""
+    from albert_tf.tasks.classification.job import ClassificationObjective
+
+    teacher, student, _, family, features = _objective_case("classification")
+    real = dict(features, is_real_example=np.array([1, 0, 1, 0], np.int32))
+    loss, sums = family.loss(student, real, family.normalizers(real), training=False)
+    per_row = tf.keras.losses.sparse_categorical_crossentropy(
+        features["label_ids"], student(features)["logits"], from_logits=True).numpy()
+    np.testing.assert_allclose(float(loss), per_row[[0, 2]].mean(), rtol=1e-5)
+    assert float(sums["examples"]) == 2.0 and float(sums["correct"]) <= 2.0
+    plain, _ = ClassificationObjective(regression=False).loss(
+        student, features, family.normalizers(features), training=False)
+    np.testing.assert_allclose(float(plain), per_row.mean(), rtol=1e-5)
+    targets = objective.family_targets(teacher)
+    assert targets.units(real).numpy().tolist() == [1.0, 1.0, 1.0, 1.0]

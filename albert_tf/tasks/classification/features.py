@@ -195,8 +195,11 @@ def cache_path(cached_dir: str, identity: Dict[str, object]) -> str:
 
 def prepare_features(cached_dir: str, spec, split: str,
                      examples: Sequence, tokenizer, max_seq_length: int,
-                     tokenizer_fingerprint: str, long_text=None) -> str:
-    """Writes (or reuses) the TFRecord cache of `examples`; returns its path.
+                     tokenizer_fingerprint: str, long_text=None,
+                     unlabelled: bool = False) -> str:
+    """Writes (or reuses) the TFRecord cache of `examples`; returns its path. `unlabelled`:
+    every record's is_real_example is 0 (distillation's transfer text: the labels' loss
+    skips them).
 
     The cache's identity (`cache_identity`: task, split, sequence length, vocabulary,
     lower-casing, labels and example contents) is its description and, hashed, part of
@@ -212,6 +215,8 @@ def prepare_features(cached_dir: str, spec, split: str,
     def write_records(write):
         features = convert_examples(examples, tokenizer, max_seq_length, spec.labels,
                                     multi_label=spec.multi_label, long_text=rule)
+        if unlabelled:
+            features["is_real_example"][:] = 0
         for i in range(len(features["input_ids"])):
             write(serialize(features, i, spec.is_regression))
         logging.info("wrote %d %s features to %s", len(features["input_ids"]), split, path)

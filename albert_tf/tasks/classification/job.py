@@ -162,7 +162,8 @@ class ClassificationObjective(finetuning.ExampleMeanObjective):
         equal = tf.equal(outputs["predictions"], tf.cast(features["label_ids"], tf.int32))
         if self.multi_label:
             equal = tf.reduce_all(equal, axis=-1)
-        return losses, {"correct": tf.reduce_sum(tf.cast(equal, tf.float32))}
+        weights = finetuning.example_weights(features)
+        return losses, {"correct": tf.reduce_sum(tf.cast(equal, tf.float32) * weights)}
 
     def finalize_extra(self, sums):
         if self.regression:
