@@ -63,9 +63,9 @@ def pipeline(task: str, model: str, batch_size: int = 8, do_lower_case: Optional
     batch_size: model rows per call; do_lower_case: override the tokenizer's casing
     (default: what the model directory says, else lower-case); num_layers: run the
     shared layer this many times instead of all; patience / exit_confidence: early exit
-    (PABEE; text and token classification), each result then says its `exit_layer` (an
-    export runs as it was exported: other values are refused); options: the task's
-    defaults for every call (e.g. aggregation_strategy="simple", top_k=3).
+    (PABEE; text and token classification, multiple choice), each result then says its
+    `exit_layer` (an export runs as it was exported: other values are refused); options:
+    the task's defaults for every call (e.g. aggregation_strategy="simple", top_k=3).
     """
     from albert_tf.pipelines.sources import load_source, set_light_inference
 

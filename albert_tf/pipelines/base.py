@@ -131,8 +131,8 @@ class Pipeline:
                     if not skip_errors:
                         raise
                     prepared.append((key, item, error))
-            flat = [row for _, _, rows in prepared if isinstance(rows, list) for row in rows]
-            outputs = self.run_rows(flat)
+            outputs = self.run_items([rows for _, _, rows in prepared
+                                      if isinstance(rows, list)])
             at = 0
             for key, item, rows in prepared:
                 if not isinstance(rows, list):
@@ -141,6 +141,11 @@ class Pipeline:
                 part = {name: value[at:at + len(rows)] for name, value in outputs.items()}
                 at += len(rows)
                 yield key, self.answer(item, rows, part, options)
+
+    def run_items(self, items_rows: Sequence[List[Packed]]) -> Dict[str, np.ndarray]:
+        """The model's outputs for the rows of several inputs (one list per input), one
+        entry per row in order; by default the rows run as one stream (`run_rows`)."""
+        return self.run_rows([row for rows in items_rows for row in rows])
 
     def run_rows(self, rows: Sequence[Packed]) -> Dict[str, np.ndarray]:
         """The model's outputs for `rows`, `batch_size` at a time, concatenated."""

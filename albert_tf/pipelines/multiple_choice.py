@@ -12,7 +12,7 @@ choices' logits (AlbertForMultipleChoice's), best first.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Mapping
+from typing import Dict, List, Mapping, Sequence
 
 import numpy as np
 
@@ -63,8 +63,37 @@ class MultipleChoicePipeline(base.Pipeline):
             rows.append(self.encoder.pack(first, second))
         return rows
 
+    def run_items(self, items_rows: Sequence[List[Packed]]) -> Dict[str, np.ndarray]:
+        """Under early exit, whole questions go through the model together (their choices
+        exit at one layer): about `batch_size` rows at a time, each question padded to the
+        most choices of its batch (absent choices masked); else the rows as one stream."""
+        run_choices = self.source.run_choices
+        if run_choices is None:
+            return super().run_items(items_rows)
+        logits, exits = [], []
+        most = max((len(rows) for rows in items_rows), default=1)
+        per_call = max(1, self.batch_size // most)
+        for start in range(0, len(items_rows), per_call):
+            group = items_rows[start:start + per_call]
+            width = max(len(rows) for rows in group)
+            padded = [row for rows in group for row in rows + [rows[0]] * (width - len(rows))]
+            features = {name: value.reshape(len(group), width, -1) for name, value in
+                        base.pad_rows(padded, self.encoder.pad_id).items()}
+            features["choice_mask"] = np.array([[1] * len(rows) + [0] * (width - len(rows))
+                                                for rows in group], np.int32)
+            outputs = run_choices(features)
+            for index, rows in enumerate(group):
+                logits.append(outputs["logits"][index, :len(rows)])
+                exits.append(np.full(len(rows), outputs["exit_layer"][index], np.int32))
+        if not logits:
+            return {}
+        return {"logits": np.concatenate(logits), "exit_layer": np.concatenate(exits)}
+
     def answer(self, item, rows, outputs: Dict[str, np.ndarray], options: Mapping):
         scores = base.softmax(outputs["logits"].astype(np.float64))
         order = np.argsort(-scores, kind="stable")
-        return [{"index": int(i), "choice": item["choices"][i], "score": float(scores[i])}
-                for i in order]
+        # Early exit: the layer the question's choices exited at, on each of them.
+        exits = ({"exit_layer": int(outputs["exit_layer"][0])} if "exit_layer" in outputs
+                 else {})
+        return [{"index": int(i), "choice": item["choices"][i], "score": float(scores[i]),
+                 **exits} for i in order]

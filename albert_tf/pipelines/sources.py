@@ -84,6 +84,10 @@ class ModelSource:
     # inference as exported (`export.portable.light_inference_metadata`).
     model: Optional[object] = None
     light: Dict[str, object] = dataclasses.field(default_factory=dict)
+    # A multiple-choice model that exits early: the run of whole questions (features
+    # [G, C, S] and choice_mask [G, C] -> logits [G, C], exit_layer [G]), whose choices
+    # exit together (`choice_runner`).
+    run_choices: Optional[Callable] = None
 
     def label(self, index: int) -> str:
         return self.labels[index] if self.labels else f"LABEL_{index}"
@@ -94,7 +98,7 @@ READING = ("long_text", "doc_stride", "window_aggregation")
 # What it says of its light inference (`export.portable.light_inference_metadata`).
 LIGHT = ("inference_layers", "exit_heads", "early_exit", "num_hidden_layers")
 # The heads whose models exit early (`modeling.exiting.ExitingModel`) in a pipeline.
-EXIT_HEADS = ("classifier", "token_classifier")
+EXIT_HEADS = ("classifier", "token_classifier", "multiple_choice")
 
 
 def set_light_inference(source: ModelSource, num_layers: Optional[int] = None,
@@ -120,14 +124,44 @@ def set_light_inference(source: ModelSource, num_layers: Optional[int] = None,
                 raise UserValueError(
                     f"model={source.path}: a {source.head} model has no per-layer exits; "
                     f"a pipeline's early exit (patience, exit_confidence) is for text and "
-                    f"token classification (num_layers works for every model)")
+                    f"token classification and multiple choice (num_layers works for every "
+                    f"model)")
             model.early_exit = EarlyExit(patience, exit_confidence)
     except ValueError as err:
         if isinstance(err, UserValueError):
             raise
         raise UserValueError(f"model={source.path}: {err}") from None
     source.run = keras_runner(model, source.head)
+    if source.head == "multiple_choice" and getattr(model, "early_exit", None) is not None:
+        source.run_choices = choice_runner(model)
     return source
+
+
+def choice_runner(model) -> Callable:
+    """`ModelSource.run_choices` of an `AlbertMultipleChoice` that exits early: one
+    tf.function per number of choices C (the model groups a question's C rows by it)."""
+    import tensorflow as tf
+
+    functions = {}
+
+    def run(features: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
+        choices = features["input_ids"].shape[1]
+        if choices not in functions:
+            def call(inputs, choices=choices):
+                model.num_choices = choices  # read while tracing: fixed in this function
+                outputs = model(inputs, training=False)
+                return {"logits": tf.cast(outputs["logits"], tf.float32),
+                        "exit_layer": outputs["exit_layer"]}
+
+            spec = tf.TensorSpec([None, choices, None], tf.int32)
+            functions[choices] = tf.function(call, input_signature=[dict(
+                {name: spec for name in TOKEN_FEATURES},
+                choice_mask=tf.TensorSpec([None, choices], tf.int32))])
+        inputs = {name: tf.constant(features[name], tf.int32)
+                  for name in TOKEN_FEATURES + ("choice_mask",)}
+        return {name: value.numpy() for name, value in functions[choices](inputs).items()}
+
+    return run
 
 
 def _check_exported_light(source: ModelSource, num_layers, patience, exit_confidence):

@@ -73,8 +73,47 @@ def test_bad_settings_are_one_line(models, options, message):
 def test_early_exit_of_a_head_without_exits_is_refused(models):
     with pytest.raises(UserValueError, match=r"a span model has no per-layer exits; a "
                                              r"pipeline's early exit .* is for text and token "
-                                             r"classification \(num_layers works"):
+                                             r"classification and multiple choice \(num_layers "
+                                             r"works"):
         pipeline("question-answering", model=models["qa"], patience=2)
+
+
+QUESTIONS = [
+    {"question": "Where is Paris?", "choices": ["France", "Peru"],
+     "context": "Paris is the capital of France."},
+    {"question": "What colour is the ball?", "choices": ["red", "blue", "green", "black"]},
+    {"question": "Who wrote it?", "choices": ["Tom", "Ann", "Bo"]},
+]
+
+
+def test_a_questions_choices_exit_together(tmp_path, shared_data):
+    """Multiple choice: whole questions go through the model (padded to the most choices,
+    absent ones masked); each question's choices report its exit layer; a batch equals each
+    question alone; patience beyond the depth equals the plain pipeline."""
+    spm = str(shared_data / "spm_official" / "30k-clean.model")
+    path = hf_models.write_hf_dir(str(tmp_path / "mc"), "multiple_choice", spm, seed=4)
+    plain = pipeline("multiple-choice", model=path)(QUESTIONS)
+    late = pipeline("multiple-choice", model=path, patience=5, batch_size=8)(QUESTIONS)
+    for result, reference in zip(late, plain):
+        assert [e["index"] for e in result] == [e["index"] for e in reference]
+        assert {e["exit_layer"] for e in result} == {2}
+        np.testing.assert_allclose([e["score"] for e in result],
+                                   [e["score"] for e in reference], atol=1e-5)
+    together = pipeline("multiple-choice", model=path, exit_confidence=0.3, batch_size=8)
+    alone = pipeline("multiple-choice", model=path, exit_confidence=0.3, batch_size=1)
+    batched, single = together(QUESTIONS), [alone(question) for question in QUESTIONS]
+    assert [result[0]["exit_layer"] for result in batched] == [1, 2, 1]  # a mixed batch
+    for result, reference in zip(batched, single):
+        assert len({e["exit_layer"] for e in result}) == 1
+        assert [(e["index"], e["exit_layer"]) for e in result] == [
+            (e["index"], e["exit_layer"]) for e in reference]
+        np.testing.assert_allclose([e["score"] for e in result],
+                                   [e["score"] for e in reference], atol=1e-5)
+    first = pipeline("multiple-choice", model=path, exit_confidence=0.01)(QUESTIONS)
+    one = pipeline("multiple-choice", model=path, num_layers=1)(QUESTIONS)
+    for result, reference in zip(first, one):
+        assert {e["exit_layer"] for e in result} == {1}
+        assert [e["index"] for e in result] == [e["index"] for e in reference]
 
 
 def test_an_export_refuses_settings_it_was_not_exported_with():
