@@ -12,6 +12,7 @@ with the loss
 
     --distill_alpha x the labels' loss + (1 - --distill_alpha) x T^2 x KL(teacher || student)
       + --hidden_weight x the hidden states' squared difference (TinyBERT)
+      + --attention_weight x the last layer's self-attention relations' KL (MiniLMv2)
 
 at temperature T = --temperature (per example; per labelled word for NER). The hidden
 states of a student narrower or wider than its teacher are compared through a learned

@@ -43,6 +43,9 @@ class DistillationFields:
                                             "student layer against a teacher layer, through "
                                             "a learned projection when the widths differ); "
                                             "0: off.")
+    attention_weight: float = option(0.0, help="Weight of the self-attention relations' "
+                                               "loss (MiniLMv2: the last layer's query, key "
+                                               "and value relations, any widths); 0: off.")
 
     transfer_file: Optional[str] = option(
         None, help="Unlabelled text the student also learns from, with the teacher's soft "
@@ -52,8 +55,9 @@ class DistillationFields:
     def validate_distillation(self) -> None:
         if not 0.0 <= self.distill_alpha <= 1.0:
             raise ValueError(f"--distill_alpha must be in [0, 1], got {self.distill_alpha}")
-        if self.hidden_weight < 0:
-            raise ValueError(f"--hidden_weight must be >= 0, got {self.hidden_weight}")
+        for name in ("hidden_weight", "attention_weight"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"--{name} must be >= 0, got {getattr(self, name)}")
 
 
 def _options_class(family_options: type) -> type:
@@ -131,12 +135,13 @@ class Distillation:
         teacher = self.teacher
         options = self.options
         with self.strategy.scope():  # the hidden-state projection's weights
+            transfer = objective.TransferTerms(teacher.config, options.albert_config,
+                                               options.hidden_weight, options.attention_weight)
             return objective.DistillationObjective(
                 super().objective(), teacher.network,
                 objective.family_targets(teacher.network, self.soft_kind()),
                 temperature=options.temperature, alpha=options.distill_alpha,
-                hidden_weight=options.hidden_weight,
-                student_width=options.albert_config.hidden_size)
+                transfer=transfer)
 
 
 def _labels_line(teacher: teachers.Teacher, option: str, theirs, ours) -> str:

@@ -8,9 +8,9 @@ The student is a task model of the teacher's class (`AlbertTextClassifier`, `Alb
 or `AlbertMultipleChoiceTask`) with the teacher's preprocessor, labels and settings, the
 config `students.student_config` makes, and the teacher's weights where they fit. It trains
 on the task's own dataset of (x, y) with `objective`'s loss: alpha x the task's loss (its
-compiled one: the original's), (1 - alpha) x T^2 x the soft loss over the task's units, and
+compiled one: the original's), (1 - alpha) x T^2 x the soft loss over the task's units,
 hidden_weight x TinyBERT's hidden-state loss (the projection belongs to the `Distiller`,
-not the student). Keras callbacks, validation_data and the task's compile defaults apply.
+not the student) and attention_weight x MiniLMv2's self-attention relations. Keras callbacks, validation_data and the task's compile defaults apply.
 """
 from __future__ import annotations
 
@@ -30,24 +30,23 @@ class Distiller(keras.Model):
     dataset; `evaluate` reports the student's own loss and metrics."""
 
     def __init__(self, student, teacher, *, temperature: float = 2.0, alpha: float = 0.5,
-                 hidden_weight: float = 0.0, **kwargs):
+                 hidden_weight: float = 0.0, attention_weight: float = 0.0, **kwargs):
         super().__init__(**kwargs)
         if not 0.0 <= alpha <= 1.0:
             raise UserValueError(f"alpha must be in [0, 1], got {alpha}")
-        if temperature <= 0 or hidden_weight < 0:
-            raise UserValueError(f"temperature must be > 0 and hidden_weight >= 0, got "
-                                 f"{temperature} and {hidden_weight}")
+        if temperature <= 0 or min(hidden_weight, attention_weight) < 0:
+            raise UserValueError(f"temperature must be > 0 and hidden_weight, "
+                                 f"attention_weight >= 0, got {temperature}, "
+                                 f"{hidden_weight} and {attention_weight}")
         self.student = student
         self.teacher = teacher
         self.targets = objective.family_targets(teacher.network, _soft_kind(teacher))
         self.temperature = float(temperature)
         self.alpha = float(alpha)
-        self.hidden_weight = float(hidden_weight)
-        width, teacher_width = student.config.hidden_size, teacher.config.hidden_size
-        self.projection = None
-        if hidden_weight and width != teacher_width:
-            self.projection = keras.layers.Dense(teacher_width, name="hidden_projection")
-            self.projection.build((None, None, width))
+        self.transfer = objective.TransferTerms(teacher.config, student.config, hidden_weight,
+                                                attention_weight)
+        # Tracked here (trained by fit, saved with the Distiller), not in the student.
+        self.projection = self.transfer.projection
         teacher.trainable = False
         self.loss_tracker = keras.metrics.Mean(name="loss")
 
@@ -73,12 +72,10 @@ class Distiller(keras.Model):
         units = self.targets.units(dict(x, label_ids=y))
         loss = self.alpha * hard + (1.0 - self.alpha) * tf.math.divide_no_nan(
             tf.reduce_sum(soft * units), tf.reduce_sum(units))
-        if self.hidden_weight:
-            per_row = objective.hidden_loss(
-                objective.DistillationObjective._layers(self.student.network, outputs),
-                objective.DistillationObjective._layers(self.teacher.network, teacher),
-                self.targets.input_mask(x), self.projection)
-            loss += self.hidden_weight * tf.reduce_mean(per_row)
+        terms = self.transfer.per_row(self.student.network, outputs, self.teacher.network,
+                                      teacher, self.targets.input_mask(x))
+        for name, per_row in terms.items():
+            loss += self.transfer.weights[name] * tf.reduce_mean(per_row)
         return loss, logits
 
     def train_step(self, data):
@@ -138,7 +135,8 @@ def student_task(teacher, student: Union[str, AlbertConfig] = "tiny"):
 
 def distill(teacher, x=None, y=None, *, student: Union[str, AlbertConfig] = "tiny",
             temperature: float = 2.0, alpha: float = 0.5, hidden_weight: float = 0.0,
-            epochs: int = 3, batch_size: int = 32, learning_rate: Optional[float] = None,
+            attention_weight: float = 0.0, epochs: int = 3, batch_size: int = 32,
+            learning_rate: Optional[float] = None,
             validation_data=None, callbacks=None, verbose="auto", **compile_kwargs):
     """The student of `teacher` trained on (x, y) to copy it (see the module docstring).
 
@@ -147,7 +145,8 @@ def distill(teacher, x=None, y=None, *, student: Union[str, AlbertConfig] = "tin
     x, y: what the teacher's task `fit` takes (texts and labels, or a tf.data.Dataset of
         (x, y)); validation_data likewise.
     student: "tiny", "small", "layers:k" or an AlbertConfig. alpha: the labels' weight;
-    temperature: T of the soft targets; hidden_weight: the hidden-state loss's weight.
+    temperature: T of the soft targets; hidden_weight, attention_weight: the hidden-state
+    and self-attention relation losses' weights.
     learning_rate and compile_kwargs go to the student's `compile` (the original's AdamW
     and schedule over epochs x batches by default).
     Returns the trained student task model; its `history` attribute is fit's History.
@@ -175,7 +174,7 @@ def distill(teacher, x=None, y=None, *, student: Union[str, AlbertConfig] = "tin
     made.compile(learning_rate=learning_rate, num_train_steps=steps * epochs,
                  **compile_kwargs)
     distiller = Distiller(made, teacher, temperature=temperature, alpha=alpha,
-                          hidden_weight=hidden_weight)
+                          hidden_weight=hidden_weight, attention_weight=attention_weight)
     distiller.compile(optimizer=made.optimizer)
     validation = (None if validation_data is None else
                   made.dataset(*_pair(validation_data), batch_size, needs_labels=True))

@@ -1,8 +1,9 @@
 """The distillation loss: the family's own loss on the labels, the teacher's soft targets
 (Hinton et al. 2015; DistilBERT, TinyBERT's prediction layer) and, optionally, the
-teacher's hidden states (TinyBERT):
+teacher's hidden states (TinyBERT) and self-attention relations (MiniLMv2):
 
     loss = alpha * the family's loss + (1 - alpha) * T^2 * soft + beta * hidden
+           + gamma * attention
 
 - soft: per unit of the family (a classification example, a labelled word of NER, a real
   RACE/C3 question), the KL divergence from the teacher's softmax at temperature T to the
@@ -15,6 +16,10 @@ teacher's hidden states (TinyBERT):
   over the M layers, per example. A student narrower than its teacher is read through a
   learned projection W [H_student, H_teacher] that the loss owns (trained with the
   student, in the training checkpoints, never exported).
+- attention: MiniLMv2's self-attention relations of the last layer: its queries, keys
+  and values (each model's own, recomputed from the layer's input) split into R relation
+  heads, softmax(A A^T / sqrt(H / R)) over the keys, KL(teacher || student) averaged over
+  the heads and the real query tokens, summed over the three; any widths and head counts.
 
 The teacher runs in inference mode beside the student on the same features; no gradient
 reaches it. The family's objective runs unchanged on the student (its metrics too): this
@@ -22,7 +27,7 @@ objective records the student's outputs as the family's loss reads them.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Mapping
+from typing import Dict, List, Mapping, Optional
 
 import keras
 import tensorflow as tf
@@ -74,6 +79,65 @@ def hidden_loss(student_layers, teacher_layers, input_mask, projection=None):
                                                          tf.float32))
         per_token = tf.reduce_mean(tf.square(difference), axis=-1)
         total += tf.reduce_sum(per_token * mask, axis=-1) / tokens
+    return total
+
+
+def relation_heads(student_config, teacher_config) -> int:
+    """MiniLMv2's number of relation heads R: the teacher's attention heads when they divide
+    the student's width too, else the largest divisor of both widths not above them."""
+    wanted = teacher_config.num_attention_heads
+    student, teacher = student_config.hidden_size, teacher_config.hidden_size
+    for heads in range(wanted, 0, -1):
+        if student % heads == 0 and teacher % heads == 0:
+            return heads
+    return 1
+
+
+def last_attention_input(network, outputs):
+    """(x [R, S, H]: the input of the last layer's last attention sub-layer, that
+    sub-layer) of a network's training outputs."""
+    encoder = network.encoder
+    sublayers = outputs["encoder_outputs"]
+    if len(sublayers) >= 2:
+        x = sublayers[-2]
+    else:
+        x = outputs["embedding_output"]
+        if encoder.embedding_projection is not None:
+            x = encoder.embedding_projection(x)
+    attention, _ = encoder.layer_blocks(encoder.config.num_hidden_layers - 1)[-1]
+    return x, attention
+
+
+def self_attention_relations(x, attention, input_mask, heads: int) -> List:
+    """MiniLMv2's self-attention relations of one attention sub-layer: for its queries,
+    keys and values each (x W + b, [R, S, H] split into `heads` relation heads of H/heads),
+    the log-softmax over keys of the scaled dot products with themselves, padded keys
+    masked: three float32 [R, heads, S, S]."""
+    x = tf.cast(x, tf.float32)
+    mask = tf.cast(input_mask, tf.float32)[:, None, None, :]
+    width = x.shape[-1]
+    size = width // heads
+    relations = []
+    for dense in (attention.query, attention.key, attention.value):
+        projected = tf.matmul(x, tf.cast(dense.kernel, tf.float32)) + tf.cast(dense.bias,
+                                                                            tf.float32)
+        split = tf.reshape(projected, tf.concat([tf.shape(x)[:2], [heads, size]], 0))
+        split = tf.transpose(split, [0, 2, 1, 3])
+        scores = tf.matmul(split, split, transpose_b=True) / (size ** 0.5)
+        relations.append(tf.nn.log_softmax(scores + (1.0 - mask) * -10000.0, axis=-1))
+    return relations
+
+
+def relation_loss(student_relations, teacher_relations, input_mask):
+    """Per-row loss [R]: KL(teacher || student) of each relation over the keys, averaged
+    over the relation heads and the real query tokens, summed over the three relations."""
+    mask = tf.cast(input_mask, tf.float32)
+    tokens = tf.maximum(tf.reduce_sum(mask, axis=-1), 1.0)
+    total = 0.0
+    for student, teacher in zip(student_relations, teacher_relations):
+        teacher = tf.stop_gradient(teacher)
+        kl = tf.reduce_sum(tf.exp(teacher) * (teacher - student), axis=-1)  # [R, heads, S]
+        total += tf.reduce_sum(tf.reduce_mean(kl, axis=1) * mask, axis=-1) / tokens
     return total
 
 
@@ -156,39 +220,77 @@ def family_targets(teacher, kind: str = "single_label") -> FamilyTargets:
     return ClassifierTargets(kind)
 
 
-class DistillationObjective:
-    """The student's training loss (a `training.Objective`): `family` is the family's own
-    objective (the hard loss and its metrics), `teacher` the built teacher network,
-    `targets` its `FamilyTargets`; `alpha` the hard loss's weight in [0, 1], `temperature`
-    T, `hidden_weight` beta (0: no hidden-state term). Build it in the strategy's scope:
-    with beta > 0 and a narrower student it makes the projection. Reports `soft_loss` (and
-    `hidden_loss`) beside the family's metrics."""
+class TransferTerms:
+    """The terms that compare the two encoders, with their weights: TinyBERT's hidden states
+    (`hidden_weight`) and MiniLMv2's self-attention relations of the last layer
+    (`attention_weight`). Owns the hidden states' projection (a student whose width differs
+    from the teacher's); build it in the strategy's scope."""
 
-    def __init__(self, family, teacher, targets: FamilyTargets, *, temperature: float,
-                 alpha: float, hidden_weight: float = 0.0, student_width: int = 0):
-        self.family = family
-        self.teacher = teacher
-        self.targets = targets
-        self.temperature = float(temperature)
-        self.alpha = float(alpha)
-        self.hidden_weight = float(hidden_weight)
-        teacher_width = teacher.config.hidden_size
+    def __init__(self, teacher_config, student_config, hidden_weight: float = 0.0,
+                 attention_weight: float = 0.0):
+        self.weights = {name: float(weight) for name, weight in
+                        (("hidden", hidden_weight), ("attention", attention_weight)) if weight}
         self.projection = None
-        if self.hidden_weight and student_width != teacher_width:
+        width, teacher_width = student_config.hidden_size, teacher_config.hidden_size
+        if "hidden" in self.weights and width != teacher_width:
             self.projection = keras.layers.Dense(teacher_width, name="hidden_projection")
-            self.projection.build((None, None, student_width))
-        extra = ("soft_total", "soft_units") + (
-            ("hidden_total", "hidden_rows") if self.hidden_weight else ())
-        self.metric_names = tuple(family.metric_names) + extra
+            self.projection.build((None, None, width))
+        self.heads = relation_heads(student_config, teacher_config)
+
+    @property
+    def names(self):
+        return tuple(self.weights)
 
     @property
     def trainable_variables(self):
         return list(self.projection.trainable_variables) if self.projection else []
 
-    def __getattr__(self, name):  # the family's other attributes (eval_metric_names, ...)
-        if name.startswith("_") or name in ("family",):
-            raise AttributeError(name)
-        return getattr(self.family, name)
+    def per_row(self, student, student_outputs, teacher, teacher_outputs, input_mask
+                ) -> Dict[str, tf.Tensor]:
+        """Each active term's loss per encoder row [R] (a multiple-choice batch's choices
+        flat), of the two networks' training outputs."""
+        terms = {}
+        if "hidden" in self.weights:
+            terms["hidden"] = hidden_loss(encoder_layers(student, student_outputs),
+                                          encoder_layers(teacher, teacher_outputs),
+                                          input_mask, self.projection)
+        if "attention" in self.weights:
+            mine = self_attention_relations(*last_attention_input(student, student_outputs),
+                                            input_mask, self.heads)
+            theirs = self_attention_relations(*last_attention_input(teacher, teacher_outputs),
+                                              input_mask, self.heads)
+            terms["attention"] = relation_loss(mine, theirs, input_mask)
+        return terms
+
+
+def encoder_layers(network, outputs) -> List:
+    """Each layer's output [R, S, H] among a network's training outputs."""
+    inner = network.config.inner_group_num
+    return list(outputs["encoder_outputs"][inner - 1::inner][:network.config.num_hidden_layers])
+
+
+class DistillationObjective:
+    """The student's training loss (a `training.Objective`): `family` is the family's own
+    objective (the hard loss and its metrics), `teacher` the built teacher network,
+    `targets` its `FamilyTargets`; `alpha` the hard loss's weight in [0, 1], `temperature`
+    T; `transfer` the encoder terms (`TransferTerms`, None: none). Reports `soft_loss`
+    (and `hidden_loss`, `attention_loss`) beside the family's metrics."""
+
+    def __init__(self, family, teacher, targets: FamilyTargets, *, temperature: float,
+                 alpha: float, transfer: Optional[TransferTerms] = None):
+        self.family = family
+        self.teacher = teacher
+        self.targets = targets
+        self.temperature = float(temperature)
+        self.alpha = float(alpha)
+        self.transfer = transfer if transfer is not None and transfer.names else None
+        names = self.transfer.names if self.transfer else ()
+        self.metric_names = tuple(family.metric_names) + ("soft_total", "soft_units") + tuple(
+            f"{name}_total" for name in names) + (("transfer_rows",) if names else ())
+
+    @property
+    def trainable_variables(self):
+        return self.transfer.trainable_variables if self.transfer else []
 
     def normalizers(self, features):
         rows = tf.reduce_prod(tf.shape(features["input_ids"])[:-1])
@@ -211,26 +313,19 @@ class DistillationObjective:
                     soft_units=tf.reduce_sum(units))
         loss = self.alpha * hard + (1.0 - self.alpha) * tf.math.divide_no_nan(
             sums["soft_total"], normalizers["soft_units"])
-        if self.hidden_weight:
-            per_row = hidden_loss(self._layers(model, student),
-                                  self._layers(self.teacher, teacher),
-                                  self.targets.input_mask(features), self.projection)
-            sums.update(hidden_total=tf.reduce_sum(per_row),
-                        hidden_rows=tf.cast(tf.shape(per_row)[0], tf.float32))
-            loss += self.hidden_weight * tf.math.divide_no_nan(sums["hidden_total"],
-                                                               normalizers["encoder_rows"])
+        if self.transfer:
+            terms = self.transfer.per_row(model, student, self.teacher, teacher,
+                                          self.targets.input_mask(features))
+            for name, per_row in terms.items():
+                sums[f"{name}_total"] = tf.reduce_sum(per_row)
+                sums["transfer_rows"] = tf.cast(tf.shape(per_row)[0], tf.float32)
+                loss += self.transfer.weights[name] * tf.math.divide_no_nan(
+                    sums[f"{name}_total"], normalizers["encoder_rows"])
         return loss, sums
-
-    @staticmethod
-    def _layers(network, outputs) -> List:
-        inner = network.config.inner_group_num
-        layers = outputs["encoder_outputs"][inner - 1::inner]
-        return list(layers[:network.config.num_hidden_layers])
 
     def finalize(self, sums: Dict[str, float]) -> Dict[str, float]:
         metrics = self.family.finalize(sums)
         metrics["soft_loss"] = sums["soft_total"] / max(sums["soft_units"], 1.0)
-        if self.hidden_weight:
-            metrics["hidden_loss"] = sums["hidden_total"] / max(sums["hidden_rows"], 1.0)
+        for name in self.transfer.names if self.transfer else ():
+            metrics[f"{name}_loss"] = sums[f"{name}_total"] / max(sums["transfer_rows"], 1.0)
         return metrics
-

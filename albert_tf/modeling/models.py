@@ -438,9 +438,10 @@ class AlbertMultipleChoice(ExitingModel):
             "sequence_output": ops.reshape(encoded["sequence_output"],
                                            (-1, self.num_choices, seq_length, hidden)),
             "pooled_output": ops.reshape(encoded["pooled_output"], (-1, self.num_choices, hidden)),
-            # Each sub-layer's output over the choices flat [B * C, S, H] (distillation's
-            # hidden-state transfer reads them).
+            # Each sub-layer's output and the embeddings over the choices flat [B * C, S, H]
+            # and [B * C, S, E] (distillation's hidden-state and attention terms read them).
             "encoder_outputs": encoded["encoder_outputs"],
+            "embedding_output": encoded["embedding_output"],
         }
         if self.exit_heads == "none":
             outputs.update(self.choice_outputs(

@@ -222,11 +222,11 @@ def test_distillation_loss_is_its_terms_weighted(family_name):
     from the two models' outputs."""
     teacher, student, narrow, family, features = _objective_case(family_name)
     targets = objective.family_targets(teacher)
-    for model, hidden_weight in ((student, 0.0), (narrow, 0.7)):
-        loss_fn = objective.DistillationObjective(
-            family, teacher, targets, temperature=2.0, alpha=0.3, hidden_weight=hidden_weight,
-            student_width=model.config.hidden_size)
-        assert (loss_fn.projection is not None) == (model is narrow)
+    for model, weights in ((student, (0.0, 0.0)), (narrow, (0.7, 0.4)), (student, (0.0, 0.9))):
+        transfer = objective.TransferTerms(teacher.config, model.config, *weights)
+        loss_fn = objective.DistillationObjective(family, teacher, targets, temperature=2.0,
+                                                  alpha=0.3, transfer=transfer)
+        assert (transfer.projection is not None) == (model is narrow and bool(weights[0]))
         normalizers = loss_fn.normalizers(features)
         got, sums = loss_fn.loss(model, features, normalizers, training=False)
         hard, _ = family.loss(model, features, family.normalizers(features), training=False)
@@ -234,23 +234,86 @@ def test_distillation_loss_is_its_terms_weighted(family_name):
         theirs = targets.teacher_outputs(teacher, features)
         soft = objective.soft_loss(tf.cast(mine["logits"], tf.float32),
                                    tf.cast(theirs["logits"], tf.float32), 2.0, "single_label")
-        units = targets.units(features).numpy()
+        units = np.ones(len(features["input_ids"]), np.float32)
         if family_name == "tagging":
             units = (features["label_ids"] >= 0).astype(np.float32)
         elif family_name == "multiple_choice":
             units = features["is_real_example"].astype(np.float32)
         expected = 0.3 * float(hard) + 0.7 * float((soft.numpy() * units).sum() / units.sum())
-        if hidden_weight:
-            rows = objective.hidden_loss(
-                objective.DistillationObjective._layers(model, mine),
-                objective.DistillationObjective._layers(teacher, theirs),
-                targets.input_mask(features), loss_fn.projection).numpy()
+        mask = targets.input_mask(features)
+        if weights[0]:
+            rows = objective.hidden_loss(objective.encoder_layers(model, mine),
+                                         objective.encoder_layers(teacher, theirs), mask,
+                                         transfer.projection).numpy()
             expected += 0.7 * rows.mean()
-            assert float(sums["hidden_rows"]) == len(rows)
-            assert loss_fn.trainable_variables == loss_fn.projection.trainable_variables
+            assert float(sums["transfer_rows"]) == len(rows)
+            assert loss_fn.trainable_variables == transfer.projection.trainable_variables
+        if weights[1]:
+            heads = objective.relation_heads(model.config, teacher.config)
+            rows = objective.relation_loss(
+                objective.self_attention_relations(
+                    *objective.last_attention_input(model, mine), mask, heads),
+                objective.self_attention_relations(
+                    *objective.last_attention_input(teacher, theirs), mask, heads),
+                mask).numpy()
+            expected += weights[1] * rows.mean()
+            assert float(sums["attention_total"]) == pytest.approx(rows.sum(), rel=1e-5)
         np.testing.assert_allclose(float(got), expected, rtol=1e-5)
         assert float(sums["soft_units"]) == units.sum()
-        assert "soft_loss" in loss_fn.finalize({k: float(v) for k, v in sums.items()})
+        finals = loss_fn.finalize({k: float(v) for k, v in sums.items()})
+        assert "soft_loss" in finals
+        assert ("attention_loss" in finals) == bool(weights[1])
+
+
+def test_relation_heads_divide_both_widths():
+    config = tiny_config
+    assert objective.relation_heads(config(hidden_size=312, num_attention_heads=12),
+                                    config(hidden_size=768, num_attention_heads=12)) == 12
+    assert objective.relation_heads(config(hidden_size=312, num_attention_heads=12),
+                                    config(hidden_size=128, num_attention_heads=4)) == 4
+    assert objective.relation_heads(config(hidden_size=30, num_attention_heads=2),
+                                    config(hidden_size=64, num_attention_heads=8)) == 2
+
+
+def test_self_attention_relations_follow_minilm_v2():
+    """Each of x W_q + b_q, x W_k + b_k, x W_v + b_v split into R relation heads of H/R:
+    log softmax(A A^T / sqrt(H/R)) over the keys, padded keys masked; the loss is
+    KL(teacher || student) averaged over heads and real queries, summed over the three."""
+    from albert_tf.modeling.layers import AttentionSublayer
+
+    rng = np.random.default_rng(4)
+    blocks = []
+    for width in (8, 12):
+        block = AttentionSublayer(width, 2, 0.02, 0.0, 0.0)
+        block.build((None, None, width))
+        blocks.append(block)
+    mask = np.array([[1, 1, 1, 0], [1, 1, 1, 1]], np.int32)
+    # Large enough inputs that the relations are far from uniform: a KL of size.
+    inputs = [rng.normal(scale=20.0, size=(2, 4, w)).astype(np.float32) for w in (8, 12)]
+
+    def reference(block, x, heads):
+        out = []
+        for dense in (block.query, block.key, block.value):
+            a = x @ dense.kernel.numpy() + dense.bias.numpy()
+            a = a.reshape(2, 4, heads, -1).transpose(0, 2, 1, 3)
+            scores = a @ a.transpose(0, 1, 3, 2) / np.sqrt(a.shape[-1])
+            scores = scores + (1 - mask[:, None, None, :]) * -10000.0
+            scores = scores - scores.max(-1, keepdims=True)
+            out.append(scores - np.log(np.exp(scores).sum(-1, keepdims=True)))
+        return out
+
+    student, teacher = (reference(b, x, 4) for b, x in zip(blocks, inputs))
+    got = objective.self_attention_relations(inputs[0], blocks[0], mask, 4)
+    for mine, expected in zip(got, student):
+        np.testing.assert_allclose(mine.numpy(), expected, rtol=1e-6, atol=1e-4)
+    expected = np.zeros(2)
+    for s_rel, t_rel in zip(student, teacher):
+        kl = (np.exp(t_rel) * (t_rel - s_rel)).sum(-1).mean(1)  # [2, S]
+        expected += (kl * mask).sum(-1) / mask.sum(-1)
+    got = objective.relation_loss(got, objective.self_attention_relations(
+        inputs[1], blocks[1], mask, 4), mask)
+    assert expected.min() > 0.01
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-4)
 
 
 def test_the_teachers_family_is_read_from_its_files(tmp_path, shared_data):
@@ -336,7 +399,8 @@ def test_a_ner_student_is_a_run_ner_run(shared_data, tmp_path):
     assert not any(shape == [312, 64] for shape in saved.get_variable_to_shape_map().values())
 
 
-@pytest.mark.slow  # 25 s: a RACE student of a Hugging Face multiple-choice teacher
+@pytest.mark.slow  # 25 s: a RACE student of a Hugging Face multiple-choice teacher, with
+# both encoder terms
 def test_a_race_student_is_a_run_race_run(shared_data, tmp_path):
     import shutil
 
@@ -350,11 +414,11 @@ def test_a_race_student_is_a_run_race_run(shared_data, tmp_path):
                         f"--output_dir={tmp_path / 'run'}", "--max_seq_length=64",
                         "--max_qa_length=24", "--train_batch_size=4", "--eval_batch_size=5",
                         "--train_step=4", "--save_checkpoints_steps=4", "--warmup_step=1",
-                        "--hidden_weight=0.5")
+                        "--hidden_weight=0.5", "--attention_weight=0.5")
     assert done.returncode == 0, done.stderr[-3000:]
     best = json.loads((tmp_path / "run" / "best_eval.json").read_text())
     assert {"eval_accuracy", "eval_accuracy_middle", "global_step"} <= set(best)
-    assert "soft_loss" in done.stderr and "hidden_loss" in done.stderr
+    assert all(f"{name}_loss" in done.stderr for name in ("soft", "hidden", "attention"))
     record = json.loads((tmp_path / "run" / "albert_tf_run.json").read_text())
     assert record["task"] == "race"
 

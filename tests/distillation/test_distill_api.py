@@ -38,12 +38,12 @@ def test_the_student_is_the_teachers_task_with_the_students_config(classifier):
 
 
 def test_the_loss_is_the_clis_terms(classifier):
-    """alpha x the task's compiled loss + (1 - alpha) x the soft loss's mean + beta x the
-    hidden loss's mean, against the terms computed here."""
+    """alpha x the task's compiled loss + (1 - alpha) x the soft loss's mean + each
+    encoder term's weight x its mean, against the terms computed here."""
     student = keras_distiller.student_task(classifier, "tiny")
     student.compile(num_train_steps=2)
     distiller = keras_distiller.Distiller(student, classifier, temperature=3.0, alpha=0.25,
-                                          hidden_weight=0.5)
+                                          hidden_weight=0.5, attention_weight=0.3)
     assert distiller.projection is not None  # H=312 against the teacher's 64
     x = student.features(TEXTS[:4])
     y = tf.constant(LABELS[:4])
@@ -55,8 +55,15 @@ def test_the_loss_is_the_clis_terms(classifier):
                                "single_label")
     hidden = objective.hidden_loss(mine["encoder_outputs"], theirs["encoder_outputs"],
                                    x["input_mask"], distiller.projection)
+    heads = objective.relation_heads(student.config, classifier.config)
+    relations = objective.relation_loss(
+        objective.self_attention_relations(
+            *objective.last_attention_input(student.network, mine), x["input_mask"], heads),
+        objective.self_attention_relations(
+            *objective.last_attention_input(classifier.network, theirs), x["input_mask"],
+            heads), x["input_mask"])
     expected = 0.25 * float(hard) + 0.75 * float(tf.reduce_mean(soft)) + 0.5 * float(
-        tf.reduce_mean(hidden))
+        tf.reduce_mean(hidden)) + 0.3 * float(tf.reduce_mean(relations))
     np.testing.assert_allclose(float(got), expected, rtol=1e-5)
 
 
