@@ -30,13 +30,18 @@ Options (each task's in its builder below):
   text-classification: num_classes (alias num_labels), labels (alias id2label: a list or
                     Hugging Face's {id: name}), problem_type ("single_label_classification",
                     "multi_label_classification", "regression"; or multi_label=True),
-                    dropout (on the pooled output, default 0.1 as run_classifier.py)
+                    dropout (on the pooled output, default 0.1 as run_classifier.py),
+                    exit_heads (below)
   token-classification: labels (the label names, with "O"; alias id2label), tag_scheme
                     ("iob2" or "bioes"), use_crf, constrain_decoding (default True),
                     doc_stride (default run_ner.py's), word_split ("basic" or "characters",
-                    how a raw text becomes words), dropout (default 0.1)
+                    how a raw text becomes words), dropout (default 0.1), exit_heads
   multiple-choice:  packing ("race", 4 options; or "c3", 2-4), max_qa_length (RACE's;
-                    default run_race.py's), dropout (default 0.1)
+                    default run_race.py's), dropout (default 0.1), exit_heads
+  exit_heads        (the three above) "none", "shared" or "per_layer": an exit after every
+                    layer, trained by fit with PABEE's depth-weighted loss
+                    (docs/fast_inference.md); default the source's. The source's
+                    inference_layers and early_exit are kept.
   sentence-embedding: pooling ("mean"; cls, max, mean_sqrt_len, or several), normalize
                     (False), scale (20: the losses' scale of the cosines)
   question-answering: doc_stride, max_query_length (run_squad.py's defaults, or what fits),
@@ -65,7 +70,9 @@ from albert_tf.keras_tasks.sentence_embedder import AlbertSentenceEmbedder
 from albert_tf.keras_tasks.tagger import AlbertTagger
 from albert_tf.keras_tasks.task import Task, load_task_file
 from albert_tf.keras_tasks.text_classifier import PROBLEM_TYPES, AlbertTextClassifier
+from albert_tf.modeling.early_exit import check_exit_heads
 from albert_tf.modeling.encoder import AlbertEncoder
+from albert_tf.modeling.exiting import ExitingModel
 from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
                                        AlbertSpanLabeler, AlbertSquadV2)
 from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
@@ -488,6 +495,7 @@ def build_text_classifier(read: Source, preprocessor: AlbertPreprocessor,
             raise UserValueError(f"multi_label=True with problem_type={problem_type!r}")
         problem_type = "multi_label_classification"
     dropout = float(options.pop("dropout", 0.1))
+    light = _light_settings(options, read)
     _refuse_unknown(options, "text-classification")
     if problem_type is not None and problem_type not in PROBLEM_TYPES:
         raise UserValueError(f"problem_type={problem_type!r}: one of {', '.join(PROBLEM_TYPES)}")
@@ -502,7 +510,7 @@ def build_text_classifier(read: Source, preprocessor: AlbertPreprocessor,
     same_head = isinstance(read.network, AlbertClassifier) and num_classes in (
         None, read.network.num_labels)
     if same_head:
-        return _reuse_classifier(read, preprocessor, labels, problem_type, dropout)
+        return _reuse_classifier(read, preprocessor, labels, problem_type, dropout, light)
     if num_classes is None:
         raise UserValueError("text-classification needs num_classes=K (or labels=[...]) for "
                              "a new classification head")
@@ -510,13 +518,14 @@ def build_text_classifier(read: Source, preprocessor: AlbertPreprocessor,
         raise UserValueError(f"dropout must be in [0, 1), got {dropout}")
     network = AlbertClassifier(read.encoder.config, num_labels=int(num_classes),
                                dropout_rate=dropout,
-                               multi_label=problem_type == "multi_label_classification")
+                               multi_label=problem_type == "multi_label_classification",
+                               **dict(light, early_exit=None))
     network.build()
     network.encoder.set_weights(read.encoder.get_weights())
     return AlbertTextClassifier(network, preprocessor, labels)
 
 
-def _reuse_classifier(read: Source, preprocessor, labels, problem_type, dropout
+def _reuse_classifier(read: Source, preprocessor, labels, problem_type, dropout, light
                       ) -> AlbertTextClassifier:
     """The source's own classifier head, as it is (its labels, unless renamed)."""
     source = read.network
@@ -533,9 +542,8 @@ def _reuse_classifier(read: Source, preprocessor, labels, problem_type, dropout
         raise UserValueError(f"dropout must be in [0, 1), got {dropout}")
     # A copy: the new task never shares variables with a task model it was made from.
     network = AlbertClassifier(source.config, num_labels=source.num_labels,
-                               dropout_rate=dropout, multi_label=multi)
-    network.build()
-    network.set_weights(source.get_weights())
+                               dropout_rate=dropout, multi_label=multi, **light)
+    _copy_weights(network, source)
     return AlbertTextClassifier(network, preprocessor, labels or read.labels)
 
 
@@ -553,6 +561,7 @@ def build_tagger(read: Source, preprocessor: AlbertPreprocessor, options: Dict) 
     doc_stride = options.pop("doc_stride", None)
     word_split = options.pop("word_split", None) or read.settings.get("word_split", "basic")
     dropout = float(options.pop("dropout", 0.1))
+    light = _light_settings(options, read)
     _refuse_unknown(options, "token-classification")
     source = read.network if isinstance(read.network, AlbertTokenClassifier) else None
     same_labels = source is not None and (labels is None or len(labels) == source.num_labels)
@@ -575,9 +584,11 @@ def build_tagger(read: Source, preprocessor: AlbertPreprocessor, options: Dict) 
         doc_stride = read.settings.get("doc_stride")
     if use_crf is None:
         use_crf = bool(same_labels and source.use_crf)
+    if not same_labels:
+        light["early_exit"] = None  # a new head: nothing to exit by yet
     network = AlbertTokenClassifier(read.encoder.config, num_labels=len(labels),
                                     dropout_rate=dropout, use_crf=bool(use_crf),
-                                    allowed=allowed)
+                                    allowed=allowed, **light)
     network.build()
     # Copies: never shares variables with the model it was made from. A head of the same
     # labels is kept (the emissions, when a CRF is added to a softmax head, as run_ner.py's
@@ -585,6 +596,7 @@ def build_tagger(read: Source, preprocessor: AlbertPreprocessor, options: Dict) 
     network.encoder.set_weights(read.encoder.get_weights())
     if same_labels:
         network.classifier.set_weights(source.classifier.get_weights())
+        _copy_exits(network, source)
         if network.use_crf and source.use_crf:
             network.crf.set_weights(source.crf.get_weights())
     return AlbertTagger(network, preprocessor, labels, scheme, doc_stride, word_split)
@@ -596,13 +608,14 @@ def build_multiple_choice(read: Source, preprocessor: AlbertPreprocessor,
     max_qa_length = options.pop("max_qa_length", None)
     packing = options.pop("packing", None) or read.settings.get("packing", "race")
     dropout = float(options.pop("dropout", 0.1))
+    light = _light_settings(options, read)
     _refuse_unknown(options, "multiple-choice")
     if not 0.0 <= dropout < 1.0:
         raise UserValueError(f"dropout must be in [0, 1), got {dropout}")
     if max_qa_length is None and preprocessor.sequence_length == read.max_length:
         max_qa_length = read.settings.get("max_qa_length")
     network = _start_from(AlbertMultipleChoice(read.encoder.config, num_choices=4,
-                                               dropout_rate=dropout), read)
+                                               dropout_rate=dropout, **light), read)
     return AlbertMultipleChoiceTask(network, preprocessor,
                                     max_qa_length if packing == "race" else None, packing)
 
@@ -695,14 +708,51 @@ def build_masked_lm(read: Source, preprocessor: AlbertPreprocessor,
 
 def _start_from(network: keras.Model, read: Source) -> keras.Model:
     """`network` built, with the source's weights copied in (never shared with the model
-    they came from): all of them when the source is the same kind of model (its head
-    too), else its encoder's (a new head keeps its initialisation)."""
+    they came from): all of them when the source is the same kind of model (its head and
+    exits too), else its encoder's (a new head keeps its initialisation)."""
     network.build()
-    if type(read.network) is type(network):
+    if type(read.network) is type(network) and isinstance(network, ExitingModel):
+        _copy_weights(network, read.network)
+    elif type(read.network) is type(network):
         network.set_weights(read.network.get_weights())
     else:
         network.encoder.set_weights(read.encoder.get_weights())
     return network
+
+
+def _light_settings(options: Dict, read: Source) -> Dict:
+    """The network's light-inference arguments: `exit_heads` (the option, else the
+    source's), and the source's `inference_layers` and `early_exit` (kept when its exits
+    are)."""
+    source = read.network if isinstance(read.network, ExitingModel) else None
+    own = source.exit_heads if source is not None else "none"
+    exit_heads = options.pop("exit_heads", None) or own
+    try:
+        check_exit_heads(exit_heads)
+    except ValueError as error:
+        raise UserValueError(str(error)) from None
+    light = {"exit_heads": exit_heads}
+    if source is not None and source.inference_layers is not None:
+        light["inference_layers"] = source.inference_layers
+    if source is not None and source.early_exit is not None and exit_heads == own:
+        light["early_exit"] = source.early_exit.to_dict()
+    return light
+
+
+def _copy_weights(network, source) -> None:
+    """The source's encoder, head and (where both have the same) exits into `network`, a
+    model of the source's kind whose exits may differ; both built."""
+    network.build()  # (idempotent: a fine-tuning model builds once)
+    network.encoder.set_weights(source.encoder.get_weights())
+    network.classifier.set_weights(source.classifier.get_weights())
+    _copy_exits(network, source)
+
+
+def _copy_exits(network, source) -> None:
+    mine, theirs = getattr(network, "exits", None), getattr(source, "exits", None)
+    if mine is not None and theirs is not None and [w.shape for w in mine.weights] == [
+            w.shape for w in theirs.weights]:
+        mine.set_weights(theirs.get_weights())
 
 
 def _option(options: Dict, *names):

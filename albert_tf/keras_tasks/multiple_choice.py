@@ -23,12 +23,13 @@ import tensorflow as tf
 from albert_tf.errors import UserValueError
 from albert_tf.keras_tasks import choice_inputs
 from albert_tf.keras_tasks.inputs import DEFAULT_BATCH_SIZE
+from albert_tf.keras_tasks.exits import ExitTraining
 from albert_tf.keras_tasks.task import Task
 from albert_tf.modeling.models import AlbertMultipleChoice
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertMultipleChoiceTask(Task):
+class AlbertMultipleChoiceTask(ExitTraining, Task):
     """An `AlbertMultipleChoice` network (4 choices) on questions (see the module
     docstring).
 
@@ -61,7 +62,7 @@ class AlbertMultipleChoiceTask(Task):
         self.max_qa_length = choice_inputs.check_qa_length(max_qa_length, length)
 
     def call(self, features, training=False):
-        return tf.cast(self.network(features, training=training)["logits"], tf.float32)
+        return tf.cast(self.exit_outputs(features, training)["logits"], tf.float32)
 
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)

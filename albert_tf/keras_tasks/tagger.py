@@ -33,6 +33,7 @@ from albert_tf.errors import UserValueError
 from albert_tf.keras_tasks import tagging_inputs
 from albert_tf.keras_tasks.inputs import DEFAULT_BATCH_SIZE
 from albert_tf.keras_tasks.metrics import WordAccuracy
+from albert_tf.keras_tasks.exits import ExitTraining
 from albert_tf.keras_tasks.task import Task
 from albert_tf.modeling.token_classifier import AlbertTokenClassifier
 from albert_tf.tasks.tagging import metrics, schemes
@@ -45,7 +46,7 @@ def default_doc_stride(sequence_length: int) -> int:
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertTagger(Task):
+class AlbertTagger(ExitTraining, Task):
     """An `AlbertTokenClassifier` network on sentences (see the module docstring).
 
     Args:
@@ -91,7 +92,12 @@ class AlbertTagger(Task):
         return self.network.use_crf
 
     def call(self, features, training=False):
-        return tf.cast(self.network.logits(features, training=training), tf.float32)
+        network = self.network
+        if (training and network.exit_heads != "none") or (
+                not training and network.early_exit is not None):
+            # The exits' logits (training), or each row's at the layer it exited at.
+            return tf.cast(self.exit_outputs(features, training)["logits"], tf.float32)
+        return tf.cast(network.logits(features, training=training), tf.float32)
 
     # --- loss, metrics -----------------------------------------------------------------------
 

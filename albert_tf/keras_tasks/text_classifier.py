@@ -26,6 +26,7 @@ import tensorflow as tf
 from albert_tf.errors import UserValueError
 from albert_tf.keras_tasks import exporting
 from albert_tf.keras_tasks.metrics import PearsonCorrelation
+from albert_tf.keras_tasks.exits import ExitTraining
 from albert_tf.keras_tasks.task import Task
 from albert_tf.modeling.models import AlbertClassifier
 
@@ -33,7 +34,7 @@ PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "r
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertTextClassifier(Task):
+class AlbertTextClassifier(ExitTraining, Task):
     """An `AlbertClassifier` network on raw text (see the module docstring).
 
     Args:
@@ -65,7 +66,7 @@ class AlbertTextClassifier(Task):
         return "regression" if self.num_classes == 1 else "single_label_classification"
 
     def call(self, features, training=False):
-        return tf.cast(self.network(features, training=training)["logits"], tf.float32)
+        return tf.cast(self.exit_outputs(features, training)["logits"], tf.float32)
 
     # --- compile defaults --------------------------------------------------------------------
 

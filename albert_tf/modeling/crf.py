@@ -210,7 +210,11 @@ def crf_decode(emissions, lengths, transitions, start_transitions, end_transitio
                 tf.where(tf.expand_dims(valid, -1), pointers, identity))
 
     steps = (_time_major(emissions), tf.range(tf.shape(emissions)[1]), tf.transpose(mask))
-    initial = (tf.zeros_like(emissions[:, 0]), tf.zeros_like(mask[:, 0:1], tf.int32) + identity)
+    # The start values broadcast the emissions' rows with the mask's, as the body's
+    # outputs do: where one's batch dimension is known and the other's is not (the
+    # early-exit loop's remaining rows), the loop's shapes then agree.
+    rows = tf.zeros_like(emissions[:, 0], tf.int32) + tf.zeros_like(mask[:, 0:1], tf.int32)
+    initial = (tf.cast(rows, emissions.dtype), rows + identity)
     scan = _stacking_scan if fused_ops.tracing_for_litert() else tf.scan
     best, pointers = scan(forward, steps, initial)  # [L, B, T] each
     final = best[-1] + end
