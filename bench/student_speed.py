@@ -27,7 +27,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from int8_accuracy import SHARED, split_sst2  # noqa: E402
-from light_inference import SEQ, cpu_name, export_setting, held_out, measure  # noqa: E402
+from light_inference import (SEQ, cpu_name, export_setting, held_out, measure,  # noqa: E402
+                             speed_cells)
 
 BASE = {"vocab_size": 8000, "embedding_size": 128, "hidden_size": 768,
         "num_hidden_layers": 12, "num_hidden_groups": 1, "num_attention_heads": 12,
@@ -96,14 +97,7 @@ def main(argv=None) -> int:
           "SavedModel b32 speed-up |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, row in rows.items():
-        cells = [name]
-        for runtime in ("onnx", "saved_model"):
-            mine, theirs = row[runtime], base[runtime]
-            cells += [f"{mine['batch1_ms']:.2f}",
-                      f"{theirs['batch1_ms'] / mine['batch1_ms']:.2f}x",
-                      f"{mine['batch32_per_s']:.0f}",
-                      f"{mine['batch32_per_s'] / theirs['batch32_per_s']:.2f}x"]
-        print("| " + " | ".join(cells) + " |")
+        print("| " + " | ".join([name] + speed_cells(row, base)) + " |")
     if args.output:
         pathlib.Path(args.output).write_text(json.dumps(report, indent=1))
     return 0
