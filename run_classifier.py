@@ -1,4 +1,4 @@
-"""Fine-tune ALBERT on GLUE-style classification and regression (the original's flags).
+r"""Fine-tune ALBERT on GLUE-style classification and regression (the original's flags).
 
 Tasks: cola, sst-2, mrpc, sts-b, qqp, mnli, mismnli, qnli, rte, wnli (files and
 columns as the original's processors); the CLUE tasks afqmc, tnews, iflytek,

@@ -1,4 +1,4 @@
-"""Train ALBERT sentence embeddings (sentence-transformers' way) and serve them.
+r"""Train ALBERT sentence embeddings (sentence-transformers' way) and serve them.
 
 --task_name: sts-b (GLUE's STS-B TSV files), lcqmc (Chinese pairs labelled 0/1, LCQMC /
 ATEC layout) or custom ({split}.tsv / .csv with --text_a_column, --text_b_column,

@@ -1,4 +1,4 @@
-"""Fine-tune ALBERT for named-entity recognition (token classification).
+r"""Fine-tune ALBERT for named-entity recognition (token classification).
 
 Tasks (--task_name): conll2003 (eng.train/eng.testa/eng.testb or train.txt/valid.txt/
 test.txt, 4 columns, IOB1 or IOB2 as they come), cluener (CLUENER2020's

@@ -1,4 +1,4 @@
-"""Pretrain ALBERT with masked-LM + sentence-order prediction.
+r"""Pretrain ALBERT with masked-LM + sentence-order prediction.
 
 Flags follow the original run_pretraining.py; additions: --eval_input_file
 (held-out data for evaluation), --strategy, --mixed_precision, --jit_compile,

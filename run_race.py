@@ -1,4 +1,4 @@
-"""Fine-tune ALBERT on RACE (English) or C3 (Chinese) multiple-choice reading comprehension.
+r"""Fine-tune ALBERT on RACE (English) or C3 (Chinese) multiple-choice reading comprehension.
 
 Flags follow the original run_race.py (defaults included: --do_train and
 --do_eval are on, lr 1e-5, 12000 steps, 1000 warmup, save every 100).

@@ -1,4 +1,4 @@
-"""Fine-tune ALBERT on SQuAD v1.1 or v2.0 (the original run_squad_v1.py / run_squad_v2.py).
+r"""Fine-tune ALBERT on SQuAD v1.1 or v2.0 (the original run_squad_v1.py / run_squad_v2.py).
 
 Flags follow the original scripts; --version_2_with_negative selects v2.0 (the
 XLNet-style head with answerability). Additions: --vocab_file (a WordPiece

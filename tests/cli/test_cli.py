@@ -108,3 +108,17 @@ def test_albert_dropout_replaces_both_dropouts():
     assert cli.apply_albert_dropout(config, None) is config
     with pytest.raises(errors.UserValueError, match=r"^--albert_dropout must be in \[0, 1\)"):
         cli.apply_albert_dropout(config, 1.0)
+
+
+def test_the_clis_help_examples_keep_their_line_breaks():
+    """A shell example's `\\` line ends survive in --help (a raw docstring: in a plain one
+    Python joins the lines, and the example becomes one long line)."""
+    import ast
+    import re
+
+    from tests.conftest import REPO_ROOT
+
+    for path in sorted(REPO_ROOT.glob("run_*.py")):
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        for line in doc.splitlines():
+            assert not re.search(r"\S {3,}--\w", line), f"{path.name}: {line[:80]}"
