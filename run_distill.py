@@ -39,7 +39,7 @@ from albert_tf.kernels import onednn  # noqa: E402
 
 onednn.configure()  # before TensorFlow is imported: it reads the oneDNN switch once
 
-from absl import flags  # noqa: E402
+from absl import flags, logging  # noqa: E402
 
 from albert_tf import cli, cli_finetuning, cli_options, errors  # noqa: E402
 from albert_tf.distillation import job as jobs, teacher as teachers  # noqa: E402
@@ -76,6 +76,7 @@ def main(argv):
     given = FLAGS.spm_model_file or FLAGS.vocab_file
     # A teacher run without an export holds no vocabulary: the one given is its.
     teacher = teachers.load_teacher(FLAGS.teacher, given)
+    _fit_sequence_length(teacher)
     config = students.student_config(teacher.config, FLAGS.student)
     directory = os.path.join(FLAGS.output_dir, "student")
     if not given:  # the teacher's (a vocabulary given is checked against it by the job)
@@ -88,6 +89,23 @@ def main(argv):
     with open(FLAGS.albert_config_file, "w", encoding="utf-8") as handle:
         json.dump(config.to_dict(), handle, indent=2)
     return cli_finetuning.main(JOB)(argv)
+
+
+
+def _fit_sequence_length(teacher) -> None:
+    """--max_seq_length, when not given, is at most the teacher's (the family's default may
+    be longer than the teacher reads); a given one beyond its positions is one line."""
+    positions = teacher.config.max_position_embeddings
+    if FLAGS["max_seq_length"].present:
+        if FLAGS.max_seq_length > positions:
+            raise errors.UserValueError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the "
+                                        f"teacher's {positions} positions "
+                                        f"(--teacher={FLAGS.teacher})")
+    elif FLAGS.max_seq_length > teacher.max_length:
+        logging.info("--max_seq_length=%d: the teacher's (the default %d is longer)",
+                     teacher.max_length, FLAGS.max_seq_length)
+        FLAGS.max_seq_length = teacher.max_length
+        FLAGS["max_seq_length"].present = 1  # kept by --hparams too
 
 
 if __name__ == "__main__":

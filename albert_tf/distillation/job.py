@@ -159,7 +159,13 @@ class ClassificationDistillationJob(Distillation, ClassificationJob):
 
     def check_teacher_outputs(self, teacher):
         ours = None if self.regression else list(self.spec.labels)
-        if (teacher.labels or None) != ours:
+        theirs = teacher.labels or None
+        if ours and theirs == [f"LABEL_{index}" for index in range(len(ours))]:
+            # A Hugging Face head without label names: its outputs are read in order.
+            logging.info("the teacher's labels are unnamed (LABEL_0..%d): read as %s, in "
+                         "that order", len(ours) - 1, ours)
+            return
+        if theirs != ours:
             raise UserValueError(_labels_line(
                 teacher, f"--task_name={self.options.task_name}",
                 teacher.labels or "a score", ours or "a score"))

@@ -13,7 +13,7 @@ import os
 import zipfile
 from typing import Dict, List, Optional
 
-from albert_tf.errors import UserValueError
+from albert_tf.errors import UserFileNotFoundError, UserValueError
 
 FAMILIES = ("classification", "tagging", "multiple_choice")
 # What each family's teacher is, for messages.
@@ -39,6 +39,7 @@ class Teacher:
     vocabulary: bytes
     tokenizer_kind: str
     do_lower_case: bool
+    max_length: int  # tokens per row it reads (its run's --max_seq_length, else positions)
 
     @property
     def config(self):
@@ -132,6 +133,10 @@ def _read_teacher(path: str, vocabulary_file: Optional[str]) -> Teacher:
 
     try:
         read = read_source(path, vocabulary_file=vocabulary_file)
+    except UserFileNotFoundError as error:
+        text = str(error)
+        text = text[len(path) + 2:] if text.startswith(f"{path}: ") else text
+        raise UserFileNotFoundError(f"--teacher={path}: {text}") from None
     except UserValueError as error:
         if "vocabulary_file=" not in str(error):
             raise
@@ -152,4 +157,5 @@ def _read_teacher(path: str, vocabulary_file: Optional[str]) -> Teacher:
         network.num_choices = NUM_CHOICES
     preprocessor = read.make_preprocessor(read.max_length)
     return Teacher(path, network, family, read.labels, preprocessor._vocabulary,
-                   preprocessor.tokenizer_kind, preprocessor.do_lower_case)
+                   preprocessor.tokenizer_kind, preprocessor.do_lower_case,
+                   int(read.max_length or network.config.max_position_embeddings))

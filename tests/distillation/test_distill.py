@@ -124,7 +124,7 @@ def test_run_distill_makes_a_run_like_run_classifiers(sst2):
     assert record["albert_config"]["num_hidden_layers"] == 1
 
 
-@pytest.mark.slow  # 30 s: four CLI runs that stop at their first line
+@pytest.mark.slow  # 45 s: CLI runs that stop at their first line
 def test_run_distill_mistakes_are_one_line(sst2, shared_data, tmp_path):
     root, teacher, _ = sst2
     alpha = distill(root, teacher, "--student=layers:1", "--do_train",
@@ -144,6 +144,21 @@ def test_run_distill_mistakes_are_one_line(sst2, shared_data, tmp_path):
     assert reader.returncode != 0
     assert ("is a span_labeler model; run_distill.py distils text classifiers, NER taggers "
             "and multiple-choice models") in reader.stderr.strip().splitlines()[-1]
+    spm = str(shared_data / "spm_official" / "30k-clean.model")
+    named = hf_models.write_hf_dir(str(tmp_path / "named"), "classifier", spm,
+                                   labels=["neg", "pos"], seed=2, max_length=64)
+    labels = distill(root, named, "--student=layers:1", "--do_train", output="x4")
+    assert labels.returncode != 0
+    assert (f"--teacher={named} predicts ['neg', 'pos']; --task_name=sst-2 has ['0', '1']"
+            in labels.stderr.strip().splitlines()[-1])
+    long = distill(root, teacher, "--student=layers:1", "--do_train",
+                   "--max_seq_length=128", output="x5")
+    assert long.returncode != 0
+    assert (f"--max_seq_length=128 exceeds the teacher's 64 positions (--teacher={teacher})"
+            in long.stderr.strip().splitlines()[-1])
+    missing = distill(root, str(tmp_path / "absent"), "--do_train", output="x6")
+    assert (f"--teacher={tmp_path / 'absent'}: no such file or directory"
+            in missing.stderr.strip().splitlines()[-1])
 
 
 def test_layer_map_is_tinyberts_uniform_map():
