@@ -13,6 +13,7 @@ predict / save (keras-hub's Preprocessor + Task split, for ALBERT).
   preprocessor.py     AlbertPreprocessor: raw text -> token features, in the graph
   inputs.py           what fit / evaluate / predict take, as a batched tf.data.Dataset
   task.py             Task: the base (network + preprocessor, compile defaults, raw text)
+  exits.py            ExitTraining: per-layer exits in fit (PABEE's depth-weighted loss)
   text_classifier.py  AlbertTextClassifier: single-label, multi-label, regression
   tagger.py           AlbertTagger: a label per word (NER), softmax or CRF
   tagging_inputs.py   what the tagger takes: words and tags -> run_ner.py's windows
