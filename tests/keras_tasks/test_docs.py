@@ -32,6 +32,7 @@ def test_every_python_block_of_the_guide_runs(tmp_path, monkeypatch, official_sp
                                namespace["classifier"].predict(["what a film"], verbose=0),
                                rtol=1e-5, atol=1e-6)
     assert namespace["answer"][0]["label"] in ("negative", "positive")
+    assert namespace["early_logits"].shape == (8, 2)
 
 
 def test_the_guide_has_its_blocks():
