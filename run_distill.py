@@ -1,10 +1,11 @@
 r"""Distil a fine-tuned ALBERT into a smaller student (docs/fast_inference.md).
 
-The teacher (--teacher) is any fine-tuned text classifier, NER tagger or multiple-choice
-(RACE / C3) model albert_tf reads: a run_classifier.py, run_ner.py or run_race.py run or
-export directory, a Hugging Face directory with its head, or a .keras file. Its family
-chooses the job and the flags: run_classifier.py's, run_ner.py's or run_race.py's (give
---teacher to see them in --help). The student (--student) is `tiny` (4 layers,
+The teacher (--teacher) is any fine-tuned text classifier, NER tagger, multiple-choice
+(RACE / C3) model or SQuAD v1.1 / CMRC 2018 reader albert_tf reads: a run_classifier.py,
+run_ner.py, run_race.py (or run_squad.py's export) run or export directory, a Hugging Face
+directory with its head, or a .keras file. Its family chooses the job and the flags:
+run_classifier.py's, run_ner.py's, run_race.py's or run_squad.py's (give --teacher to see
+them in --help). The student (--student) is `tiny` (4 layers,
 H=312, as brightmart's albert_tiny), `small` (6 layers, H=384) or `layers:k` (the
 teacher's own config at k layers, starting from the teacher's weights: ALBERT shares the
 layer). It reads the teacher's vocabulary, and is trained on --task_name's training set
@@ -14,7 +15,8 @@ with the loss
       + --hidden_weight x the hidden states' squared difference (TinyBERT)
       + --attention_weight x the last layer's self-attention relations' KL (MiniLMv2)
 
-at temperature T = --temperature (per example; per labelled word for NER). The hidden
+at temperature T = --temperature (per example; per labelled word for NER; the start and
+end positions' mean for SQuAD). The hidden
 states of a student narrower or wider than its teacher are compared through a learned
 projection. Everything else is the family's CLI: the flags (less
 --albert_config_file and the vocabulary, which come from the teacher; a teacher run

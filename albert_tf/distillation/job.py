@@ -1,5 +1,5 @@
 """run_distill.py's jobs: a family's fine-tuning job (run_classifier.py's, run_ner.py's,
-run_race.py's) with a student model and the distillation loss. The run directory,
+run_race.py's, run_squad.py's) with a student model and the distillation loss. The run directory,
 evaluation, best checkpoint, prediction files and exports are the family's, so that
 pipelines, predict, ONNX, LiteRT and int8 read the student as any fine-tuned model of it.
 
@@ -21,6 +21,7 @@ from albert_tf.option_fields import POSITIVE, option
 from albert_tf.tasks.classification import features
 from albert_tf.tasks.classification.job import ClassificationJob, ClassificationOptions
 from albert_tf.tasks.multiple_choice.job import MultipleChoiceJob, MultipleChoiceOptions
+from albert_tf.tasks.span_qa.job import SpanQaJob, SpanQaOptions
 from albert_tf.tasks.tagging.job import TaggingJob, TaggingOptions
 
 
@@ -31,7 +32,8 @@ class DistillationFields:
 
     teacher: str = option(help="The fine-tuned teacher: a run or export directory, a "
                                "Hugging Face directory with a head, or a .keras file of a "
-                               "text classifier, NER tagger or multiple-choice model.")
+                               "text classifier, NER tagger, multiple-choice model or "
+                               "SQuAD v1.1 / CMRC 2018 reader.")
     student: str = option("tiny", help="tiny (4 layers, H=312), small (6 layers, H=384), or "
                                        "layers:k (the teacher's own layer run k times, "
                                        "starting from the teacher's weights).")
@@ -251,9 +253,28 @@ class MultipleChoiceDistillationJob(Distillation, MultipleChoiceJob):
         return math.log(NUM_CHOICES)
 
 
+class SpanQaDistillationJob(Distillation, SpanQaJob):
+    """run_distill.py with a SQuAD v1.1 / CMRC 2018 reader teacher (run_squad.py's job)."""
+
+    FAMILY = "span_qa"
+    OPTIONS = _options_class(SpanQaOptions)
+    COMMAND_LINE = dataclasses.replace(SpanQaJob.COMMAND_LINE,
+                                       required=("teacher", "output_dir"))
+
+    def check_teacher_outputs(self, teacher):
+        if self.v2:
+            raise UserValueError("--version_2_with_negative: a SQuAD v2.0 student needs a "
+                                 "v2.0 teacher (its answerability head), which run_distill.py "
+                                 "does not read yet; distil a v1.1 / CMRC 2018 reader")
+
+    def chance_loss(self):
+        return math.log(self.options.max_seq_length)  # a uniform guess over the positions
+
+
 JOBS: Dict[str, type] = {"classification": ClassificationDistillationJob,
                          "tagging": TaggingDistillationJob,
-                         "multiple_choice": MultipleChoiceDistillationJob}
+                         "multiple_choice": MultipleChoiceDistillationJob,
+                         "span_qa": SpanQaDistillationJob}
 def read_transfer_file(path: str, spec) -> List:
     """The unlabelled examples of a transfer file for task `spec`: one per non-blank line,
     a pair task's two texts separated by a tab; one line naming file and line otherwise."""

@@ -66,9 +66,7 @@ class Distiller(keras.Model):
         logits = tf.cast(outputs["logits"], tf.float32)
         hard = self.student.compute_loss(x, y, logits, sample_weight, training=training)
         teacher = self.targets.teacher_outputs(self.teacher.network, x)
-        soft = objective.soft_loss(logits, tf.stop_gradient(tf.cast(teacher["logits"],
-                                                                    tf.float32)),
-                                   self.temperature, self.targets.kind)
+        soft = self.targets.soft(outputs, teacher, self.temperature)
         units = self.targets.units(dict(x, label_ids=y))
         loss = self.alpha * hard + (1.0 - self.alpha) * tf.math.divide_no_nan(
             tf.reduce_sum(soft * units), tf.reduce_sum(units))

@@ -6,8 +6,9 @@ teacher's hidden states (TinyBERT) and self-attention relations (MiniLMv2):
            + gamma * attention
 
 - soft: per unit of the family (a classification example, a labelled word of NER, a real
-  RACE/C3 question), the KL divergence from the teacher's softmax at temperature T to the
-  student's (single-label, NER tags, a question's choices), the KL of each label's
+  RACE/C3 question, a SQuAD window), the KL divergence from the teacher's softmax at
+  temperature T to the student's (single-label, NER tags, a question's choices, the mean
+  of a window's start and end positions'), the KL of each label's
   sigmoid at T (multi-label), or the squared difference of the scores (regression, no T).
   T^2 keeps the soft gradients the size of the hard ones as T grows. A CRF tagger's soft
   targets are its per-word emission scores (the transition scores are not distilled).
@@ -171,6 +172,12 @@ class FamilyTargets:
         return teacher({name: features[name] for name in self.inputs
                         if name in features}, training=False)
 
+    def soft(self, student: Mapping, teacher: Mapping, temperature: float):
+        """The soft loss per unit of the two models' outputs (`soft_loss` of their logits)."""
+        return soft_loss(tf.cast(student["logits"], tf.float32),
+                         tf.stop_gradient(tf.cast(teacher["logits"], tf.float32)),
+                         temperature, self.kind)
+
     def input_mask(self, features):
         """[R, S]: the mask of the rows the encoder ran (a multiple-choice batch's choices
         flat)."""
@@ -211,8 +218,25 @@ class ChoiceTargets(FamilyTargets):
         return example_weights(features)
 
 
+class SpanTargets(FamilyTargets):
+    """SQuAD v1.1 / CMRC 2018: one unit per window; the soft loss is the mean of the start
+    and end positions' KL over the window's tokens (as the labels' loss averages the two
+    cross-entropies)."""
+
+    def soft(self, student, teacher, temperature):
+        return 0.5 * sum(
+            soft_loss(tf.cast(student[name], tf.float32),
+                      tf.stop_gradient(tf.cast(teacher[name], tf.float32)), temperature,
+                      "single_label")
+            for name in ("start_logits", "end_logits"))
+
+
 def family_targets(teacher, kind: str = "single_label") -> FamilyTargets:
     """The targets of `teacher`'s family; kind: a classifier's (KINDS)."""
+    from albert_tf.modeling.models import AlbertSpanLabeler
+
+    if isinstance(teacher, AlbertSpanLabeler):
+        return SpanTargets()
     if isinstance(teacher, AlbertTokenClassifier):
         return TaggerTargets()
     if isinstance(teacher, AlbertMultipleChoice):
@@ -305,9 +329,7 @@ class DistillationObjective:
         hard, sums = self.family.loss(recorder, features, normalizers, training)
         student = recorder.outputs
         teacher = self.targets.teacher_outputs(self.teacher, features)
-        soft = soft_loss(tf.cast(student["logits"], tf.float32),
-                         tf.stop_gradient(tf.cast(teacher["logits"], tf.float32)),
-                         self.temperature, self.targets.kind)
+        soft = self.targets.soft(student, teacher, self.temperature)
         units = self.targets.units(features)
         sums = dict(sums, soft_total=tf.reduce_sum(soft * units),
                     soft_units=tf.reduce_sum(units))

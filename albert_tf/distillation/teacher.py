@@ -15,15 +15,18 @@ from typing import Dict, List, Optional
 
 from albert_tf.errors import UserFileNotFoundError, UserValueError
 
-FAMILIES = ("classification", "tagging", "multiple_choice")
+FAMILIES = ("classification", "tagging", "multiple_choice", "span_qa")
 # What each family's teacher is, for messages.
 FAMILY_MODELS = {"classification": "text classifier", "tagging": "NER tagger",
-                 "multiple_choice": "multiple-choice model"}
+                 "multiple_choice": "multiple-choice model",
+                 "span_qa": "SQuAD v1.1 / CMRC 2018 reader"}
 # Hugging Face architectures, .keras task classes and export tasks of the families.
 _NAMES = {"AlbertForTokenClassification": "tagging", "AlbertForMultipleChoice":
           "multiple_choice", "AlbertTagger": "tagging", "AlbertMultipleChoiceTask":
           "multiple_choice", "AlbertMultipleChoice": "multiple_choice",
-          "tagging": "tagging", "multiple_choice": "multiple_choice"}
+          "tagging": "tagging", "multiple_choice": "multiple_choice",
+          "AlbertForQuestionAnswering": "span_qa", "squad_v1": "span_qa",
+          "AlbertQuestionAnswerer": "span_qa"}
 
 
 @dataclasses.dataclass
@@ -69,7 +72,8 @@ def teacher_family(path: Optional[str]) -> str:
     if record is not None:
         task = str(record.get("task", ""))
         return ("tagging" if task.startswith("ner ") else
-                "multiple_choice" if task in ("race", "c3") else "classification")
+                "multiple_choice" if task in ("race", "c3") else
+                "span_qa" if task.startswith("squad v1") else "classification")
     for name in ("albert_tf_export.json", os.path.join("export", "albert_tf_export.json")):
         record = _json_in(path, name)
         if record is not None:
@@ -102,12 +106,14 @@ def _json_in(directory: str, name: str) -> Optional[dict]:
 
 def network_family(network) -> Optional[str]:
     """The family (FAMILIES) of a built task network; None for the others."""
-    from albert_tf.modeling.models import AlbertClassifier, AlbertMultipleChoice
+    from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice,
+                                           AlbertSpanLabeler)
     from albert_tf.modeling.token_classifier import AlbertTokenClassifier
 
     for kind, family in ((AlbertClassifier, "classification"),
                          (AlbertTokenClassifier, "tagging"),
-                         (AlbertMultipleChoice, "multiple_choice")):
+                         (AlbertMultipleChoice, "multiple_choice"),
+                         (AlbertSpanLabeler, "span_qa")):
         if isinstance(network, kind):
             return family
     return None
@@ -145,9 +151,9 @@ def _read_teacher(path: str, vocabulary_file: Optional[str]) -> Teacher:
     family = network_family(read.network)
     if family is None:
         raise UserValueError(f"--teacher={path} is a {read.name} model; run_distill.py "
-                             f"distils text classifiers, NER taggers and multiple-choice "
-                             f"models (a fine-tuned run, export, Hugging Face directory "
-                             f"with a head, or .keras file)")
+                             f"distils text classifiers, NER taggers, multiple-choice models "
+                             f"and SQuAD v1.1 / CMRC 2018 readers (a fine-tuned run, export, "
+                             f"Hugging Face directory with a head, or .keras file)")
     network = read.network
     network.early_exit = None  # the teacher answers from every layer
     network.inference_layers = None

@@ -137,13 +137,14 @@ def test_run_distill_mistakes_are_one_line(sst2, shared_data, tmp_path):
     assert vocabulary.returncode != 0
     assert "a different vocabulary from the teacher's" in \
         vocabulary.stderr.strip().splitlines()[-1]
-    squad = hf_models.write_hf_dir(str(tmp_path / "squad"), "span",
-                                   str(shared_data / "spm_official" / "30k-clean.model"),
-                                   seed=5)
-    reader = distill(root, squad, "--student=layers:1", "--do_train", output="x3")
+    pretrained = hf_models.write_hf_dir(str(tmp_path / "mlm"), "masked_lm",
+                                        str(shared_data / "spm_official" / "30k-clean.model"),
+                                        seed=5)
+    reader = distill(root, pretrained, "--student=layers:1", "--do_train", output="x3")
     assert reader.returncode != 0
-    assert ("is a span_labeler model; run_distill.py distils text classifiers, NER taggers "
-            "and multiple-choice models") in reader.stderr.strip().splitlines()[-1]
+    assert ("is a pretrainer model; run_distill.py distils text classifiers, NER taggers, "
+            "multiple-choice models and SQuAD v1.1 / CMRC 2018 readers"
+            ) in reader.stderr.strip().splitlines()[-1]
     spm = str(shared_data / "spm_official" / "30k-clean.model")
     named = hf_models.write_hf_dir(str(tmp_path / "named"), "classifier", spm,
                                    labels=["neg", "pos"], seed=2, max_length=64)
@@ -331,6 +332,27 @@ def test_self_attention_relations_follow_minilm_v2():
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-4)
 
 
+def test_a_readers_soft_loss_is_its_start_and_end_kl():
+    from albert_tf.modeling.models import AlbertSpanLabeler
+
+    tf.keras.utils.set_random_seed(5)
+    config = tiny_config(num_hidden_groups=1)
+    teacher = AlbertSpanLabeler(config)
+    student = AlbertSpanLabeler(students.student_config(config, "layers:1"))
+    for model in (teacher, student):
+        model.build()
+    targets = objective.family_targets(teacher)
+    assert isinstance(targets, objective.SpanTargets)
+    ids = np.random.default_rng(0).integers(5, 60, (3, 9)).astype(np.int32)
+    features = {"input_ids": ids, "input_mask": np.ones_like(ids),
+                "segment_ids": np.zeros_like(ids)}
+    mine, theirs = student(features), teacher(features)
+    expected = 0.5 * sum(objective.soft_loss(mine[name], theirs[name], 2.0, "single_label")
+                         for name in ("start_logits", "end_logits"))
+    np.testing.assert_allclose(targets.soft(mine, theirs, 2.0), expected, rtol=1e-6)
+    assert targets.units(features).numpy().tolist() == [1.0, 1.0, 1.0]
+
+
 def test_the_teachers_family_is_read_from_its_files(tmp_path, shared_data):
     from albert_tf.distillation import teacher as teachers
 
@@ -351,6 +373,10 @@ def test_the_teachers_family_is_read_from_its_files(tmp_path, shared_data):
                                                      {"task": "tagging"}))) == "tagging"
     assert teachers.teacher_family(record("hf", ("config.json", {
         "architectures": ["AlbertForMultipleChoice"]}))) == "multiple_choice"
+    assert teachers.teacher_family(record("run_squad", ("albert_tf_run.json",
+                                                        {"task": "squad v1.1"}))) == "span_qa"
+    assert teachers.teacher_family(record("hf_qa", ("config.json", {
+        "architectures": ["AlbertForQuestionAnswering"]}))) == "span_qa"
     assert teachers.teacher_family(str(tmp_path / "absent")) == "classification"
     assert teachers.teacher_family(None) == "classification"
 
@@ -507,3 +533,30 @@ def test_the_labels_loss_skips_rows_without_a_label():
     np.testing.assert_allclose(float(plain), per_row.mean(), rtol=1e-5)
     targets = objective.family_targets(teacher)
     assert targets.units(real).numpy().tolist() == [1.0, 1.0, 1.0, 1.0]
+
+
+@pytest.mark.slow  # 40 s: a SQuAD v1.1 student of a Hugging Face reader
+def test_a_squad_student_is_a_run_squad_run(shared_data, tmp_path):
+    data = json.loads((shared_data / "squad" / "dev-v1.1.json").read_text())
+    article = data["data"][0]
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps({"version": data.get("version"), "data": [
+        {"title": article["title"], "paragraphs": article["paragraphs"][:3]}]}))
+    teacher = hf_models.write_hf_dir(str(tmp_path / "teacher"), "span",
+                                     str(shared_data / "spm_official" / "30k-clean.model"),
+                                     seed=1)
+    common = [f"--teacher={teacher}", "--student=layers:1", f"--train_file={path}",
+              f"--predict_file={path}", "--max_seq_length=64", "--doc_stride=32",
+              "--max_query_length=16", "--train_batch_size=8", "--predict_batch_size=16"]
+    done = _run_distill(*common, f"--output_dir={tmp_path / 'run'}", "--do_train",
+                        "--do_predict", "--num_train_epochs=1", "--save_checkpoints_steps=4",
+                        "--hidden_weight=1", "--attention_weight=1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert all(f"{name}_loss" in done.stderr for name in ("soft", "hidden", "attention"))
+    assert (tmp_path / "run" / "predictions.json").exists()
+    assert json.loads((tmp_path / "run" / "albert_tf_run.json").read_text())["task"] == \
+        "squad v1.1"
+    v2 = _run_distill(*common, f"--output_dir={tmp_path / 'v2'}", "--do_train",
+                      "--version_2_with_negative")
+    assert v2.returncode != 0
+    assert "a SQuAD v2.0 student needs a v2.0 teacher" in v2.stderr.strip().splitlines()[-1]

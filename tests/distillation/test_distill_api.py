@@ -23,6 +23,7 @@ def classifier(tmp_path_factory, official_spm):
     return albert_tf.from_pretrained(path, sequence_length=16)
 
 
+@pytest.mark.slow  # 7 s
 def test_the_student_is_the_teachers_task_with_the_students_config(classifier):
     student = keras_distiller.student_task(classifier, "layers:1")
     assert type(student) is type(classifier)

@@ -80,6 +80,7 @@ def test_fit_trains_the_exits_and_predict_exits_early(classifier_dir, tmp_path):
     assert all(1 <= result["exit_layer"] <= 2 for result in classify(TEXTS[:3]))
 
 
+@pytest.mark.slow  # 6 s: an export
 def test_per_layer_exits_are_kept_by_what_reads_them(classifier_dir, tmp_path):
     task = albert_tf.from_pretrained(classifier_dir, sequence_length=16,
                                      exit_heads="per_layer")
@@ -92,6 +93,7 @@ def test_per_layer_exits_are_kept_by_what_reads_them(classifier_dir, tmp_path):
     assert plain.network.exits is None
 
 
+@pytest.mark.slow  # 13 s
 def test_tagger_and_multiple_choice_fit_with_exits(tmp_path, official_spm):
     ner = write_hf_dir(str(tmp_path / "ner"), "token_classifier", official_spm,
                        labels=NER_LABELS, seed=5)

@@ -86,6 +86,7 @@ QUESTIONS = [
 ]
 
 
+@pytest.mark.slow  # 12 s
 def test_a_questions_choices_exit_together(tmp_path, shared_data):
     """Multiple choice: whole questions go through the model (padded to the most choices,
     absent ones masked); each question's choices report its exit layer; a batch equals each
