@@ -229,7 +229,8 @@ def choice_batch(config, questions=6, choices=4, seed=4):
     return {name: value.reshape(questions, choices, -1) for name, value in flat.items()}
 
 
-@pytest.mark.parametrize("exit_heads", ["shared", "per_layer"])
+@pytest.mark.parametrize("exit_heads", [  # 15 s each: per_layer in the slow suite
+    "shared", pytest.param("per_layer", marks=pytest.mark.slow)])
 def test_multiple_choice_questions_exit_together(exit_heads):
     config = deep_config()
     model = AlbertMultipleChoice(config, num_choices=4, exit_heads=exit_heads)
