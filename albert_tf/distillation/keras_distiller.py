@@ -114,8 +114,11 @@ def student_task(teacher, student: Union[str, AlbertConfig] = "tiny"):
     """The untrained student of `teacher` (a task model): the teacher's class, preprocessor
     and settings, the student's config (a `students` spec or an AlbertConfig), the
     teacher's weights where name and shape agree."""
-    config = (student if isinstance(student, AlbertConfig)
-              else students.student_config(teacher.config, student))
+    try:
+        config = (student if isinstance(student, AlbertConfig)
+                  else students.student_config(teacher.config, student))
+    except UserValueError as error:  # the CLI's words, as this function's argument
+        raise UserValueError(str(error).replace("--student=", "student=", 1)) from None
     network_config = dict(teacher.network.get_config(), config=config.to_dict())
     for name in ("early_exit", "inference_layers", "exit_heads"):  # a plain student
         network_config.pop(name, None)
