@@ -65,15 +65,13 @@ class Distiller(keras.Model):
         outputs = self.student.network(x, training=training)
         logits = tf.cast(outputs["logits"], tf.float32)
         hard = self.student.compute_loss(x, y, logits, sample_weight, training=training)
-        teacher = self.targets.teacher_outputs(self.teacher.network, x)
-        soft = self.targets.soft(outputs, teacher, self.temperature)
-        units = self.targets.units(dict(x, label_ids=y))
+        sums = objective.teacher_sums(self.targets, self.transfer, self.temperature,
+                                      self.student.network, outputs, self.teacher.network,
+                                      dict(x, label_ids=y))
         loss = self.alpha * hard + (1.0 - self.alpha) * tf.math.divide_no_nan(
-            tf.reduce_sum(soft * units), tf.reduce_sum(units))
-        terms = self.transfer.per_row(self.student.network, outputs, self.teacher.network,
-                                      teacher, self.targets.input_mask(x))
-        for name, per_row in terms.items():
-            loss += self.transfer.weights[name] * tf.reduce_mean(per_row)
+            sums["soft_total"], sums["soft_units"])
+        for name in self.transfer.names:
+            loss += self.transfer.weights[name] * sums[f"{name}_total"] / sums["transfer_rows"]
         return loss, logits
 
     def train_step(self, data):

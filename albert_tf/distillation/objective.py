@@ -33,6 +33,7 @@ from typing import Dict, List, Mapping, Optional
 import keras
 import tensorflow as tf
 
+from albert_tf.modeling.layers import ATTENTION_MASK_ADDER
 from albert_tf.modeling.models import AlbertMultipleChoice
 from albert_tf.modeling.token_classifier import AlbertTokenClassifier
 
@@ -64,12 +65,16 @@ def layer_map(student_layers: int, teacher_layers: int) -> List[int]:
     return [(m * teacher_layers) // student_layers - 1 for m in range(1, student_layers + 1)]
 
 
+def real_token_mean(values, input_mask):
+    """values [R, S] averaged over each row's real tokens (input_mask [R, S]) -> [R]."""
+    mask = tf.cast(input_mask, tf.float32)
+    return tf.reduce_sum(values * mask, axis=-1) / tf.maximum(tf.reduce_sum(mask, axis=-1), 1.0)
+
+
 def hidden_loss(student_layers, teacher_layers, input_mask, projection=None):
     """Per-example hidden-state loss [B] (see the module docstring) of the student's layer
     outputs (a list of M [B, S, Hs]) against the teacher's (N [B, S, Ht]); input_mask
     [B, S]; projection: a Dense Hs -> Ht when the widths differ."""
-    mask = tf.cast(input_mask, tf.float32)
-    tokens = tf.maximum(tf.reduce_sum(mask, axis=-1), 1.0)
     total = 0.0
     for student_index, teacher_index in enumerate(layer_map(len(student_layers),
                                                             len(teacher_layers))):
@@ -78,8 +83,7 @@ def hidden_loss(student_layers, teacher_layers, input_mask, projection=None):
             student = projection(student)
         difference = student - tf.stop_gradient(tf.cast(teacher_layers[teacher_index],
                                                          tf.float32))
-        per_token = tf.reduce_mean(tf.square(difference), axis=-1)
-        total += tf.reduce_sum(per_token * mask, axis=-1) / tokens
+        total += real_token_mean(tf.reduce_mean(tf.square(difference), axis=-1), input_mask)
     return total
 
 
@@ -125,20 +129,19 @@ def self_attention_relations(x, attention, input_mask, heads: int) -> List:
         split = tf.reshape(projected, tf.concat([tf.shape(x)[:2], [heads, size]], 0))
         split = tf.transpose(split, [0, 2, 1, 3])
         scores = tf.matmul(split, split, transpose_b=True) / (size ** 0.5)
-        relations.append(tf.nn.log_softmax(scores + (1.0 - mask) * -10000.0, axis=-1))
+        relations.append(tf.nn.log_softmax(scores + (1.0 - mask) * ATTENTION_MASK_ADDER,
+                                           axis=-1))
     return relations
 
 
 def relation_loss(student_relations, teacher_relations, input_mask):
     """Per-row loss [R]: KL(teacher || student) of each relation over the keys, averaged
     over the relation heads and the real query tokens, summed over the three relations."""
-    mask = tf.cast(input_mask, tf.float32)
-    tokens = tf.maximum(tf.reduce_sum(mask, axis=-1), 1.0)
     total = 0.0
     for student, teacher in zip(student_relations, teacher_relations):
         teacher = tf.stop_gradient(teacher)
         kl = tf.reduce_sum(tf.exp(teacher) * (teacher - student), axis=-1)  # [R, heads, S]
-        total += tf.reduce_sum(tf.reduce_mean(kl, axis=1) * mask, axis=-1) / tokens
+        total += real_token_mean(tf.reduce_mean(kl, axis=1), input_mask)
     return total
 
 
@@ -293,6 +296,24 @@ def encoder_layers(network, outputs) -> List:
     return list(outputs["encoder_outputs"][inner - 1::inner][:network.config.num_hidden_layers])
 
 
+def teacher_sums(targets: FamilyTargets, transfer: Optional[TransferTerms],
+                 temperature: float, student, student_outputs, teacher, features
+                 ) -> Dict[str, tf.Tensor]:
+    """What the student's outputs (its network's, on `features`) owe the teacher's, summed
+    over the batch: `soft_total` over `soft_units` units, and each active transfer term's
+    `<name>_total` over `transfer_rows` encoder rows. The teacher runs here."""
+    theirs = targets.teacher_outputs(teacher, features)
+    soft = targets.soft(student_outputs, theirs, temperature)
+    units = targets.units(features)
+    sums = {"soft_total": tf.reduce_sum(soft * units), "soft_units": tf.reduce_sum(units)}
+    terms = transfer.per_row(student, student_outputs, teacher, theirs,
+                             targets.input_mask(features)) if transfer else {}
+    for name, per_row in terms.items():
+        sums[f"{name}_total"] = tf.reduce_sum(per_row)
+        sums["transfer_rows"] = tf.cast(tf.shape(per_row)[0], tf.float32)
+    return sums
+
+
 class DistillationObjective:
     """The student's training loss (a `training.Objective`): `family` is the family's own
     objective (the hard loss and its metrics), `teacher` the built teacher network,
@@ -327,22 +348,13 @@ class DistillationObjective:
         micro-batch over its count in the global batch), and the metric sums."""
         recorder = _Recorder(model)
         hard, sums = self.family.loss(recorder, features, normalizers, training)
-        student = recorder.outputs
-        teacher = self.targets.teacher_outputs(self.teacher, features)
-        soft = self.targets.soft(student, teacher, self.temperature)
-        units = self.targets.units(features)
-        sums = dict(sums, soft_total=tf.reduce_sum(soft * units),
-                    soft_units=tf.reduce_sum(units))
+        sums = dict(sums, **teacher_sums(self.targets, self.transfer, self.temperature, model,
+                                         recorder.outputs, self.teacher, features))
         loss = self.alpha * hard + (1.0 - self.alpha) * tf.math.divide_no_nan(
             sums["soft_total"], normalizers["soft_units"])
-        if self.transfer:
-            terms = self.transfer.per_row(model, student, self.teacher, teacher,
-                                          self.targets.input_mask(features))
-            for name, per_row in terms.items():
-                sums[f"{name}_total"] = tf.reduce_sum(per_row)
-                sums["transfer_rows"] = tf.cast(tf.shape(per_row)[0], tf.float32)
-                loss += self.transfer.weights[name] * tf.math.divide_no_nan(
-                    sums[f"{name}_total"], normalizers["encoder_rows"])
+        for name in self.transfer.names if self.transfer else ():
+            loss += self.transfer.weights[name] * tf.math.divide_no_nan(
+                sums[f"{name}_total"], normalizers["encoder_rows"])
         return loss, sums
 
     def finalize(self, sums: Dict[str, float]) -> Dict[str, float]:
