@@ -15,10 +15,8 @@ from typing import Dict, List, Optional
 from absl import logging
 
 from albert_tf.distillation import objective, students, teacher as teachers
-from albert_tf import tokenization
 from albert_tf.errors import UserFileNotFoundError, UserValueError
 from albert_tf.option_fields import POSITIVE, option
-from albert_tf.tasks.classification import features
 from albert_tf.tasks.classification.job import ClassificationJob, ClassificationOptions
 from albert_tf.tasks.multiple_choice.job import MultipleChoiceJob, MultipleChoiceOptions
 from albert_tf.tasks.span_qa.job import SpanQaJob, SpanQaOptions
@@ -186,11 +184,8 @@ class ClassificationDistillationJob(Distillation, ClassificationJob):
 
     def transfer_cache(self) -> str:
         """The transfer examples' feature cache (every is_real_example 0), built once."""
-        options = self.options
-        return self.once("transfer cache", lambda: features.prepare_features(
-            options.cached_dir or options.output_dir, self.spec, "transfer",
-            self.transfer_examples(), self.tokenizer, options.max_seq_length,
-            tokenization.vocabulary_fingerprint(self.tokenizer), unlabelled=True))
+        return self.once("transfer cache", lambda: self.feature_cache(
+            "transfer", self.transfer_examples(), unlabelled=True))
 
     def prepare(self) -> None:
         super().prepare()
@@ -200,16 +195,12 @@ class ClassificationDistillationJob(Distillation, ClassificationJob):
                          "targets alone)", len(self.transfer_examples()),
                          self.options.transfer_file)
 
-    def train_dataset(self, input_context):
+    def training_records(self):
+        # Labelled rows and transfer rows mix in every batch, in proportion to their counts.
+        paths, count = super().training_records()
         if not self.options.transfer_file:
-            return super().train_dataset(input_context)
-        _, path = self.split("train")
-        # One shuffled stream of both files: labelled rows and transfer rows mix in every
-        # batch, in proportion to their counts.
-        return self.dataset([path, self.transfer_cache()],
-                            self.per_replica_train_batch(input_context), True,
-                            self.num_features("train") + len(self.transfer_examples()),
-                            self.options.seed, input_context)
+            return paths, count
+        return paths + [self.transfer_cache()], count + len(self.transfer_examples())
 
     def chance_loss(self):
         if self.regression:

@@ -98,10 +98,11 @@ def prepare(cache_path: str, identity: Mapping, write_records: Callable[[Callabl
     return description
 
 
-def cached_dataset(path: str, parse: Callable, batch_size: int, is_training: bool,
+def cached_dataset(path, parse: Callable, batch_size: int, is_training: bool,
                    num_examples: int, padding_row: Callable[[], Mapping],
                    seed: Optional[int] = None, input_context=None):
-    """tf.data over a feature cache of `num_examples` records, each `parse`d to a dict.
+    """tf.data over a feature cache (or a list of them, read as one) of `num_examples`
+    records, each `parse`d to a dict.
 
     Training: sharded per input pipeline under distribution (`input_context`), shuffled
     (buffer min(num_examples, 100000), seeded), repeated, whole batches of `batch_size`.

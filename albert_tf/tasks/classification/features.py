@@ -228,11 +228,11 @@ def prepare_features(cached_dir: str, spec, split: str,
     return path
 
 
-def dataset(path: str, max_seq_length: int, regression: bool, batch_size: int,
+def dataset(path, max_seq_length: int, regression: bool, batch_size: int,
             is_training: bool, num_examples: int, seed: Optional[int] = None,
             input_context=None, num_multi_labels: Optional[int] = None,
             windows: bool = False):
-    """tf.data over a feature cache: int32 features, float32 labels for regression, int32
+    """tf.data over a feature cache (or a list of them: `cached_dataset`): int32 features, float32 labels for regression, int32
     label_ids [K] with `num_multi_labels` K, `example_index` with `windows` (then
     num_examples counts the windows: the cache's records).
 

@@ -285,12 +285,18 @@ class ClassificationJob(finetuning.FinetuningJob):
             raise errors.UserValueError(f"--long_text={rule.mode} reads single-text tasks; "
                                         f"{self.spec.name} is a sentence-pair task (use "
                                         "--long_text=truncate)")
-        path = features.prepare_features(options.cached_dir or options.output_dir, self.spec,
+        return examples, self.feature_cache(split, examples)
+
+    def feature_cache(self, split: str, examples, unlabelled: bool = False) -> str:
+        """The feature cache of a split's `examples` (`features.prepare_features`: written
+        or reused); `unlabelled`: rows the labels' loss skips."""
+        options = self.options
+        return features.prepare_features(options.cached_dir or options.output_dir, self.spec,
                                          split, examples, self.tokenizer,
                                          options.max_seq_length,
                                          tokenization.vocabulary_fingerprint(self.tokenizer),
-                                         long_text=rule)
-        return examples, path
+                                         long_text=options.long_text_rule(),
+                                         unlabelled=unlabelled)
 
     def example_index(self, split: str) -> Optional[np.ndarray]:
         """int32 [F]: the example each feature (window) of a split belongs to; None when
@@ -304,9 +310,10 @@ class ClassificationJob(finetuning.FinetuningJob):
         index = self.example_index(split)
         return len(self.split(split)[0]) if index is None else len(index)
 
-    def dataset(self, path: str, batch_size: int, is_training: bool, num_examples: int,
+    def dataset(self, path, batch_size: int, is_training: bool, num_examples: int,
                 seed=None, input_context=None) -> tf.data.Dataset:
-        """`num_examples`: the cache's records (the windows, with --long_text=windows)."""
+        """`path`: a feature cache, or a list of them read as one; `num_examples`: their
+        records (the windows, with --long_text=windows)."""
         return features.dataset(path, self.options.max_seq_length, self.regression, batch_size,
                                 is_training, num_examples, seed, input_context,
                                 len(self.spec.labels) if self.multi_label else None,
@@ -318,10 +325,14 @@ class ClassificationJob(finetuning.FinetuningJob):
     def num_train_examples(self) -> int:
         return self.num_features("train")
 
+    def training_records(self):
+        """(the feature caches training reads, shuffled as one stream; their record count)."""
+        return [self.split("train")[1]], self.num_features("train")
+
     def train_dataset(self, input_context):
-        _, path = self.split("train")
-        return self.dataset(path, self.per_replica_train_batch(input_context), True,
-                            self.num_features("train"), self.options.seed, input_context)
+        paths, count = self.training_records()
+        return self.dataset(paths, self.per_replica_train_batch(input_context), True, count,
+                            self.options.seed, input_context)
 
     def eval_features(self):
         if not self.options.do_eval:
