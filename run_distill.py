@@ -93,7 +93,6 @@ def main(argv):
     return cli_finetuning.main(JOB)(argv)
 
 
-
 def _fit_sequence_length(teacher) -> None:
     """--max_seq_length, when not given, is at most the teacher's (the family's default may
     be longer than the teacher reads); a given one beyond its positions is one line."""

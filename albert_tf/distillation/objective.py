@@ -201,7 +201,9 @@ class TaggerTargets(FamilyTargets):
     scores, without decoding."""
 
     def units(self, features):
-        return tf.cast(tf.cast(features["label_ids"], tf.int32) >= 0, tf.float32)
+        from albert_tf.tasks.tagging.job import labelled_words
+
+        return labelled_words(features)
 
     def teacher_outputs(self, teacher, features):
         outputs = dict(teacher.encoder({name: features[name] for name in self.inputs},

@@ -156,6 +156,12 @@ class SplitData:
         return len(self.windows or ())
 
 
+def labelled_words(features) -> tf.Tensor:
+    """float32 [B, S]: 1 at each scored word (label_ids >= 0: a word's first piece in a
+    window that scores it), the unit of the tagger's loss."""
+    return tf.cast(tf.cast(features["label_ids"], tf.int32) >= 0, tf.float32)
+
+
 class TaggingObjective(loop.Objective):
     """The mean loss per labelled word of the global batch (cross-entropy, or the CRF's
     negative log-likelihood summed over a sentence's words)."""
@@ -163,8 +169,7 @@ class TaggingObjective(loop.Objective):
     metric_names = ("loss_total", "words", "examples")
 
     def normalizers(self, features_):
-        labelled = tf.cast(tf.cast(features_["label_ids"], tf.int32) >= 0, tf.float32)
-        return {"words": tf.reduce_sum(labelled)}
+        return {"words": tf.reduce_sum(labelled_words(features_))}
 
     def loss(self, model, features_, normalizers, training):
         outputs = model(features_, training=training)
